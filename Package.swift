@@ -1,0 +1,52 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// Modules are split by role (see DESIGN.md): the CLI side (RecordClient, SyncEngine, Scorebook,
+// `scorebook`) never compiles the server's HTTP stack, and RecordModel imports nothing of ours.
+let settings: [SwiftSetting] = [.swiftLanguageMode(.v5)]
+
+let package = Package(
+    name: "scorebook-sync",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "scorebookd", targets: ["scorebookd"]),
+        .executable(name: "scorebook", targets: ["scorebook"]),
+        .executable(name: "scorebook-bench", targets: ["scorebook-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+    ],
+    targets: [
+        .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        .target(name: "SQLiteDB", dependencies: ["CSQLite"], swiftSettings: settings),
+        .target(name: "RecordModel", swiftSettings: settings),
+        .target(name: "RecordStore", dependencies: ["RecordModel", "SQLiteDB"], swiftSettings: settings),
+        .target(
+            name: "RecordServer",
+            dependencies: ["RecordModel", "RecordStore", .product(name: "Hummingbird", package: "hummingbird")],
+            swiftSettings: settings),
+        .target(name: "RecordClient", dependencies: ["RecordModel"], swiftSettings: settings),
+        .target(name: "SyncEngine", dependencies: ["RecordModel", "RecordClient", "SQLiteDB"], swiftSettings: settings),
+        .target(name: "Scorebook", dependencies: ["RecordModel", "SyncEngine", "SQLiteDB"], swiftSettings: settings),
+        .executableTarget(
+            name: "scorebookd",
+            dependencies: ["RecordServer", "RecordStore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: settings),
+        .executableTarget(
+            name: "scorebook",
+            dependencies: ["Scorebook", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: settings),
+        .executableTarget(
+            name: "scorebook-bench",
+            dependencies: ["RecordServer", "RecordStore", "RecordClient", "SyncEngine", "Scorebook", "SQLiteDB"],
+            swiftSettings: settings),
+        .testTarget(name: "RecordModelTests", dependencies: ["RecordModel", "RecordStore"], swiftSettings: settings),
+        .testTarget(name: "RecordStoreTests", dependencies: ["RecordStore", "RecordModel"], swiftSettings: settings),
+        .testTarget(name: "ScorebookTests", dependencies: ["Scorebook", "SyncEngine", "RecordClient", "RecordModel"], swiftSettings: settings),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["RecordModel", "RecordClient", "scorebookd", "scorebook"],
+            swiftSettings: settings),
+    ]
+)

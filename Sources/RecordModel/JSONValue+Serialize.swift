@@ -1,0 +1,82 @@
+extension JSONValue {
+    /// Compact JSON text as UTF-8 bytes.
+    public func serialized() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(256)
+        serialize(into: &out)
+        return out
+    }
+
+    public func serializedString() -> String {
+        String(decoding: serialized(), as: UTF8.self)
+    }
+
+    public func serialize(into out: inout [UInt8]) {
+        switch self {
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
+        case .int(let i): out.append(contentsOf: String(i).utf8)
+        case .double(let d): JSONValue.appendDouble(d, to: &out)
+        case .string(let s): JSONValue.appendString(s, to: &out)
+        case .raw(let bytes): out.append(contentsOf: bytes)
+        case .array(let elements):
+            out.append(UInt8(ascii: "["))
+            for (offset, element) in elements.enumerated() {
+                if offset > 0 { out.append(UInt8(ascii: ",")) }
+                element.serialize(into: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let members):
+            out.append(UInt8(ascii: "{"))
+            var first = true
+            for (key, value) in members {
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                appendString(key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                value.serialize(into: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    private func appendString(_ string: String, to out: inout [UInt8]) { JSONValue.appendString(string, to: &out) }
+
+    static func appendDouble(_ value: Double, to out: inout [UInt8]) {
+        guard value.isFinite else { out.append(contentsOf: "null".utf8); return }
+        if value.rounded() == value, abs(value) < 1e15 {
+            // Keep a fraction so the value reads back as a double, not an integer.
+            out.append(contentsOf: String(Int64(value)).utf8)
+            out.append(contentsOf: ".0".utf8)
+        } else {
+            out.append(contentsOf: value.description.utf8)
+        }
+    }
+
+    static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    public static func appendString(_ string: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        var string = string
+        string.withUTF8 { utf8 in
+            var runStart = 0
+            for index in 0..<utf8.count {
+                let byte = utf8[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+                runStart = index + 1
+                switch byte {
+                case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
+                case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
+                case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
+                case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
+                case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+                default:
+                    out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)]])
+                }
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count]))
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+}

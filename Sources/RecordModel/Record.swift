@@ -1,0 +1,139 @@
+/// Who made a change and when (the `created` and `modified` dictionaries).
+public struct ChangeStamp: Equatable, Sendable {
+    public var timestamp: Int64
+    public var userRecordName: String?
+    public var deviceID: String?
+
+    public init(timestamp: Int64, userRecordName: String? = nil, deviceID: String? = nil) {
+        self.timestamp = timestamp
+        self.userRecordName = userRecordName
+        self.deviceID = deviceID
+    }
+
+    public init?(json: JSONValue?) {
+        guard let json, let timestamp = json["timestamp"]?.int64Value else { return nil }
+        self.init(timestamp: timestamp, userRecordName: json["userRecordName"]?.stringValue, deviceID: json["deviceID"]?.stringValue)
+    }
+
+    public var json: JSONValue {
+        var members: [String: JSONValue] = ["timestamp": .int(timestamp)]
+        if let userRecordName { members["userRecordName"] = .string(userRecordName) }
+        if let deviceID { members["deviceID"] = .string(deviceID) }
+        return .object(members)
+    }
+}
+
+/// A record: a name unique within its zone, a type that never changes, typed fields, and the
+/// server-assigned change tag that versions it.
+public struct Record: Equatable, Sendable {
+    public var recordName: String
+    public var recordType: String
+    public var recordChangeTag: String?
+    public var fields: [String: FieldValue]
+    /// Fields a request asks to remove (sent with a null `value`); empty on stored records.
+    public var removedFieldNames: Set<String> = []
+    public var parent: String?
+    public var created: ChangeStamp?
+    public var modified: ChangeStamp?
+    public var zoneID: ZoneID?
+
+    public init(recordName: String, recordType: String, fields: [String: FieldValue] = [:], recordChangeTag: String? = nil,
+                parent: String? = nil, zoneID: ZoneID? = nil)
+    {
+        self.recordName = recordName
+        self.recordType = recordType
+        self.fields = fields
+        self.recordChangeTag = recordChangeTag
+        self.parent = parent
+        self.zoneID = zoneID
+    }
+
+    /// Every reference the record holds, with the name of the field holding it.
+    public var references: [(field: String, reference: Reference)] {
+        fields.flatMap { name, value in value.references.map { (name, $0) } }
+    }
+}
+
+extension Record {
+    /// Reads a record dictionary as a client sends it. `recordType` may be empty when the request
+    /// leaves it out (an update of an existing record); `schemaType` gives a field's declared type.
+    public init(requestJSON json: JSONValue, schemaType: (_ recordType: String, _ field: String) -> FieldType?) throws {
+        guard case .object = json else { throw ServerError.badRequest("record must be an object") }
+        guard let name = json["recordName"]?.stringValue else { throw ServerError.badRequest("record.recordName must be a string") }
+        try Names.validateRecordName(name)
+        self.recordName = name
+        if let typeJSON = json["recordType"], !typeJSON.isNull {
+            guard let type = typeJSON.stringValue else { throw ServerError.badRequest("recordType must be a string").with(recordName: name) }
+            try Names.validateIdentifier(type, what: "recordType")
+            self.recordType = type
+        } else {
+            self.recordType = ""
+        }
+        if let tag = json["recordChangeTag"], !tag.isNull {
+            guard let tagString = tag.stringValue else { throw ServerError.badRequest("recordChangeTag must be a string") }
+            self.recordChangeTag = tagString
+        }
+        self.fields = [:]
+        if let fieldsJSON = json["fields"], !fieldsJSON.isNull {
+            guard let members = fieldsJSON.objectValue else { throw ServerError.badRequest("record.fields must be an object") }
+            for (fieldName, fieldJSON) in members {
+                try Names.validateIdentifier(fieldName, what: "field name")
+                if fieldJSON["value"]?.isNull == true || fieldJSON.isNull {
+                    removedFieldNames.insert(fieldName)
+                    continue
+                }
+                fields[fieldName] = try FieldValue(json: fieldJSON, fieldName: fieldName, schemaType: schemaType(recordType, fieldName))
+            }
+        }
+        if let parentJSON = json["parent"], !parentJSON.isNull {
+            guard let parentName = parentJSON["recordName"]?.stringValue else {
+                throw ServerError.badRequest("record.parent must be an object with a recordName")
+            }
+            try Names.validateRecordName(parentName)
+            self.parent = parentName
+        }
+        if let zone = json["zoneID"], !zone.isNull { self.zoneID = try ZoneID(json: zone) }
+    }
+
+    /// Reads a record dictionary as the server sends it (client side).
+    public init(responseJSON json: JSONValue) throws {
+        try self.init(requestJSON: json, schemaType: { _, _ in nil })
+        created = ChangeStamp(json: json["created"])
+        modified = ChangeStamp(json: json["modified"])
+    }
+
+    /// The serialized `fields` dictionary, as the server stores it.
+    public func fieldsJSONBytes() -> [UInt8] {
+        JSONValue.object(fields.mapValues(\.json)).serialized()
+    }
+
+    /// The record dictionary. With `desiredKeys`, only those fields are included.
+    public func json(desiredKeys: Set<String>? = nil) -> JSONValue {
+        var selected = fields
+        if let desiredKeys { selected = selected.filter { desiredKeys.contains($0.key) } }
+        return json(fieldsJSON: .object(selected.mapValues(\.json)))
+    }
+
+    /// The record dictionary around an already-serialized fields dictionary.
+    public func json(fieldsJSON: JSONValue) -> JSONValue {
+        var members: [String: JSONValue] = [
+            "recordName": .string(recordName), "recordType": .string(recordType), "fields": fieldsJSON,
+        ]
+        if let recordChangeTag { members["recordChangeTag"] = .string(recordChangeTag) }
+        if let created { members["created"] = created.json }
+        if let modified { members["modified"] = modified.json }
+        if let zoneID { members["zoneID"] = zoneID.json }
+        if let parent { members["parent"] = ["recordName": .string(parent)] }
+        return .object(members)
+    }
+
+    /// Parses a stored fields dictionary (typed wire JSON) back into field values.
+    public static func fields(fromStoredJSON bytes: [UInt8]) throws -> [String: FieldValue] {
+        guard let members = try JSONValue.parse(bytes).objectValue else { return [:] }
+        var fields: [String: FieldValue] = [:]
+        for (name, json) in members {
+            fields[name] = try FieldValue(json: json, fieldName: name, schemaType: nil)
+        }
+        return fields
+    }
+}

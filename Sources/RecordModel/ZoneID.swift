@@ -1,0 +1,71 @@
+/// A zone of a database. `ownerRecordName` is filled in by the server on responses.
+public struct ZoneID: Hashable, Sendable {
+    public static let defaultZoneName = "_defaultZone"
+    public static let `default` = ZoneID(zoneName: defaultZoneName)
+
+    public var zoneName: String
+    public var ownerRecordName: String?
+
+    public init(zoneName: String, ownerRecordName: String? = nil) {
+        self.zoneName = zoneName
+        self.ownerRecordName = ownerRecordName
+    }
+
+    public init(json: JSONValue) throws {
+        guard case .object = json else { throw ServerError.badRequest("zoneID must be an object") }
+        guard let name = json["zoneName"]?.stringValue else { throw ServerError.badRequest("zoneID.zoneName must be a string") }
+        try Names.validateZoneName(name)
+        self.zoneName = name
+        self.ownerRecordName = json["ownerRecordName"]?.stringValue
+    }
+
+    /// Reads the optional `zoneID` member of a request; an absent one means `_defaultZone`.
+    public static func fromRequest(_ json: JSONValue?) throws -> ZoneID {
+        guard let json, !json.isNull else { return .default }
+        return try ZoneID(json: json)
+    }
+
+    public var json: JSONValue {
+        var members: [String: JSONValue] = ["zoneName": .string(zoneName)]
+        if let ownerRecordName { members["ownerRecordName"] = .string(ownerRecordName) }
+        return .object(members)
+    }
+}
+
+/// The naming rules of CONTRACT §3.1.
+public enum Names {
+    public static func isValidName(_ name: String) -> Bool {
+        let utf8 = name.utf8
+        guard (1...255).contains(utf8.count) else { return false }
+        return utf8.allSatisfy { $0 >= 0x20 && $0 <= 0x7E }
+    }
+
+    public static func validateRecordName(_ name: String) throws {
+        guard isValidName(name) else {
+            throw ServerError.badRequest("recordName must be 1-255 printable ASCII characters")
+        }
+        guard !name.hasPrefix("_") else { throw ServerError.badRequest("recordName must not start with '_'") }
+    }
+
+    public static func validateZoneName(_ name: String) throws {
+        guard isValidName(name) else { throw ServerError.badRequest("zoneName must be 1-255 printable ASCII characters") }
+        guard !name.hasPrefix("_") || name == ZoneID.defaultZoneName else {
+            throw ServerError.badRequest("zoneName must not start with '_' (except _defaultZone)")
+        }
+    }
+
+    /// Record types and field names: an identifier of letters, digits and `_`, starting with a letter.
+    public static func validateIdentifier(_ name: String, what: String) throws {
+        let utf8 = Array(name.utf8)
+        let valid = (1...255).contains(utf8.count)
+            && utf8[0].isASCIILetter
+            && utf8.allSatisfy { $0.isASCIILetter || ($0 >= 0x30 && $0 <= 0x39) || $0 == UInt8(ascii: "_") }
+        guard valid else {
+            throw ServerError.badRequest("\(what) must be 1-255 letters, digits or '_', starting with a letter")
+        }
+    }
+}
+
+extension UInt8 {
+    var isASCIILetter: Bool { (self >= 0x41 && self <= 0x5A) || (self >= 0x61 && self <= 0x7A) }
+}

@@ -1,0 +1,77 @@
+import Dispatch
+import Foundation
+
+/// A database file shared by one writer connection and a small pool of reader connections.
+/// In WAL mode readers never wait for the writer and see only committed transactions; all writes
+/// go through the single writer, so commits are totally ordered.
+public final class SQLiteDatabase: @unchecked Sendable {
+    public let path: String
+    private let writer: SQLiteConnection
+    private let writerLock = NSLock()
+    private var idleReaders: [SQLiteConnection] = []
+    private let readerLock = NSLock()
+    private let maximumIdleReaders: Int
+    private let synchronous: SQLiteConnection.Synchronous
+    private let writeQueue = DispatchQueue(label: "sqlite.writer")
+    private let readQueue = DispatchQueue(label: "sqlite.readers", attributes: .concurrent)
+
+    public init(path: String, synchronous: SQLiteConnection.Synchronous = .full, maximumIdleReaders: Int = 8) throws {
+        self.path = path
+        self.synchronous = synchronous
+        self.maximumIdleReaders = maximumIdleReaders
+        self.writer = try SQLiteConnection(path: path, synchronous: synchronous)
+    }
+
+    /// Runs `body` with the writer connection, blocking the calling thread until it is free.
+    public func writeSync<T>(_ body: (SQLiteConnection) throws -> T) rethrows -> T {
+        writerLock.lock()
+        defer { writerLock.unlock() }
+        return try body(writer)
+    }
+
+    /// Runs `body` with a reader connection.
+    public func readSync<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
+        let connection = try checkOutReader()
+        defer { checkIn(connection) }
+        return try body(connection)
+    }
+
+    /// The same as `writeSync`, off the caller's thread (for async servers).
+    public func write<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            writeQueue.async {
+                continuation.resume(with: Result { try self.writeSync(body) })
+            }
+        }
+    }
+
+    /// The same as `readSync`, off the caller's thread.
+    public func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            readQueue.async {
+                continuation.resume(with: Result { try self.readSync(body) })
+            }
+        }
+    }
+
+    private func checkOutReader() throws -> SQLiteConnection {
+        readerLock.lock()
+        if let connection = idleReaders.popLast() {
+            readerLock.unlock()
+            return connection
+        }
+        readerLock.unlock()
+        return try SQLiteConnection(path: path, synchronous: synchronous)
+    }
+
+    private func checkIn(_ connection: SQLiteConnection) {
+        readerLock.lock()
+        defer { readerLock.unlock() }
+        if idleReaders.count < maximumIdleReaders { idleReaders.append(connection) }
+    }
+
+    /// Checkpoints the WAL into the main file (on shutdown).
+    public func checkpoint() {
+        writeSync { try? $0.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+    }
+}

@@ -1,0 +1,17 @@
+import CSQLite
+
+/// A failure reported by SQLite, with its result code and message.
+public struct SQLiteError: Error, CustomStringConvertible, Sendable {
+    public var code: Int32
+    public var message: String
+    public var sql: String?
+
+    public var description: String {
+        if let sql { return "SQLite error \(code): \(message) (in \(sql.prefix(120)))" }
+        return "SQLite error \(code): \(message)"
+    }
+
+    /// The database was locked by another process for longer than the busy timeout.
+    public var isBusy: Bool { code & 0xFF == SQLITE_BUSY || code & 0xFF == SQLITE_LOCKED }
+    public var isConstraintViolation: Bool { code & 0xFF == SQLITE_CONSTRAINT }
+}
