@@ -1,0 +1,23 @@
+import RecordModel
+
+extension RecordClient {
+    /// `zones/modify` create. Creating a zone that exists succeeds (CONTRACT §3.6).
+    public func createZone(_ zoneID: ZoneID) async throws {
+        try await modifyZone(zoneID, operationType: "create")
+    }
+
+    /// `zones/modify` delete: removes the zone and every record in it.
+    public func deleteZone(_ zoneID: ZoneID) async throws {
+        try await modifyZone(zoneID, operationType: "delete")
+    }
+
+    private func modifyZone(_ zoneID: ZoneID, operationType: String) async throws {
+        let body: JSONValue = [
+            "operations": [["operationType": .string(operationType), "zone": ["zoneID": ["zoneName": .string(zoneID.zoneName)]]]],
+        ]
+        let answer = try await post("zones/modify", body)
+        if let entry = answer["zones"]?.arrayValue?.first, let error = ServerError(json: entry) {
+            throw RecordClientError.server(error, httpStatus: error.code.httpStatus)
+        }
+    }
+}
