@@ -16,6 +16,9 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // Already in Hummingbird's graph; named so the daemon can set shutdown and logging policy.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
@@ -24,7 +27,11 @@ let package = Package(
         .target(name: "RecordStore", dependencies: ["RecordModel", "SQLiteDB"], swiftSettings: settings),
         .target(
             name: "RecordServer",
-            dependencies: ["RecordModel", "RecordStore", .product(name: "Hummingbird", package: "hummingbird")],
+            dependencies: [
+                "RecordModel", "RecordStore", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: settings),
         .target(name: "RecordClient", dependencies: ["RecordModel"], swiftSettings: settings),
         .target(name: "SyncEngine", dependencies: ["RecordModel", "RecordClient", "SQLiteDB"], swiftSettings: settings),

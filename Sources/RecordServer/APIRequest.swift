@@ -1,0 +1,70 @@
+import RecordModel
+
+/// An HTTP request as the API sees it, independent of the HTTP server that received it, so the
+/// whole API can be driven in-process by tests.
+public struct APIRequest: Sendable {
+    public enum Method: String, Sendable { case get = "GET", post = "POST", other }
+
+    public var method: Method
+    /// The path without the query string, e.g. `/database/1/iCloud.x/development/private/records/modify`.
+    public var path: String
+    /// Decoded query parameters.
+    public var query: [String: String]
+    public var authorization: String?
+    public var deviceID: String?
+    public var body: [UInt8]
+
+    public init(method: Method, path: String, query: [String: String] = [:], authorization: String? = nil,
+                deviceID: String? = nil, body: [UInt8] = [])
+    {
+        self.method = method
+        self.path = path
+        self.query = query
+        self.authorization = authorization
+        self.deviceID = deviceID
+        self.body = body
+    }
+
+    /// Splits a raw query string (`a=1&b=x%20y`) into decoded parameters; `+` is a space.
+    public static func parseQuery(_ raw: String) -> [String: String] {
+        var result: [String: String] = [:]
+        for pair in raw.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard let key = percentDecode(String(parts[0])) else { continue }
+            result[key] = parts.count > 1 ? percentDecode(String(parts[1])) ?? "" : ""
+        }
+        return result
+    }
+
+    static func percentDecode(_ text: String) -> String? {
+        var bytes: [UInt8] = []
+        var iterator = Array(text.utf8).makeIterator()
+        while let byte = iterator.next() {
+            switch byte {
+            case UInt8(ascii: "+"): bytes.append(UInt8(ascii: " "))
+            case UInt8(ascii: "%"):
+                guard let high = iterator.next(), let low = iterator.next(),
+                    let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16)
+                else { return nil }
+                bytes.append(value)
+            default: bytes.append(byte)
+            }
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+}
+
+/// A JSON answer: a status and a body.
+public struct APIResponse: Sendable {
+    public var status: Int
+    public var body: [UInt8]
+
+    public init(status: Int, json: JSONValue) {
+        self.status = status
+        self.body = json.serialized()
+    }
+
+    public static func error(_ error: ServerError, uuid: String) -> APIResponse {
+        APIResponse(status: error.code.httpStatus, json: error.json(uuid: uuid))
+    }
+}

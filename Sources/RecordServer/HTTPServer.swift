@@ -1,0 +1,88 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+import RecordModel
+import RecordStore
+import ServiceLifecycle
+
+/// Where and how the daemon listens.
+public struct HTTPServerConfiguration: Sendable {
+    public var host: String
+    public var port: Int
+    /// Larger bodies are refused with `413 LIMIT_EXCEEDED` (400 records of up to 1 MB each would be
+    /// far more; clients split batches on this error).
+    public var maximumBodyBytes: Int = 32 * 1024 * 1024
+    /// A connection that sends nothing (or half a request) for this long is closed.
+    public var idleTimeoutSeconds: Int64 = 30
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+}
+
+/// Adapts Hummingbird's requests to `RecordAPI`. Every request reaches the API (no framework
+/// routing), so every answer, even for an unknown path, is the API's JSON.
+struct APIResponder: HTTPResponder {
+    typealias Context = BasicRequestContext
+    let api: RecordAPI
+    let maximumBodyBytes: Int
+
+    func respond(to request: Request, context: Context) async throws -> Response {
+        let uuid = UUID().uuidString.lowercased()
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: maximumBodyBytes)
+        } catch {
+            return Self.response(.error(ServerError(.limitExceeded, "request body is larger than \(maximumBodyBytes) bytes"), uuid: uuid))
+        }
+        let method: APIRequest.Method = request.method == .get ? .get : request.method == .post ? .post : .other
+        let apiRequest = APIRequest(
+            method: method, path: request.uri.path, query: APIRequest.parseQuery(request.uri.query ?? ""),
+            authorization: request.headers[.authorization], deviceID: request.headers[HTTPField.Name("X-Device-ID")!],
+            body: Array(buffer: body))
+        return Self.response(await api.handle(apiRequest))
+    }
+
+    static func response(_ answer: APIResponse) -> Response {
+        Response(status: HTTPResponse.Status(code: answer.status), headers: [.contentType: "application/json"],
+                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
+    }
+}
+
+/// The daemon's HTTP server: serves `api` until SIGINT or SIGTERM, then stops accepting, lets
+/// in-flight requests finish (at most 10 s) and returns.
+public struct HTTPServer {
+    public let api: RecordAPI
+    public let configuration: HTTPServerConfiguration
+    public var logger: Logger
+    /// Background work that lives as long as the server (tombstone purging, push delivery).
+    public var services: [any Service] = []
+
+    public init(api: RecordAPI, configuration: HTTPServerConfiguration, logger: Logger) {
+        self.api = api
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    /// Runs until shut down; `onReady` receives the bound address once the socket is listening.
+    public func run(onReady: @escaping @Sendable (_ host: String, _ port: Int) -> Void) async throws {
+        let responder = APIResponder(api: api, maximumBodyBytes: configuration.maximumBodyBytes)
+        let host = configuration.host
+        let app = Application(
+            responder: responder,
+            server: .http1(configuration: .init(idleTimeout: .seconds(configuration.idleTimeoutSeconds))),
+            configuration: .init(address: .hostname(host, port: configuration.port), serverName: nil),
+            onServerRunning: { channel in onReady(host, channel.localAddress?.port ?? 0) },
+            logger: logger)
+        var groupConfiguration = ServiceGroupConfiguration(
+            services: [.init(service: app)] + services.map { .init(service: $0) },
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            cancellationSignals: [],
+            logger: logger)
+        groupConfiguration.maximumGracefulShutdownDuration = .seconds(10)
+        try await ServiceGroup(configuration: groupConfiguration).run()
+    }
+}

@@ -1,0 +1,118 @@
+import RecordModel
+import RecordStore
+
+extension RecordAPI {
+    func modifyRecords(_ body: JSONValue, _ scope: DatabaseScope, deviceID: String?) async throws -> JSONValue {
+        let zone = try ZoneID.fromRequest(body["zoneID"])
+        let atomic = try body.optionalBool("atomic") ?? true
+        let desiredKeys = try body.desiredKeys()
+        let rawOperations = try body.requiredArray("operations")
+        guard rawOperations.count <= 400 else {
+            throw ServerError(.limitExceeded, "at most 400 operations per request, got \(rawOperations.count)")
+        }
+        let operations = try rawOperations.map { operation -> RecordOperation in
+            guard let name = operation["operationType"]?.stringValue, let type = RecordOperationType(rawValue: name) else {
+                throw ServerError.badRequest("unknown operationType \(operation["operationType"]?.serializedString() ?? "(none)")")
+            }
+            guard let record = operation["record"], case .object = record else {
+                throw ServerError.badRequest("operation \(name) needs a record object")
+            }
+            return RecordOperation(type: type, record: record)
+        }
+        let results = try await run {
+            try self.store.modifyRecords(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID)
+        }
+        let entries: [JSONValue] = results.map { result in
+            switch result {
+            case .saved(let record): return record.json(desiredKeys: desiredKeys)
+            case .deleted(let name): return ["recordName": .string(name), "deleted": true]
+            case .failed(let error): return error.json()
+            }
+        }
+        return ["records": .array(entries)]
+    }
+
+    func lookupRecords(_ body: JSONValue, _ scope: DatabaseScope) async throws -> JSONValue {
+        let zone = try ZoneID.fromRequest(body["zoneID"])
+        let desiredKeys = try body.desiredKeys()
+        let names = try body.requiredArray("records").map { entry -> String in
+            guard let name = entry["recordName"]?.stringValue else { throw ServerError.badRequest("every lookup entry needs a recordName") }
+            return name
+        }
+        let results = try await run { try self.store.lookupRecords(scope, zone: zone, recordNames: names) }
+        let entries: [JSONValue] = results.map { result in
+            switch result {
+            case .success(let record): return record.json(desiredKeys: desiredKeys)
+            case .failure(let error): return error.json()
+            }
+        }
+        return ["records": .array(entries)]
+    }
+
+    func queryRecords(_ body: JSONValue, _ scope: DatabaseScope) async throws -> JSONValue {
+        let zone = try ZoneID.fromRequest(body["zoneID"])
+        guard let queryJSON = body["query"] else { throw ServerError.badRequest("records/query needs a query") }
+        let query = try RecordQuery(json: queryJSON)
+        let limit = try body.optionalInt("resultsLimit") ?? 200
+        let marker = try body.optionalString("continuationMarker")
+        let desiredKeys = try body.desiredKeys()
+        let page = try await run {
+            try self.store.queryRecords(scope, zone: zone, query: query, resultsLimit: limit, continuationMarker: marker)
+        }
+        var answer: [String: JSONValue] = ["records": .array(page.records.map { $0.json(desiredKeys: desiredKeys) })]
+        if let next = page.continuationMarker { answer["continuationMarker"] = .string(next) }
+        return .object(answer)
+    }
+
+    /// `records/changes`: one zone's feed.
+    func recordChanges(_ body: JSONValue, _ scope: DatabaseScope) async throws -> JSONValue {
+        let zone = try ZoneID.fromRequest(body["zoneID"])
+        let token = try body.optionalString("syncToken")
+        let limit = try body.optionalInt("resultsLimit") ?? 400
+        let desiredKeys = try body.desiredKeys()
+        let page = try await run {
+            try self.store.zoneChanges(scope, zone: zone, syncToken: token, resultsLimit: limit, recordTypes: nil)
+        }
+        return [
+            "zoneID": page.zoneID.json, "records": .array(page.changes.map { $0.json(desiredKeys: desiredKeys) }),
+            "syncToken": .string(page.syncToken), "moreComing": .bool(page.moreComing),
+        ]
+    }
+
+    /// `changes/zone`: several zones' feeds; a failing zone is an error entry, not a failed request.
+    func zoneChanges(_ body: JSONValue, _ scope: DatabaseScope) async throws -> JSONValue {
+        let limit = try body.optionalInt("resultsLimit") ?? 400
+        struct ZoneRequest: Sendable {
+            var zone: ZoneID
+            var token: String?
+            var desiredKeys: Set<String>?
+            var recordTypes: Set<String>?
+        }
+        let requests = try body.requiredArray("zones").map { entry -> ZoneRequest in
+            let types = try entry["desiredRecordTypes"].flatMap { value -> Set<String>? in
+                guard !value.isNull else { return nil }
+                guard let list = value.arrayValue else { throw ServerError.badRequest("desiredRecordTypes must be an array") }
+                return Set(list.compactMap(\.stringValue))
+            }
+            return ZoneRequest(zone: try ZoneID.fromRequest(entry["zoneID"]), token: try entry.optionalString("syncToken"),
+                               desiredKeys: try entry.desiredKeys(), recordTypes: types)
+        }
+        guard requests.count <= 100 else { throw ServerError(.limitExceeded, "at most 100 zones per request") }
+        let entries: [JSONValue] = try await run {
+            try requests.map { request in
+                do {
+                    let page = try self.store.zoneChanges(scope, zone: request.zone, syncToken: request.token, resultsLimit: limit,
+                                                          recordTypes: request.recordTypes)
+                    return [
+                        "zoneID": page.zoneID.json, "syncToken": .string(page.syncToken), "moreComing": .bool(page.moreComing),
+                        "records": .array(page.changes.map { $0.json(desiredKeys: request.desiredKeys) }),
+                    ]
+                } catch var error as ServerError {
+                    error.zoneID = request.zone
+                    return error.json()
+                }
+            }
+        }
+        return ["zones": .array(entries)]
+    }
+}

@@ -1,0 +1,59 @@
+import RecordModel
+import RecordStore
+
+extension RecordAPI {
+    func listZones(_ scope: DatabaseScope) async throws -> JSONValue {
+        let zones = try await run { try self.store.listZones(scope) }
+        return ["zones": .array(zones.map(\.json))]
+    }
+
+    func lookupZones(_ body: JSONValue, _ scope: DatabaseScope) async throws -> JSONValue {
+        let names = try body.requiredArray("zones").map { entry -> String in
+            try ZoneID(json: entry["zoneID"] ?? entry).zoneName
+        }
+        let results: [JSONValue] = try await run {
+            try names.map { name in
+                do {
+                    return try self.store.lookupZone(scope, zoneName: name).json
+                } catch var error as ServerError {
+                    error.zoneID = ZoneID(zoneName: name)
+                    return error.json()
+                }
+            }
+        }
+        return ["zones": .array(results)]
+    }
+
+    func modifyZones(_ body: JSONValue, _ scope: DatabaseScope) async throws -> JSONValue {
+        let operations = try body.requiredArray("operations").map { operation -> (create: Bool, name: String) in
+            guard let type = operation["operationType"]?.stringValue, type == "create" || type == "delete" else {
+                throw ServerError.badRequest("zone operationType must be create or delete")
+            }
+            guard let zone = operation["zone"] else { throw ServerError.badRequest("a zone operation needs a zone") }
+            return (type == "create", try ZoneID(json: zone["zoneID"] ?? zone).zoneName)
+        }
+        let results: [JSONValue] = try await run {
+            try operations.map { operation in
+                do {
+                    if operation.create { return try self.store.createZone(scope, zoneName: operation.name).json }
+                    try self.store.deleteZone(scope, zoneName: operation.name)
+                    return ["zoneID": ZoneID(zoneName: operation.name, ownerRecordName: scope.userRecordName).json, "deleted": true]
+                } catch var error as ServerError {
+                    error.zoneID = ZoneID(zoneName: operation.name)
+                    return error.json()
+                }
+            }
+        }
+        return ["zones": .array(results)]
+    }
+
+    func databaseChanges(_ body: JSONValue, _ scope: DatabaseScope) async throws -> JSONValue {
+        let token = try body.optionalString("syncToken")
+        let limit = try body.optionalInt("resultsLimit") ?? 400
+        let page = try await run { try self.store.databaseChanges(scope, syncToken: token, resultsLimit: limit) }
+        let zones: [JSONValue] = page.zones.map { zone in
+            zone.deleted ? ["zoneID": zone.zoneID.json, "deleted": true] : ["zoneID": zone.zoneID.json]
+        }
+        return ["zones": .array(zones), "syncToken": .string(page.syncToken), "moreComing": .bool(page.moreComing)]
+    }
+}

@@ -1,0 +1,161 @@
+import Dispatch
+import Foundation
+import RecordModel
+import RecordStore
+
+/// The HTTP API of CONTRACT §3, as a function from request to response. Routes decode, call one
+/// store operation, and encode; all the semantics live in the store.
+public final class RecordAPI: Sendable {
+    public let store: any RecordStorage
+    /// Store calls block (SQLite), so they run here rather than on the server's event loops.
+    private let storeQueue = DispatchQueue(label: "scorebookd.store", attributes: .concurrent)
+
+    public init(store: any RecordStorage) {
+        self.store = store
+    }
+
+    /// The parts of a `/database/1/{container}/{environment}/{database}/{operation}` path.
+    struct Route {
+        var container: String
+        var environment: Environment
+        var database: String
+        var operation: String
+    }
+
+    public func handle(_ request: APIRequest) async -> APIResponse {
+        let uuid = UUID().uuidString.lowercased()
+        do {
+            if request.path == "/health" { return APIResponse(status: 200, json: ["status": "ok"]) }
+            let route = try parseRoute(request.path)
+            let user = try await authenticate(request)
+            let scope = DatabaseScope(user: user, container: route.container, environment: route.environment)
+            if route.operation == "users/current" || route.operation == "users/caller" {
+                return APIResponse(status: 200, json: ["userRecordName": .string(user.recordName)])
+            }
+            guard route.database == "private" else {
+                throw ServerError.badRequest("the \(route.database) database is not supported yet; use private")
+            }
+            let body = try parseBody(request, operation: route.operation)
+            let json = try await perform(route.operation, body: body, scope: scope, request: request)
+            return APIResponse(status: 200, json: json)
+        } catch let error as ServerError {
+            return .error(error, uuid: uuid)
+        } catch let error as JSONParseError {
+            return .error(.badRequest(error.description), uuid: uuid)
+        } catch {
+            return .error(ServerError(.internalError, "internal error: \(error)"), uuid: uuid)
+        }
+    }
+
+    func parseRoute(_ path: String) throws -> Route {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        let parts = Array(segments)
+        guard parts.count >= 6, parts[0] == "database", parts[1] == "1" else {
+            throw ServerError(.notFound, "no such endpoint: \(path.prefix(200))")
+        }
+        let container = String(parts[2])
+        try DatabaseScope.validateContainer(container)
+        guard let environment = Environment(rawValue: String(parts[3])) else {
+            throw ServerError.badRequest("environment must be development or production")
+        }
+        let database = String(parts[4])
+        guard ["private", "shared", "public"].contains(database) else {
+            throw ServerError(.notFound, "no such database '\(database.prefix(100))'")
+        }
+        return Route(container: container, environment: environment, database: database,
+                     operation: parts[5...].joined(separator: "/"))
+    }
+
+    func authenticate(_ request: APIRequest) async throws -> User {
+        if let header = request.authorization {
+            let prefix = "Bearer "
+            guard header.hasPrefix(prefix) else { throw ServerError(.authenticationFailed, "Authorization must be 'Bearer TOKEN'") }
+            let token = String(header.dropFirst(prefix.count)).trimmingCharacters(in: .whitespaces)
+            guard let user = try await run({ try self.store.authenticate(bearerToken: token) }) else {
+                throw ServerError(.authenticationFailed, "unknown or revoked token")
+            }
+            return user
+        }
+        if let apiToken = request.query["ckAPIToken"], let webAuthToken = request.query["ckWebAuthToken"] {
+            guard let user = try await run({ try self.store.authenticate(apiToken: apiToken, webAuthToken: webAuthToken) }) else {
+                throw ServerError(.authenticationFailed, "unknown or revoked ckAPIToken or ckWebAuthToken")
+            }
+            return user
+        }
+        throw ServerError(.authenticationRequired, "send Authorization: Bearer TOKEN, or ckAPIToken and ckWebAuthToken")
+    }
+
+    static let getOperations: Set<String> = ["zones/list", "subscriptions/list", "users/current", "users/caller"]
+
+    func parseBody(_ request: APIRequest, operation: String) throws -> JSONValue {
+        switch request.method {
+        case .get:
+            guard RecordAPI.getOperations.contains(operation) else { throw ServerError.badRequest("\(operation) needs POST") }
+            return [:]
+        case .post:
+            if request.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return [:] }
+            let json = try JSONValue.parse(request.body)
+            guard case .object = json else { throw ServerError.badRequest("the request body must be a JSON object") }
+            return json
+        case .other:
+            throw ServerError.badRequest("use GET or POST")
+        }
+    }
+
+    /// Runs a blocking store call off the event loop.
+    func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            storeQueue.async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    func perform(_ operation: String, body: JSONValue, scope: DatabaseScope, request: APIRequest) async throws -> JSONValue {
+        switch operation {
+        case "zones/list": return try await listZones(scope)
+        case "zones/lookup": return try await lookupZones(body, scope)
+        case "zones/modify": return try await modifyZones(body, scope)
+        case "zones/changes", "changes/database": return try await databaseChanges(body, scope)
+        case "records/modify": return try await modifyRecords(body, scope, deviceID: request.deviceID)
+        case "records/lookup": return try await lookupRecords(body, scope)
+        case "records/query": return try await queryRecords(body, scope)
+        case "records/changes": return try await recordChanges(body, scope)
+        case "changes/zone": return try await zoneChanges(body, scope)
+        default: throw ServerError(.notFound, "unknown operation '\(operation.prefix(100))'")
+        }
+    }
+}
+
+// MARK: Request decoding helpers
+
+extension JSONValue {
+    /// An optional integer member; present but not an integer is `BAD_REQUEST`.
+    func optionalInt(_ key: String) throws -> Int? {
+        guard let value = self[key], !value.isNull else { return nil }
+        guard let i = value.int64Value, i >= 0, i <= Int64(Int32.max) else { throw ServerError.badRequest("\(key) must be a non-negative integer") }
+        return Int(i)
+    }
+
+    func optionalString(_ key: String) throws -> String? {
+        guard let value = self[key], !value.isNull else { return nil }
+        guard let s = value.stringValue else { throw ServerError.badRequest("\(key) must be a string") }
+        return s
+    }
+
+    func optionalBool(_ key: String) throws -> Bool? {
+        guard let value = self[key], !value.isNull else { return nil }
+        guard let b = value.boolValue else { throw ServerError.badRequest("\(key) must be true or false") }
+        return b
+    }
+
+    func requiredArray(_ key: String) throws -> [JSONValue] {
+        guard let value = self[key]?.arrayValue else { throw ServerError.badRequest("\(key) must be an array") }
+        return value
+    }
+
+    /// `desiredKeys`: nil means every field.
+    func desiredKeys() throws -> Set<String>? {
+        guard let value = self["desiredKeys"], !value.isNull else { return nil }
+        guard let keys = value.arrayValue else { throw ServerError.badRequest("desiredKeys must be an array of strings") }
+        return Set(try keys.map { guard let s = $0.stringValue else { throw ServerError.badRequest("desiredKeys must be an array of strings") }; return s })
+    }
+}

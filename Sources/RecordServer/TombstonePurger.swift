@@ -1,0 +1,35 @@
+import Logging
+import RecordStore
+import ServiceLifecycle
+
+/// Removes tombstones older than the retention period at start-up and then hourly.
+public struct TombstonePurger: Service {
+    let store: any RecordStorage
+    let retentionDays: Int
+    let logger: Logger
+
+    public init(store: any RecordStorage, retentionDays: Int, logger: Logger) {
+        self.store = store
+        self.retentionDays = retentionDays
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            do {
+                let removed = try store.purgeTombstones(olderThanMilliseconds: Int64(retentionDays) * 86_400_000)
+                if removed > 0 { logger.info("purged \(removed) tombstones older than \(retentionDays) days") }
+            } catch {
+                logger.error("tombstone purge failed: \(error)")
+            }
+            try? await gracefulShutdownOrSleep(seconds: 3600)
+        }
+    }
+}
+
+/// Sleeps, returning early (by throwing) when the service group starts shutting down.
+func gracefulShutdownOrSleep(seconds: Int) async throws {
+    try await cancelWhenGracefulShutdown {
+        try await Task.sleep(for: .seconds(seconds))
+    }
+}

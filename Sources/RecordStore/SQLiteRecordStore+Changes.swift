@@ -1,0 +1,168 @@
+import RecordModel
+import SQLiteDB
+
+extension SQLiteRecordStore {
+    public static let maximumResultsLimit = 400
+
+    static func clampLimit(_ limit: Int, maximum: Int) -> Int { min(max(limit, 1), maximum) }
+
+    private static let recordColumns = """
+        name, type, tag, deleted, fields, parent, created_at, created_by, created_device, modified_at, modified_by, modified_device
+        """
+
+    func readChange(_ row: SQLiteStatement, zoneID: ZoneID) -> RecordChange {
+        let name = row.text(0), type = row.text(1)
+        if row.int64(3) != 0 { return .deleted(recordName: name, recordType: type) }
+        return .changed(storedRecord(row, zoneID: zoneID))
+    }
+
+    func storedRecord(_ row: SQLiteStatement, zoneID: ZoneID) -> StoredRecord {
+        StoredRecord(recordName: row.text(0), recordType: row.text(1), changeTag: row.text(2), fieldsJSON: row.blob(4),
+                     parent: row.optionalText(5),
+                     created: ChangeStamp(timestamp: row.int64(6), userRecordName: row.text(7), deviceID: row.optionalText(8)),
+                     modified: ChangeStamp(timestamp: row.int64(9), userRecordName: row.text(10), deviceID: row.optionalText(11)),
+                     zoneID: zoneID)
+    }
+
+    /// Changes after the token's sequence, in sequence order, each record once in its latest state.
+    /// The read runs in one snapshot, and sequences are assigned by the single writer in commit
+    /// order, so a client following `moreComing` never skips a change.
+    public func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
+                            recordTypes: Set<String>?) throws -> ZoneChangesPage
+    {
+        let limit = SQLiteRecordStore.clampLimit(resultsLimit, maximum: SQLiteRecordStore.maximumResultsLimit)
+        return try database.readSync { connection in
+            try connection.readTransaction {
+                let databaseID = try databaseID(scope, connection)
+                let zoneRow = try requireZone(databaseID, zone, connection)
+                var since: Int64 = 0
+                if let syncToken {
+                    let token = try SyncToken(decoding: syncToken, expectedKind: .zone)
+                    guard token.storeID == storeID else { throw ServerError.badRequest("syncToken belongs to another server") }
+                    guard token.ownerID == zoneRow.id else {
+                        if try zoneWasRecreated(tokenZoneRowID: token.ownerID, databaseID: databaseID, name: zoneRow.name, connection) {
+                            throw ServerError(.changeTokenExpired, "zone '\(zoneRow.name)' was deleted and recreated; fetch again without a token")
+                        }
+                        throw ServerError.badRequest("syncToken belongs to another zone")
+                    }
+                    guard token.sequence >= zoneRow.purgedSeq else {
+                        throw ServerError(.changeTokenExpired, "syncToken is older than the tombstone retention; fetch again without a token")
+                    }
+                    since = token.sequence
+                }
+                let zoneID = zoneID(zoneRow.name, scope)
+                var changes: [RecordChange] = []
+                var lastSequence = since
+                var moreComing = false
+                var rowsRead = 0
+                try connection.query(
+                    "SELECT \(SQLiteRecordStore.recordColumns), seq FROM records WHERE zone_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                    [.int(zoneRow.id), .int(since), .int(Int64(limit + 1))]
+                ) { row in
+                    rowsRead += 1
+                    if rowsRead > limit { moreComing = true; return }
+                    lastSequence = row.int64(12)
+                    if let recordTypes, !recordTypes.contains(row.text(1)) { return }
+                    changes.append(readChange(row, zoneID: zoneID))
+                }
+                if !moreComing { lastSequence = max(lastSequence, zoneRow.seq) }
+                let token = SyncToken(kind: .zone, storeID: storeID, ownerID: zoneRow.id, sequence: lastSequence).encoded
+                return ZoneChangesPage(zoneID: zoneID, changes: changes, syncToken: token, moreComing: moreComing)
+            }
+        }
+    }
+
+    /// A token from an earlier incarnation of a zone of the same name in the same database.
+    private func zoneWasRecreated(tokenZoneRowID: Int64, databaseID: Int64, name: String, _ connection: SQLiteConnection) throws -> Bool {
+        try connection.scalarInt("SELECT 1 FROM zones WHERE id = ? AND database_id = ? AND name = ? AND deleted = 1",
+                                 [.int(tokenZoneRowID), .int(databaseID), .text(name)]) != nil
+    }
+
+    public func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) throws -> DatabaseChangesPage {
+        let limit = SQLiteRecordStore.clampLimit(resultsLimit, maximum: SQLiteRecordStore.maximumResultsLimit)
+        return try database.readSync { connection in
+            try connection.readTransaction {
+                let databaseID = try databaseID(scope, connection)
+                let (current, purged) = try connection.first("SELECT db_seq, purged_seq FROM databases WHERE id = ?", [.int(databaseID)]) {
+                    ($0.int64(0), $0.int64(1))
+                } ?? (0, 0)
+                var since: Int64 = 0
+                if let syncToken {
+                    let token = try SyncToken(decoding: syncToken, expectedKind: .database)
+                    guard token.storeID == storeID, token.ownerID == databaseID else {
+                        throw ServerError.badRequest("syncToken belongs to another database")
+                    }
+                    guard token.sequence >= purged else {
+                        throw ServerError(.changeTokenExpired, "syncToken is older than the retention period; fetch again without a token")
+                    }
+                    since = token.sequence
+                }
+                var zones: [(zoneID: ZoneID, deleted: Bool)] = []
+                var lastSequence = since
+                var moreComing = false
+                try connection.query(
+                    "SELECT name, deleted, db_seq FROM zones WHERE database_id = ? AND db_seq > ? ORDER BY db_seq LIMIT ?",
+                    [.int(databaseID), .int(since), .int(Int64(limit + 1))]
+                ) { row in
+                    if zones.count == limit { moreComing = true; return }
+                    zones.append((zoneID(row.text(0), scope), row.int64(1) != 0))
+                    lastSequence = row.int64(2)
+                }
+                if !moreComing { lastSequence = max(lastSequence, current) }
+                let token = SyncToken(kind: .database, storeID: storeID, ownerID: databaseID, sequence: lastSequence).encoded
+                return DatabaseChangesPage(zones: zones, syncToken: token, moreComing: moreComing)
+            }
+        }
+    }
+
+    public func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) throws -> [Result<StoredRecord, ServerError>] {
+        guard recordNames.count <= SQLiteRecordStore.maximumOperations else {
+            throw ServerError(.limitExceeded, "at most \(SQLiteRecordStore.maximumOperations) records per lookup")
+        }
+        return try database.readSync { connection in
+            try connection.readTransaction {
+                let zoneRow = try requireZone(try databaseID(scope, connection), zone, connection)
+                let zoneID = zoneID(zoneRow.name, scope)
+                return try recordNames.map { name in
+                    let record = try connection.first(
+                        "SELECT \(SQLiteRecordStore.recordColumns) FROM records WHERE zone_id = ? AND name = ? AND deleted = 0",
+                        [.int(zoneRow.id), .text(name)]) { storedRecord($0, zoneID: zoneID) }
+                    guard let record else {
+                        return .failure(ServerError(.notFound, "record '\(name)' does not exist").with(recordName: name))
+                    }
+                    return .success(record)
+                }
+            }
+        }
+    }
+
+    /// Loads the live records of one type in a zone (for queries).
+    func liveRecords(_ zoneRowID: Int64, type: String, zoneID: ZoneID, _ connection: SQLiteConnection) throws -> [StoredRecord] {
+        try connection.map("SELECT \(SQLiteRecordStore.recordColumns) FROM records WHERE zone_id = ? AND type = ? AND deleted = 0",
+                           [.int(zoneRowID), .text(type)]) { storedRecord($0, zoneID: zoneID) }
+    }
+
+    public func purgeTombstones(olderThanMilliseconds age: Int64) throws -> Int {
+        let cutoff = clock() - age
+        return try database.writeSync { connection in
+            try connection.transaction {
+                // Each zone remembers the newest sequence purged: tokens older than that are expired.
+                try connection.run(
+                    """
+                    UPDATE zones SET purged_seq = (SELECT MAX(seq) FROM records r WHERE r.zone_id = zones.id AND r.deleted = 1
+                        AND r.modified_at < ?) WHERE EXISTS (SELECT 1 FROM records r WHERE r.zone_id = zones.id AND r.deleted = 1
+                        AND r.modified_at < ?)
+                    """, [.int(cutoff), .int(cutoff)])
+                let removed = try connection.run("DELETE FROM records WHERE deleted = 1 AND modified_at < ?", [.int(cutoff)])
+                try connection.run(
+                    """
+                    UPDATE databases SET purged_seq = (SELECT MAX(db_seq) FROM zones z WHERE z.database_id = databases.id
+                        AND z.deleted = 1 AND z.deleted_at < ?) WHERE EXISTS (SELECT 1 FROM zones z
+                        WHERE z.database_id = databases.id AND z.deleted = 1 AND z.deleted_at < ?)
+                    """, [.int(cutoff), .int(cutoff)])
+                try connection.run("DELETE FROM zones WHERE deleted = 1 AND deleted_at < ?", [.int(cutoff)])
+                return removed
+            }
+        }
+    }
+}

@@ -1,0 +1,292 @@
+import Foundation
+import RecordModel
+import SQLiteDB
+
+/// The SQLite implementation of `RecordStorage`: one database file in WAL mode, every write
+/// through one connection (so change sequences follow commit order), reads from pooled readers.
+public final class SQLiteRecordStore: RecordStorage, @unchecked Sendable {
+    public static let databaseFileName = "scorebook.sqlite"
+
+    let database: SQLiteDatabase
+    let storeID: String
+    let productionSchema: Schema
+    let developmentSchemas: DevelopmentSchemaCache
+    let clock: @Sendable () -> Int64
+    private let cacheLock = NSLock()
+    private var databaseIDs: [DatabaseScope: Int64] = [:]
+    private var authCache: [String: (user: User, expires: Int64)] = [:]
+
+    /// Observers told, after each commit, which databases it changed (the push hub listens here).
+    public var onCommit: (@Sendable (_ databaseIDs: Set<Int64>) -> Void)?
+
+    /// Opens (creating if needed) the store in `directory`.
+    public init(directory: String, schema: Schema = BuiltinSchema.scorebook,
+                clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) throws
+    {
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } else if !isDirectory.boolValue {
+            throw StoreOpenError("data directory \(directory) is not a directory")
+        }
+        guard FileManager.default.isWritableFile(atPath: directory) else {
+            throw StoreOpenError("data directory \(directory) is not writable")
+        }
+        let path = (directory as NSString).appendingPathComponent(SQLiteRecordStore.databaseFileName)
+        self.database = try SQLiteDatabase(path: path, synchronous: .full)
+        self.productionSchema = schema
+        self.clock = clock
+        self.developmentSchemas = DevelopmentSchemaCache()
+        self.storeID = try database.writeSync { connection in
+            try connection.transaction {
+                for statement in StoreSchema.statements { try connection.execute(statement) }
+                if let existing = try connection.first("SELECT value FROM meta WHERE key = 'store_id'", [], { $0.text(0) }) {
+                    return existing
+                }
+                let id = RandomToken.hex(bytes: 8)
+                try connection.run("INSERT INTO meta (key, value) VALUES ('store_id', ?), ('schema_version', ?)",
+                                   [.text(id), .text(String(StoreSchema.version))])
+                return id
+            }
+        }
+    }
+
+    public func close() { database.checkpoint() }
+
+    /// The data file, for backups and integrity checks.
+    public var path: String { database.path }
+
+    // MARK: Users and credentials
+
+    public func createUser(name: String) throws -> (user: User, token: String) {
+        guard Names.isValidName(name), !name.contains(" ") else {
+            throw ServerError.badRequest("user name must be 1-255 printable ASCII characters without spaces")
+        }
+        return try database.writeSync { connection in
+            try connection.transaction {
+                if try connection.scalarInt("SELECT id FROM users WHERE name = ?", [.text(name)]) != nil {
+                    throw ServerError(.exists, "user '\(name)' already exists")
+                }
+                let recordName = "_" + RandomToken.hex(bytes: 16)
+                try connection.run("INSERT INTO users (name, record_name, created_at) VALUES (?, ?, ?)",
+                                   [.text(name), .text(recordName), .int(clock())])
+                let user = User(id: connection.lastInsertRowID, name: name, recordName: recordName)
+                return (user, try insertToken(for: user, connection))
+            }
+        }
+    }
+
+    public func issueToken(userName: String) throws -> (user: User, token: String) {
+        try database.writeSync { connection in
+            try connection.transaction {
+                guard let user = try connection.first("SELECT id, name, record_name FROM users WHERE name = ?", [.text(userName)], {
+                    User(id: $0.int64(0), name: $0.text(1), recordName: $0.text(2))
+                }) else { throw ServerError(.notFound, "no user named '\(userName)'") }
+                return (user, try insertToken(for: user, connection))
+            }
+        }
+    }
+
+    private func insertToken(for user: User, _ connection: SQLiteConnection) throws -> String {
+        let token = RandomToken.hex(bytes: 32)
+        try connection.run("INSERT INTO auth_tokens (token_hash, user_id, created_at) VALUES (?, ?, ?)",
+                           [.text(SHA256.hexDigest(token)), .int(user.id), .int(clock())])
+        return token
+    }
+
+    public func listUsers() throws -> [User] {
+        try database.readSync { connection in
+            try connection.map("SELECT id, name, record_name FROM users ORDER BY name") {
+                User(id: $0.int64(0), name: $0.text(1), recordName: $0.text(2))
+            }
+        }
+    }
+
+    public func createAPIToken() throws -> String {
+        let token = RandomToken.hex(bytes: 32)
+        try database.writeSync { connection in
+            try connection.run("INSERT INTO api_tokens (token_hash, created_at) VALUES (?, ?)",
+                               [.text(SHA256.hexDigest(token)), .int(clock())])
+        }
+        return token
+    }
+
+    /// Found tokens are cached briefly, so a request costs no hash and no query; a token issued by
+    /// `scorebookd user token` in another process is seen at once (misses are not cached).
+    public func authenticate(bearerToken: String) throws -> User? {
+        guard !bearerToken.isEmpty, bearerToken.utf8.count <= 512 else { return nil }
+        let now = clock()
+        cacheLock.lock()
+        if let cached = authCache[bearerToken], cached.expires > now {
+            cacheLock.unlock()
+            return cached.user
+        }
+        cacheLock.unlock()
+        let hash = SHA256.hexDigest(bearerToken)
+        let user = try database.readSync { connection in
+            try connection.first(
+                """
+                SELECT u.id, u.name, u.record_name FROM auth_tokens t JOIN users u ON u.id = t.user_id
+                WHERE t.token_hash = ? AND t.revoked = 0
+                """, [.text(hash)]) { User(id: $0.int64(0), name: $0.text(1), recordName: $0.text(2)) }
+        }
+        if let user {
+            cacheLock.lock()
+            if authCache.count > 10_000 { authCache.removeAll() }
+            authCache[bearerToken] = (user, now + 30_000)
+            cacheLock.unlock()
+        }
+        return user
+    }
+
+    public func authenticate(apiToken: String, webAuthToken: String) throws -> User? {
+        guard apiToken.utf8.count == 64, apiToken.utf8.allSatisfy({ $0.isHexDigit }) else { return nil }
+        let known = try database.readSync { connection in
+            try connection.scalarInt("SELECT 1 FROM api_tokens WHERE token_hash = ?", [.text(SHA256.hexDigest(apiToken.lowercased()))])
+        }
+        guard known != nil else { return nil }
+        return try authenticate(bearerToken: webAuthToken)
+    }
+
+    // MARK: Databases
+
+    /// The row id of the scope's database, creating it (with its `_defaultZone`) on first use.
+    func databaseID(_ scope: DatabaseScope, _ connection: SQLiteConnection) throws -> Int64 {
+        cacheLock.lock()
+        let cached = databaseIDs[scope]
+        cacheLock.unlock()
+        if let cached { return cached }
+        let arguments: [SQLValue] = [.int(scope.userID), .text(scope.container), .text(scope.environment.rawValue)]
+        let select = "SELECT id FROM databases WHERE user_id = ? AND container = ? AND environment = ?"
+        var id = try connection.scalarInt(select, arguments)
+        if id == nil {
+            id = try database.writeSync { writer -> Int64 in
+                try writer.transaction {
+                    if let existing = try writer.scalarInt(select, arguments) { return existing }
+                    try writer.run("INSERT INTO databases (user_id, container, environment) VALUES (?, ?, ?)", arguments)
+                    let databaseID = writer.lastInsertRowID
+                    try writer.run("INSERT INTO zones (database_id, name) VALUES (?, ?)", [.int(databaseID), .text(ZoneID.defaultZoneName)])
+                    return databaseID
+                }
+            }
+        }
+        cacheLock.lock()
+        databaseIDs[scope] = id!
+        cacheLock.unlock()
+        return id!
+    }
+
+    /// A live zone's row id and change sequence.
+    struct ZoneRow {
+        var id: Int64
+        var name: String
+        var seq: Int64
+        var purgedSeq: Int64
+    }
+
+    func liveZone(_ databaseID: Int64, name: String, _ connection: SQLiteConnection) throws -> ZoneRow? {
+        try connection.first("SELECT id, name, seq, purged_seq FROM zones WHERE database_id = ? AND name = ? AND deleted = 0",
+                             [.int(databaseID), .text(name)]) { ZoneRow(id: $0.int64(0), name: $0.text(1), seq: $0.int64(2), purgedSeq: $0.int64(3)) }
+    }
+
+    func requireZone(_ databaseID: Int64, _ zone: ZoneID, _ connection: SQLiteConnection) throws -> ZoneRow {
+        guard let row = try liveZone(databaseID, name: zone.zoneName, connection) else {
+            var error = ServerError(.zoneNotFound, "zone '\(zone.zoneName)' does not exist")
+            error.zoneID = zone
+            throw error
+        }
+        return row
+    }
+
+    func zoneID(_ name: String, _ scope: DatabaseScope) -> ZoneID { ZoneID(zoneName: name, ownerRecordName: scope.userRecordName) }
+
+    func zoneToken(_ zone: ZoneRow) -> String {
+        SyncToken(kind: .zone, storeID: storeID, ownerID: zone.id, sequence: zone.seq).encoded
+    }
+
+    /// Runs a write transaction for `scope`, then tells observers the database changed.
+    func writeTransaction<T>(_ scope: DatabaseScope, _ body: (SQLiteConnection, Int64) throws -> T) throws -> T {
+        let databaseID = try database.readSync { try self.databaseID(scope, $0) }
+        let result = try database.writeSync { connection in
+            try connection.transaction { try body(connection, databaseID) }
+        }
+        onCommit?([databaseID])
+        return result
+    }
+
+    // MARK: Zones
+
+    public func listZones(_ scope: DatabaseScope) throws -> [ZoneInfo] {
+        try database.readSync { connection in
+            let databaseID = try databaseID(scope, connection)
+            return try connection.map("SELECT id, name, seq, purged_seq FROM zones WHERE database_id = ? AND deleted = 0 ORDER BY name",
+                                      [.int(databaseID)]) {
+                ZoneRow(id: $0.int64(0), name: $0.text(1), seq: $0.int64(2), purgedSeq: $0.int64(3))
+            }.map { ZoneInfo(zoneID: zoneID($0.name, scope), syncToken: zoneToken($0)) }
+        }
+    }
+
+    public func lookupZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo {
+        try database.readSync { connection in
+            let zone = try requireZone(try databaseID(scope, connection), ZoneID(zoneName: zoneName), connection)
+            return ZoneInfo(zoneID: zoneID(zone.name, scope), syncToken: zoneToken(zone))
+        }
+    }
+
+    public func createZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo {
+        try Names.validateZoneName(zoneName)
+        return try writeTransaction(scope) { connection, databaseID in
+            if let existing = try liveZone(databaseID, name: zoneName, connection) {
+                return ZoneInfo(zoneID: zoneID(existing.name, scope), syncToken: zoneToken(existing))
+            }
+            let dbSeq = try bumpDatabaseSequence(databaseID, connection)
+            try connection.run("INSERT INTO zones (database_id, name, db_seq) VALUES (?, ?, ?)",
+                               [.int(databaseID), .text(zoneName), .int(dbSeq)])
+            let zone = ZoneRow(id: connection.lastInsertRowID, name: zoneName, seq: 0, purgedSeq: 0)
+            return ZoneInfo(zoneID: zoneID(zoneName, scope), syncToken: zoneToken(zone))
+        }
+    }
+
+    public func deleteZone(_ scope: DatabaseScope, zoneName: String) throws {
+        guard zoneName != ZoneID.defaultZoneName else { throw ServerError.badRequest("the default zone cannot be deleted") }
+        try writeTransaction(scope) { connection, databaseID in
+            let zone = try requireZone(databaseID, ZoneID(zoneName: zoneName), connection)
+            let dbSeq = try bumpDatabaseSequence(databaseID, connection)
+            try connection.run("DELETE FROM records WHERE zone_id = ?", [.int(zone.id)])
+            try connection.run("DELETE FROM refs WHERE zone_id = ?", [.int(zone.id)])
+            try connection.run("UPDATE zones SET deleted = 1, deleted_at = ?, db_seq = ? WHERE id = ?",
+                               [.int(clock()), .int(dbSeq), .int(zone.id)])
+        }
+    }
+
+    func bumpDatabaseSequence(_ databaseID: Int64, _ connection: SQLiteConnection) throws -> Int64 {
+        try connection.run("UPDATE databases SET db_seq = db_seq + 1 WHERE id = ?", [.int(databaseID)])
+        return try connection.scalarInt("SELECT db_seq FROM databases WHERE id = ?", [.int(databaseID)]) ?? 0
+    }
+}
+
+/// Why the store could not be opened (a user-facing one-liner).
+public struct StoreOpenError: Error, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Random identifiers and secrets from the system's CSPRNG.
+enum RandomToken {
+    static func hex(bytes count: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        let hexDigits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(count * 2)
+        for _ in 0..<count {
+            let byte = UInt8.random(in: 0...255, using: &generator)
+            out.append(hexDigits[Int(byte >> 4)])
+            out.append(hexDigits[Int(byte & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+extension UInt8 {
+    var isHexDigit: Bool { (self >= 0x30 && self <= 0x39) || (self >= 0x41 && self <= 0x46) || (self >= 0x61 && self <= 0x66) }
+}

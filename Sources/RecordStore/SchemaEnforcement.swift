@@ -1,0 +1,102 @@
+import Foundation
+import RecordModel
+import SQLiteDB
+
+/// The just-in-time schemas of the development environment, one per container, read from the
+/// `dev_schema` table once and kept in memory.
+final class DevelopmentSchemaCache: @unchecked Sendable {
+    private let lock = NSLock()
+    private var schemas: [String: Schema] = [:]
+
+    func schema(container: String, _ connection: SQLiteConnection) throws -> Schema {
+        lock.lock()
+        if let cached = schemas[container] {
+            lock.unlock()
+            return cached
+        }
+        lock.unlock()
+        var schema = Schema()
+        try connection.query("SELECT record_type, field, field_type FROM dev_schema WHERE container = ?", [.text(container)]) { row in
+            let typeName = row.text(0), fieldName = row.text(1)
+            guard let type = FieldType(wireName: row.text(2)) else { return }
+            schema.recordTypes[typeName, default: RecordTypeSchema(name: typeName)].fields[fieldName] = FieldSchema(name: fieldName, type: type)
+        }
+        lock.lock()
+        schemas[container] = schema
+        lock.unlock()
+        return schema
+    }
+
+    /// Records new types and fields (inside the caller's transaction) and in memory.
+    func add(container: String, recordType: String, fields: [(String, FieldType)], _ connection: SQLiteConnection) throws {
+        for (name, type) in fields {
+            try connection.run("INSERT OR IGNORE INTO dev_schema (container, record_type, field, field_type) VALUES (?, ?, ?, ?)",
+                               [.text(container), .text(recordType), .text(name), .text(type.wireName)])
+        }
+    }
+
+    func commit(container: String, recordType: String, fields: [(String, FieldType)]) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard var schema = schemas[container] else { return }
+        var typeSchema = schema.recordTypes[recordType] ?? RecordTypeSchema(name: recordType)
+        for (name, type) in fields { typeSchema.fields[name] = FieldSchema(name: name, type: type) }
+        schema.recordTypes[recordType] = typeSchema
+        schemas[container] = schema
+    }
+
+    func forget(container: String) {
+        lock.lock()
+        schemas[container] = nil
+        lock.unlock()
+    }
+}
+
+/// Checks records against the schema of the request's environment.
+struct SchemaEnforcer {
+    let environment: Environment
+    let production: Schema
+    /// The container's development schema (only in development).
+    var development: Schema
+    /// Types and fields this request adds (development only), written with the transaction.
+    var additions: [String: [String: FieldType]] = [:]
+
+    /// The declared type of a field, for reading fields sent without `type`.
+    func declaredType(recordType: String, field: String) -> FieldType? {
+        if environment == .development {
+            if let type = additions[recordType]?[field] ?? development.fieldType(recordType: recordType, field: field) { return type }
+        }
+        return production.fieldType(recordType: recordType, field: field)
+    }
+
+    /// Throws `BAD_REQUEST` naming the type or field that does not match; in development, notes new
+    /// fields instead.
+    mutating func check(_ record: Record) throws {
+        switch environment {
+        case .production:
+            guard let typeSchema = production.recordTypes[record.recordType] else {
+                throw ServerError.badRequest("unknown record type '\(record.recordType)'")
+            }
+            for (name, value) in record.fields {
+                guard let field = typeSchema.fields[name] else {
+                    throw ServerError.badRequest("unknown field '\(name)' of record type '\(record.recordType)'")
+                }
+                guard field.type == value.type else {
+                    throw ServerError.badRequest(
+                        "field '\(name)' of record type '\(record.recordType)' is \(field.type.wireName), not \(value.type.wireName)")
+                }
+            }
+        case .development:
+            for (name, value) in record.fields {
+                if let known = additions[record.recordType]?[name] ?? development.fieldType(recordType: record.recordType, field: name) {
+                    guard known == value.type else {
+                        throw ServerError.badRequest(
+                            "field '\(name)' of record type '\(record.recordType)' is \(known.wireName), not \(value.type.wireName)")
+                    }
+                } else {
+                    additions[record.recordType, default: [:]][name] = value.type
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,170 @@
+import RecordModel
+
+/// `development` accepts new record types and fields just in time; `production` enforces the schema.
+public enum Environment: String, Sendable, CaseIterable {
+    case development, production
+}
+
+/// An authenticated user.
+public struct User: Sendable, Equatable {
+    public var id: Int64
+    public var name: String
+    public var recordName: String
+}
+
+/// The private database a request addresses: one user's, in one container and environment.
+public struct DatabaseScope: Sendable, Hashable {
+    public var userID: Int64
+    public var userRecordName: String
+    public var container: String
+    public var environment: Environment
+
+    public init(user: User, container: String, environment: Environment) {
+        self.userID = user.id
+        self.userRecordName = user.recordName
+        self.container = container
+        self.environment = environment
+    }
+
+    public static func validateContainer(_ name: String) throws {
+        let utf8 = Array(name.utf8)
+        let valid = (1...255).contains(utf8.count) && utf8.allSatisfy {
+            ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A)
+                || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-")
+        }
+        guard valid else { throw ServerError.badRequest("container must be 1-255 characters of [A-Za-z0-9._-]") }
+    }
+}
+
+/// The seven operation types of `records/modify`.
+public enum RecordOperationType: String, Sendable, CaseIterable {
+    case create, update, forceUpdate, replace, forceReplace, delete, forceDelete
+
+    var needsTag: Bool { self == .update || self == .replace || self == .delete }
+    var isDelete: Bool { self == .delete || self == .forceDelete }
+    var replacesFields: Bool { self == .replace || self == .forceReplace }
+}
+
+/// One operation of a modify request. The record stays a wire dictionary until the store reads it,
+/// because the types of fields sent without `type` come from the schema the store owns.
+public struct RecordOperation: Sendable {
+    public var type: RecordOperationType
+    public var record: JSONValue
+
+    public init(type: RecordOperationType, record: JSONValue) {
+        self.type = type
+        self.record = record
+    }
+}
+
+/// A record as stored: its system fields and its serialized fields dictionary, which responses
+/// splice in without re-encoding.
+public struct StoredRecord: Sendable {
+    public var recordName: String
+    public var recordType: String
+    public var changeTag: String
+    public var fieldsJSON: [UInt8]
+    public var parent: String?
+    public var created: ChangeStamp
+    public var modified: ChangeStamp
+    public var zoneID: ZoneID
+
+    public func json(desiredKeys: Set<String>? = nil) -> JSONValue {
+        var fields: JSONValue = .raw(fieldsJSON)
+        if let desiredKeys {
+            let all = (try? JSONValue.parse(fieldsJSON).objectValue) ?? [:]
+            fields = .object(all.filter { desiredKeys.contains($0.key) })
+        }
+        var record = Record(recordName: recordName, recordType: recordType, recordChangeTag: changeTag, parent: parent, zoneID: zoneID)
+        record.created = created
+        record.modified = modified
+        return record.json(fieldsJSON: fields)
+    }
+
+    public func record() throws -> Record {
+        var record = Record(recordName: recordName, recordType: recordType, fields: try Record.fields(fromStoredJSON: fieldsJSON),
+                            recordChangeTag: changeTag, parent: parent, zoneID: zoneID)
+        record.created = created
+        record.modified = modified
+        return record
+    }
+}
+
+/// The outcome of one modify operation.
+public enum RecordOperationResult: Sendable {
+    case saved(StoredRecord)
+    case deleted(recordName: String)
+    case failed(ServerError)
+}
+
+/// An entry of a change feed: a record's latest state or its tombstone.
+public enum RecordChange: Sendable {
+    case changed(StoredRecord)
+    case deleted(recordName: String, recordType: String)
+
+    public func json(desiredKeys: Set<String>?) -> JSONValue {
+        switch self {
+        case .changed(let record): return record.json(desiredKeys: desiredKeys)
+        case .deleted(let name, let type):
+            return ["recordName": .string(name), "recordType": .string(type), "deleted": true]
+        }
+    }
+}
+
+/// One page of a zone's change feed.
+public struct ZoneChangesPage: Sendable {
+    public var zoneID: ZoneID
+    public var changes: [RecordChange]
+    public var syncToken: String
+    public var moreComing: Bool
+}
+
+/// One page of a database's zone changes.
+public struct DatabaseChangesPage: Sendable {
+    public var zones: [(zoneID: ZoneID, deleted: Bool)]
+    public var syncToken: String
+    public var moreComing: Bool
+}
+
+/// A live zone with its current sync token.
+public struct ZoneInfo: Sendable {
+    public var zoneID: ZoneID
+    public var syncToken: String
+
+    public var json: JSONValue { ["zoneID": zoneID.json, "syncToken": .string(syncToken), "atomic": true] }
+}
+
+/// A query of `records/query`.
+public struct RecordQuery: Sendable {
+    public var recordType: String
+    public var filters: [QueryFilter]
+    public var sorts: [QuerySort]
+}
+
+public enum QueryComparator: String, Sendable, CaseIterable {
+    case equals = "EQUALS", notEquals = "NOT_EQUALS", lessThan = "LESS_THAN", lessThanOrEquals = "LESS_THAN_OR_EQUALS"
+    case greaterThan = "GREATER_THAN", greaterThanOrEquals = "GREATER_THAN_OR_EQUALS", `in` = "IN", notIn = "NOT_IN"
+    case beginsWith = "BEGINS_WITH", listContains = "LIST_CONTAINS"
+}
+
+/// A field a filter or sort names: a record field or one of the system fields.
+public enum QueryField: Sendable, Equatable {
+    case field(String)
+    case recordName, createdTimestamp, modifiedTimestamp
+}
+
+public struct QueryFilter: Sendable {
+    public var comparator: QueryComparator
+    public var field: QueryField
+    public var value: JSONValue
+}
+
+public struct QuerySort: Sendable {
+    public var field: QueryField
+    public var ascending: Bool
+}
+
+public struct QueryPage: Sendable {
+    public var records: [StoredRecord]
+    public var continuationMarker: String?
+}

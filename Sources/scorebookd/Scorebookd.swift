@@ -1,0 +1,194 @@
+import ArgumentParser
+import Foundation
+import Logging
+import RecordModel
+import RecordServer
+import RecordStore
+
+/// `scorebookd`: the record-store daemon and its administration commands (CONTRACT §2).
+@main
+struct Scorebookd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "scorebookd",
+        abstract: "A CloudKit Web Services-style record store with change feeds and push.",
+        subcommands: [Serve.self, UserCommand.self, APITokenCommand.self])
+
+    /// Parses and runs, reporting any failure as one line on standard error.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            if exitCode(for: error) == .success { exit(withError: error) }  // --help
+            let message = (error as? CommandFailure)?.message ?? self.message(for: error)
+            FileHandle.standardError.write(Data("scorebookd: \(message.split(separator: "\n").first ?? "")\n".utf8))
+            Foundation.exit(error is CommandFailure ? 1 : exitCode(for: error).rawValue)
+        }
+    }
+}
+
+/// A failure to report as one plain line.
+struct CommandFailure: Error {
+    var message: String
+}
+
+struct DataDirectoryOption: ParsableArguments {
+    @Option(name: .customLong("data-dir"), help: "The directory holding the store.")
+    var dataDirectory: String
+
+    func openStore(schema: Schema = BuiltinSchema.scorebook) throws -> SQLiteRecordStore {
+        do {
+            return try SQLiteRecordStore(directory: dataDirectory, schema: schema)
+        } catch let error as StoreOpenError {
+            throw CommandFailure(message: error.description)
+        } catch {
+            throw CommandFailure(message: "cannot open the store in \(dataDirectory): \(error)")
+        }
+    }
+}
+
+func printJSON(_ json: JSONValue) {
+    print(json.serializedString())
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Serve the HTTP API.")
+
+    @OptionGroup var data: DataDirectoryOption
+    @Option(help: "The address to listen on.") var host = "127.0.0.1"
+    @Option(help: "The port to listen on; 0 picks a free one.") var port = 8080
+    @Option(help: "A CloudKit schema (.ckdb) enforced in production; default: the built-in Scorebook schema.")
+    var schema: String?
+    @Option(name: .customLong("tombstone-retention"), help: "Days to keep tombstones (and so how old a sync token may be).")
+    var tombstoneRetention = 30
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
+    var logLevel = "info"
+
+    func validate() throws {
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535") }
+        guard tombstoneRetention >= 1 else { throw ValidationError("--tombstone-retention must be at least 1 day") }
+        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
+    }
+
+    func run() async throws {
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        // Logs go to standard error: standard output carries only the readiness line.
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "scorebookd")
+        let loadedSchema = try loadSchema()
+        let store = try data.openStore(schema: loadedSchema)
+        let api = RecordAPI(store: store)
+        var server = HTTPServer(api: api, configuration: HTTPServerConfiguration(host: host, port: port), logger: logger)
+        server.services = [TombstonePurger(store: store, retentionDays: tombstoneRetention, logger: logger)]
+        do {
+            try await server.run { host, port in
+                let shownHost = host.contains(":") ? "[\(host)]" : host
+                print("scorebookd listening on http://\(shownHost):\(port)")
+                fflush(stdout)
+            }
+        } catch {
+            store.close()
+            throw CommandFailure(message: "cannot serve on \(host):\(port): \(Serve.describe(error))")
+        }
+        store.close()
+    }
+
+    func loadSchema() throws -> Schema {
+        guard let schema else { return BuiltinSchema.scorebook }
+        guard let text = try? String(contentsOfFile: schema, encoding: .utf8) else {
+            throw CommandFailure(message: "cannot read schema file \(schema)")
+        }
+        do {
+            return try Schema.parse(text)
+        } catch {
+            throw CommandFailure(message: "\(schema): \(error)")
+        }
+    }
+
+    static func describe(_ error: any Error) -> String {
+        let text = "\(error)"
+        if text.contains("Address already in use") || text.contains("EADDRINUSE") { return "address already in use" }
+        return text.split(separator: "\n").first.map(String.init) ?? text
+    }
+}
+
+struct UserCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "user", abstract: "Manage users.", subcommands: [Create.self, Token.self, List.self])
+
+    struct Create: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create a user and print its first token.")
+        @Argument(help: "The user's name.") var name: String
+        @OptionGroup var data: DataDirectoryOption
+
+        func run() throws {
+            let store = try data.openStore()
+            defer { store.close() }
+            let (user, token) = try wrap { try store.createUser(name: name) }
+            printJSON(["userRecordName": .string(user.recordName), "name": .string(user.name), "token": .string(token)])
+        }
+    }
+
+    struct Token: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print a new token for an existing user.")
+        @Argument(help: "The user's name.") var name: String
+        @OptionGroup var data: DataDirectoryOption
+
+        func run() throws {
+            let store = try data.openStore()
+            defer { store.close() }
+            let (user, token) = try wrap { try store.issueToken(userName: name) }
+            printJSON(["userRecordName": .string(user.recordName), "name": .string(user.name), "token": .string(token)])
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List users, one JSON object per line.")
+        @OptionGroup var data: DataDirectoryOption
+
+        func run() throws {
+            let store = try data.openStore()
+            defer { store.close() }
+            for user in try wrap({ try store.listUsers() }) {
+                printJSON(["userRecordName": .string(user.recordName), "name": .string(user.name)])
+            }
+        }
+    }
+}
+
+struct APITokenCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "apitoken", abstract: "Manage API tokens (ckAPIToken).", subcommands: [Create.self])
+
+    struct Create: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create an API token and print it.")
+        @OptionGroup var data: DataDirectoryOption
+
+        func run() throws {
+            let store = try data.openStore()
+            defer { store.close() }
+            printJSON(["apiToken": .string(try wrap { try store.createAPIToken() })])
+        }
+    }
+}
+
+/// Store errors become plain one-line failures.
+func wrap<T>(_ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let error as ServerError {
+        throw CommandFailure(message: error.reason)
+    } catch let error as CommandFailure {
+        throw error
+    } catch {
+        throw CommandFailure(message: "\(error)")
+    }
+}
