@@ -1,0 +1,56 @@
+import Foundation
+import RecordModel
+
+/// A remote change applied to the local store: a record saved, or deleted with its cascade.
+public struct AppliedChange: Equatable, Sendable {
+    public enum Kind: String, Sendable {
+        case saved, deleted
+    }
+
+    public var kind: Kind
+    public var recordName: String
+    public var recordType: String
+    /// The record as applied, or as it was before its deletion; nil when a deletion concerned
+    /// a record this machine did not hold.
+    public var record: Record?
+
+    public init(kind: Kind, recordName: String, recordType: String, record: Record?) {
+        self.kind = kind
+        self.recordName = recordName
+        self.recordType = recordType
+        self.record = record
+    }
+
+    init(kind: Kind, record: Record) {
+        self.init(kind: kind, recordName: record.recordName, recordType: record.recordType, record: record)
+    }
+}
+
+/// Record names of the form `<RecordType>|~|<UUID>` (CONTRACT §5), so that a tombstone, which
+/// may carry only a name, still tells what kind of record went.
+public enum RecordNaming {
+    public static let separator = "|~|"
+
+    /// A new record name for a type, with an upper-case UUID.
+    public static func newRecordName(ofType type: String) -> String {
+        "\(type)\(separator)\(UUIDGenerator.uppercase())"
+    }
+
+    /// The type named by a record name's prefix, or nil when the name has none.
+    public static func recordType(fromRecordName name: String) -> String? {
+        guard let range = name.range(of: separator), range.lowerBound > name.startIndex else { return nil }
+        return String(name[..<range.lowerBound])
+    }
+
+    /// The part after the separator (the UUID), or the whole name when there is no separator.
+    public static func identifier(ofRecordName name: String) -> String {
+        guard let range = name.range(of: separator) else { return name }
+        return String(name[range.upperBound...])
+    }
+}
+
+
+
+enum UUIDGenerator {
+    static func uppercase() -> String { UUID().uuidString.uppercased() }
+}

@@ -1,0 +1,17 @@
+import RecordClient
+import RecordModel
+
+/// What the sync engine needs from the server. `RecordClient` is the real one; tests use an
+/// in-memory double.
+public protocol CloudDatabase: Sendable {
+    func currentUserRecordName() async throws -> String
+    func createZone(_ zoneID: ZoneID) async throws
+    func modifyRecords(zoneID: ZoneID, operations: [RecordOperation], atomic: Bool) async throws -> [RecordOperationResult]
+    func lookupRecords(zoneID: ZoneID, recordNames: [String]) async throws -> [RecordOperationResult]
+    func fetchZoneChanges(zoneID: ZoneID, syncToken: String?, resultsLimit: Int?) async throws -> ZoneChangesPage
+    func saveSubscription(_ subscription: Subscription) async throws
+    func createNotificationChannel() async throws -> NotificationChannel
+    func pollNotifications(_ channel: NotificationChannel, since cursor: String?, timeout: Int) async throws -> NotificationPage
+}
+
+extension RecordClient: CloudDatabase {}

@@ -1,0 +1,120 @@
+import RecordClient
+import RecordModel
+import SQLiteDB
+
+/// The receiving side: applying pages of the change feed.
+extension LocalRecordStore {
+    /// What applying one page did.
+    struct PageOutcome {
+        var applied: [AppliedChange] = []
+        var savedCount = 0
+        var deletedCount = 0
+        var conflicts = 0
+    }
+
+    /// Applies one page of the change feed and stores its token, in one transaction: tombstones
+    /// delete the local record and its cascade (whatever was pending for them), records are
+    /// applied parents first and merged with pending local edits, and records whose required
+    /// records have not arrived are kept waiting.
+    func applyFetchedPage(_ page: ZoneChangesPage, tokenKey: String) throws -> PageOutcome {
+        try transaction { connection in
+            var outcome = PageOutcome()
+            let waiting = try connection.map("SELECT record FROM waiting_records") { row in
+                try Record(responseJSON: try JSONValue.parse(row.blob(0)))
+            }
+            // While refetching from scratch, every record the feed holds is marked seen.
+            for case .saved(let record) in page.changes {
+                try connection.run("UPDATE server_copies SET seen = 1 WHERE name = ?", [.text(record.recordName)])
+            }
+            let plan = ChangeApplyPlanner.plan(changes: page.changes, waiting: waiting) { name in
+                (try? Self.exists(name, in: connection)) ?? false
+            }
+            for name in plan.deletions {
+                let deleted = try Self.applyRemoteDeletion(of: name, recordType: nil, in: connection)
+                outcome.applied += deleted
+                if !deleted.isEmpty { outcome.deletedCount += 1 }
+            }
+            for record in plan.saves {
+                try connection.run("DELETE FROM waiting_records WHERE name = ?", [.text(record.recordName)])
+                let known = try Self.serverCopy(named: record.recordName, in: connection)
+                if let known, known.recordChangeTag == record.recordChangeTag, record.recordChangeTag != nil,
+                   try Self.exists(record.recordName, in: connection)
+                {
+                    continue  // our own write coming back, or a record already applied
+                }
+                let merge = try Self.mergeServerRecord(record, in: connection)
+                if let applied = merge.applied {
+                    outcome.applied.append(applied)
+                    outcome.savedCount += 1
+                }
+                if merge.hadConflict { outcome.conflicts += 1 }
+            }
+            for entry in plan.waiting {
+                try connection.run("""
+                    INSERT INTO waiting_records(name, record, missing) VALUES(?, ?, ?)
+                    ON CONFLICT(name) DO UPDATE SET record = excluded.record, missing = excluded.missing
+                    """, [.text(entry.record.recordName), .blob(entry.record.json().serialized()), .text(entry.missingRecordName)])
+            }
+            try Self.setSetting(tokenKey, page.syncToken, in: connection)
+            return outcome
+        }
+    }
+
+    /// The number of fetched records waiting for a record they require.
+    public func waitingRecordCount() throws -> Int {
+        try withConnection { Int(try $0.scalarInt("SELECT COUNT(*) FROM waiting_records") ?? 0) }
+    }
+
+    /// Forgets the change token and marks every server copy unseen, before reading the feed
+    /// from the beginning.
+    func beginRefetchFromScratch(tokenKey: String, flagKey: String) throws {
+        try transaction { connection in
+            try connection.run("UPDATE server_copies SET seen = 0")
+            try Self.setSetting(tokenKey, nil, in: connection)
+            try Self.setSetting(flagKey, "1", in: connection)
+        }
+    }
+
+    /// After reading the feed from the beginning: a local record whose server copy the feed no
+    /// longer holds was deleted on the server, so it is deleted here too. Records never sent
+    /// have no server copy and stay, to be sent.
+    func finishRefetchFromScratch(flagKey: String) throws -> [AppliedChange] {
+        try transaction { connection in
+            let gone = try connection.map("SELECT name FROM server_copies WHERE seen = 0") { $0.text(0) }
+            var applied: [AppliedChange] = []
+            for name in gone {
+                applied += try Self.applyRemoteDeletion(of: name, recordType: nil, in: connection)
+            }
+            try Self.setSetting(flagKey, nil, in: connection)
+            return applied
+        }
+    }
+
+    /// The zone was deleted on the server and created again empty: nothing local is on the
+    /// server any more, so every local record is queued to be sent again.
+    func resetForRecreatedZone(tokenKey: String, flagKey: String) throws {
+        try transaction { connection in
+            try connection.execute("DELETE FROM server_copies; DELETE FROM waiting_records; DELETE FROM outbox WHERE operation = 'delete';")
+            try connection.run("UPDATE outbox SET attempts = 0, parked_reason = NULL")
+            let records = try connection.map("SELECT name, type FROM records ORDER BY rowid") { ($0.text(0), $0.text(1)) }
+            for (name, type) in records { try Self.queue(name, type: type, operation: .save, in: connection) }
+            try Self.setSetting(tokenKey, nil, in: connection)
+            try Self.setSetting(flagKey, nil, in: connection)
+        }
+    }
+
+    /// Forgets everything learned from a server (copies, tokens, waiting records) while keeping
+    /// local records, and queues them all: for a store adopted by a new account.
+    func forgetServerState(keepingSettings keep: Set<String>) throws {
+        try transaction { connection in
+            try connection.execute("DELETE FROM server_copies; DELETE FROM waiting_records; DELETE FROM outbox WHERE operation = 'delete';")
+            try connection.run("UPDATE outbox SET attempts = 0, parked_reason = NULL")
+            let keys = try connection.map("SELECT key FROM settings") { $0.text(0) }
+            for key in keys where !keep.contains(key) && key != "outboxSequence" {
+                try Self.setSetting(key, nil, in: connection)
+            }
+            let records = try connection.map("SELECT name, type FROM records ORDER BY rowid") { ($0.text(0), $0.text(1)) }
+            for (name, type) in records { try Self.queue(name, type: type, operation: .save, in: connection) }
+        }
+    }
+}

@@ -1,0 +1,175 @@
+import RecordModel
+import SQLiteDB
+
+/// The sending side: what the outbox holds and what the server's answers do to it.
+extension LocalRecordStore {
+    /// Outbox entries to send, with their dependencies; parked entries are left out.
+    func sendableChanges() throws -> [PendingChange] {
+        try withConnection { connection in
+            let entries = try connection.map(
+                "SELECT name, type, operation, sequence FROM outbox WHERE parked_reason IS NULL ORDER BY sequence") { row in
+                PendingChange(recordName: row.text(0), recordType: row.text(1),
+                              operation: PendingChange.Operation(rawValue: row.text(2)) ?? .save, sequence: row.int64(3))
+            }
+            return try entries.map { entry in
+                guard entry.operation == .save, let record = try Self.record(named: entry.recordName, in: connection) else { return entry }
+                var withDependencies = entry
+                withDependencies.dependencies = record.saveDependencies
+                return withDependencies
+            }
+        }
+    }
+
+    /// Records queued for saving that the server has never acknowledged.
+    func unsentRecordNames() throws -> Set<String> {
+        try withConnection { connection in
+            Set(try connection.map("""
+                SELECT name FROM outbox WHERE operation = 'save' AND name NOT IN (SELECT name FROM server_copies)
+                """) { $0.text(0) })
+        }
+    }
+
+    /// The last server copy of a record (with its change tag), or nil.
+    public func serverCopy(named name: String) throws -> Record? {
+        try withConnection { try Self.serverCopy(named: name, in: $0) }
+    }
+
+    static func serverCopy(named name: String, in connection: SQLiteConnection) throws -> Record? {
+        try connection.first("SELECT record FROM server_copies WHERE name = ?", [.text(name)]) { row in
+            try Record(responseJSON: try JSONValue.parse(row.blob(0)))
+        }
+    }
+
+    static func writeServerCopy(_ record: Record, in connection: SQLiteConnection) throws {
+        var stored = record
+        stored.removedFieldNames = []
+        try connection.run("""
+            INSERT INTO server_copies(name, type, change_tag, record, seen) VALUES(?, ?, ?, ?, 1)
+            ON CONFLICT(name) DO UPDATE SET change_tag = excluded.change_tag, record = excluded.record, seen = 1
+            """, [.text(record.recordName), .text(record.recordType), record.recordChangeTag.sqlValue, .blob(stored.json().serialized())])
+    }
+
+    /// Counts a send attempt before the request goes out, so a later local deletion knows the
+    /// record may have reached the server even if the answer is never recorded.
+    func markAttempted(_ changes: [PendingChange]) throws {
+        try transaction { connection in
+            for change in changes {
+                try connection.run("UPDATE outbox SET attempts = attempts + 1 WHERE name = ?", [.text(change.recordName)])
+            }
+        }
+    }
+
+    /// Removes an entry if it is still the one that was sent (no edit since).
+    static func dequeue(_ change: PendingChange, in connection: SQLiteConnection) throws {
+        try connection.run("DELETE FROM outbox WHERE name = ? AND sequence = ?", [.text(change.recordName), .int(change.sequence)])
+    }
+
+    /// An entry with nothing to send (the record is gone, or equals its server copy).
+    func dropIfUnchanged(_ change: PendingChange) throws {
+        try transaction { try Self.dequeue(change, in: $0) }
+    }
+
+    /// The server saved `sent` and answered `saved`: that is the new server copy.
+    func acknowledgeSave(_ change: PendingChange, sent: Record, saved: Record) throws {
+        try transaction { connection in
+            var fields = try Self.serverCopy(named: change.recordName, in: connection)?.fields ?? [:]
+            for name in sent.removedFieldNames { fields[name] = nil }
+            for (name, value) in sent.fields { fields[name] = value }
+            for (name, value) in saved.fields { fields[name] = value }
+            var copy = saved
+            copy.fields = fields
+            if copy.recordType.isEmpty { copy.recordType = change.recordType }
+            try Self.writeServerCopy(copy, in: connection)
+            try Self.dequeue(change, in: connection)
+        }
+    }
+
+    /// The server deleted the record (or never had it).
+    func acknowledgeDelete(_ change: PendingChange) throws {
+        try transaction { connection in
+            try connection.run("DELETE FROM server_copies WHERE name = ?", [.text(change.recordName)])
+            try Self.dequeue(change, in: connection)
+        }
+    }
+
+    /// Sets an entry aside until the record is edited again.
+    func park(_ change: PendingChange, reason: String) throws {
+        try transaction { connection in
+            _ = try connection.run("UPDATE outbox SET parked_reason = ? WHERE name = ? AND sequence = ?",
+                               [.text(reason), .text(change.recordName), .int(change.sequence)])
+        }
+    }
+
+    /// The reasons of parked entries, by record name.
+    public func parkedChanges() throws -> [String: String] {
+        try withConnection { connection in
+            Dictionary(try connection.map("SELECT name, parked_reason FROM outbox WHERE parked_reason IS NOT NULL") {
+                ($0.text(0), $0.text(1))
+            }, uniquingKeysWith: { first, _ in first })
+        }
+    }
+
+    /// What merging a server copy into the local one did.
+    struct MergeOutcome {
+        var applied: AppliedChange?
+        var hadConflict: Bool
+    }
+
+    /// Merges a newer server copy into the local record (three-way, with the previous server
+    /// copy as ancestor) and records it as the new server copy. The outbox keeps the record
+    /// only if the merge holds local changes the server lacks.
+    func mergeServerRecord(_ server: Record) throws -> MergeOutcome {
+        try transaction { try Self.mergeServerRecord(server, in: $0) }
+    }
+
+    static func mergeServerRecord(_ server: Record, in connection: SQLiteConnection) throws -> MergeOutcome {
+        let name = server.recordName
+        let ancestor = try serverCopy(named: name, in: connection)
+        let entry = try connection.first("SELECT operation FROM outbox WHERE name = ?", [.text(name)]) { $0.text(0) }
+        guard let local = try record(named: name, in: connection) else {
+            // Deleted here and not yet sent: the deletion stands; remember the copy for its tag.
+            if entry != nil { try writeServerCopy(server, in: connection) }
+            return MergeOutcome(applied: nil, hadConflict: false)
+        }
+        if entry == nil {
+            // Nothing local to keep: take the server copy.
+            try writeRecord(server, in: connection)
+            try writeServerCopy(server, in: connection)
+            return MergeOutcome(applied: AppliedChange(kind: .saved, record: server), hadConflict: false)
+        }
+        // The ancestor is only meaningful if it was a copy of this record; without one (an
+        // unacknowledged create), every difference is a conflict.
+        let result = RecordMerge.merge(ancestor: ancestor?.fields, local: local, server: server)
+        var merged = local
+        merged.fields = result.fields
+        if merged.parent == nil { merged.parent = server.parent }
+        try writeRecord(merged, in: connection)
+        try writeServerCopy(server, in: connection)
+        if !result.needsUpload { try connection.run("DELETE FROM outbox WHERE name = ?", [.text(name)]) }
+        let applied = result.changedLocally ? AppliedChange(kind: .saved, record: merged) : nil
+        return MergeOutcome(applied: applied, hadConflict: !result.conflictingFields.isEmpty)
+    }
+
+    /// The record, or a record it required, was deleted on another machine: delete it here
+    /// with its cascade, sending nothing.
+    func applyRemoteDeletion(of name: String) throws -> [AppliedChange] {
+        try transaction { try Self.applyRemoteDeletion(of: name, recordType: nil, in: $0) }
+    }
+
+    static func applyRemoteDeletion(of name: String, recordType: String?, in connection: SQLiteConnection) throws -> [AppliedChange] {
+        let names = try cascade(from: name, in: connection)
+        var applied: [AppliedChange] = []
+        for member in names {
+            if let record = try record(named: member, in: connection) {
+                applied.append(AppliedChange(kind: .deleted, record: record))
+            }
+        }
+        try removeLocally(names, in: connection)
+        for member in names {
+            try connection.run("DELETE FROM outbox WHERE name = ?", [.text(member)])
+            try connection.run("DELETE FROM server_copies WHERE name = ?", [.text(member)])
+        }
+        try connection.run("DELETE FROM waiting_records WHERE name = ?", [.text(name)])
+        return applied
+    }
+}

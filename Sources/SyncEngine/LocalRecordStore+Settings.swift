@@ -1,0 +1,25 @@
+import SQLiteDB
+
+/// Small named values kept with the data: tokens, account, switches, last sync and error.
+extension LocalRecordStore {
+    public func setting(_ key: String) throws -> String? {
+        try withConnection { try Self.setting(key, in: $0) }
+    }
+
+    public func setSetting(_ key: String, _ value: String?) throws {
+        try transaction { try Self.setSetting(key, value, in: $0) }
+    }
+
+    static func setting(_ key: String, in connection: SQLiteConnection) throws -> String? {
+        try connection.first("SELECT value FROM settings WHERE key = ?", [.text(key)]) { $0.text(0) }
+    }
+
+    static func setSetting(_ key: String, _ value: String?, in connection: SQLiteConnection) throws {
+        if let value {
+            try connection.run("INSERT INTO settings(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                               [.text(key), .text(value)])
+        } else {
+            try connection.run("DELETE FROM settings WHERE key = ?", [.text(key)])
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import RecordClient
+import RecordModel
+
+extension SyncEngine {
+    /// Reads the change feed from the stored token until `moreComing` is false, applying and
+    /// storing each page as it comes, as `ZoneFetchStateMachine` directs.
+    func fetchChanges(_ summary: inout SyncSummary, onChange: (AppliedChange) -> Void) async throws {
+        var machine = ZoneFetchStateMachine(
+            syncToken: try store.setting(SyncSettingKey.syncToken),
+            refetchInProgress: try store.setting(SyncSettingKey.refetchInProgress) != nil,
+            retryPolicy: retryPolicy)
+        var action = machine.start()
+        // Bounded by the machine, which gives up after its page and retry limits.
+        while true {
+            switch action {
+            case .fetch(let token):
+                let page: ZoneChangesPage
+                do {
+                    page = try await database.fetchZoneChanges(zoneID: zoneID, syncToken: token, resultsLimit: nil)
+                } catch let error as RecordClientError {
+                    action = machine.fetchFailed(error)
+                    continue
+                }
+                let outcome = try store.applyFetchedPage(page, tokenKey: SyncSettingKey.syncToken)
+                summary.receivedSaved += outcome.savedCount
+                summary.receivedDeleted += outcome.deletedCount
+                summary.conflicts += outcome.conflicts
+                outcome.applied.forEach(onChange)
+                action = machine.pageApplied(syncToken: page.syncToken, moreComing: page.moreComing)
+            case .restartFromScratch:
+                try store.beginRefetchFromScratch(tokenKey: SyncSettingKey.syncToken, flagKey: SyncSettingKey.refetchInProgress)
+                action = machine.restartedFromScratch()
+            case .recreateZone:
+                try await recreateZone()
+                action = machine.zoneRecreated()
+            case .wait(let seconds):
+                try await sleep(seconds)
+                action = machine.waited()
+            case .finish(let reconcile):
+                if reconcile {
+                    let deletions = try store.finishRefetchFromScratch(flagKey: SyncSettingKey.refetchInProgress)
+                    summary.receivedDeleted += Set(deletions.map(\.recordName)).count
+                    deletions.forEach(onChange)
+                }
+                return
+            case .fail(let error):
+                throw error
+            }
+        }
+    }
+}

@@ -1,0 +1,169 @@
+import RecordClient
+import RecordModel
+
+extension SyncEngine {
+    /// Sends the outbox in batches (parents first, at most 400 operations) and carries out the
+    /// `SendDecision` for each answer, for a bounded number of rounds.
+    func sendOutbox(_ summary: inout SyncSummary, onChange: (AppliedChange) -> Void) async throws {
+        var recreatedZone = false
+        var throttledRounds = 0
+        var lastProblem: String?
+        for _ in 0..<Self.maximumSendRounds {
+            let changes = try store.sendableChanges()
+            guard !changes.isEmpty else { return }
+            var round = SendRound()
+            for batch in OutboxPlanner.batches(changes, limit: RecordClient.maximumOperationsPerRequest) {
+                do {
+                    try await sendBatch(batch, &summary, &round, onChange: onChange)
+                } catch RecordClientError.server(let error, _) where error.code == .zoneNotFound {
+                    round.zoneMissing = true
+                }
+                if round.zoneMissing { break }
+            }
+            if round.zoneMissing {
+                guard !recreatedZone else { throw SyncError("the zone \(zoneID.zoneName) keeps disappearing on the server") }
+                recreatedZone = true
+                try await recreateZone()
+                continue
+            }
+            if let stop = round.stop { throw RecordClientError.server(stop, httpStatus: stop.code.httpStatus) }
+            lastProblem = round.problem ?? lastProblem
+            if round.needsRetry {
+                throttledRounds += 1
+                guard let delay = retryPolicy.delay(afterAttempt: throttledRounds, retryAfter: round.retryAfter) else {
+                    throw SyncError("the server kept refusing changes: \(lastProblem ?? "try again later")")
+                }
+                try await sleep(delay)
+            }
+        }
+        let left = try store.sendableChanges().count
+        if left > 0 { throw SyncError("\(left) changes could not be sent yet: \(lastProblem ?? "the server did not accept them")") }
+    }
+
+    /// What happened in one round of sending.
+    struct SendRound {
+        var needsRetry = false
+        var retryAfter: Int?
+        var zoneMissing = false
+        var stop: ServerError?
+        var problem: String?
+    }
+
+    private func sendBatch(_ batch: [PendingChange], _ summary: inout SyncSummary, _ round: inout SendRound,
+                           onChange: (AppliedChange) -> Void) async throws
+    {
+        var sending: [(change: PendingChange, operation: RecordOperation)] = []
+        for change in batch {
+            if let operation = try operation(for: change) {
+                sending.append((change, operation))
+            } else {
+                try store.dropIfUnchanged(change)
+            }
+        }
+        guard !sending.isEmpty else { return }
+        try store.markAttempted(sending.map(\.change))
+        let results = try await modify(sending.map(\.operation), attempt: 1)
+        let unsent = try store.unsentRecordNames()
+        var toLookUp: [PendingChange] = []
+        for ((change, operation), result) in zip(sending, results) {
+            let decision = SendDecision.decide(change: change, sent: operation.kind, result: result, unsentRecordNames: unsent)
+            switch decision {
+            case .acknowledgeSave(let saved):
+                try store.acknowledgeSave(change, sent: operation.record, saved: saved)
+                summary.sentSaved += 1
+            case .acknowledgeDelete:
+                try store.acknowledgeDelete(change)
+                summary.sentDeleted += 1
+            case .merge(let serverRecord):
+                try merge(serverRecord, &summary, onChange: onChange)
+            case .lookUpAndMerge:
+                toLookUp.append(change)
+            case .deleteLocally:
+                report(try store.applyRemoteDeletion(of: change.recordName), &summary, onChange: onChange)
+            case .sendAfterDependencies:
+                break
+            case .retry(let after):
+                round.needsRetry = true
+                round.retryAfter = max(round.retryAfter ?? 0, after ?? 0)
+                if case .failed(let error) = result { round.problem = error.description }
+            case .recreateZone:
+                round.zoneMissing = true
+            case .park(let reason):
+                try store.park(change, reason: reason)
+                round.problem = "\(change.recordName): \(reason)"
+            case .stop(let error):
+                round.stop = error
+            }
+        }
+        if !toLookUp.isEmpty { try await lookUpAndMerge(toLookUp, &summary, &round, onChange: onChange) }
+    }
+
+    /// The operation that brings the server up to the local record, or nil when nothing
+    /// needs sending.
+    func operation(for change: PendingChange) throws -> RecordOperation? {
+        switch change.operation {
+        case .delete:
+            return .forceDelete(change.recordName, recordType: change.recordType)
+        case .save:
+            guard let local = try store.record(named: change.recordName) else { return nil }
+            guard let copy = try store.serverCopy(named: change.recordName) else { return .create(local) }
+            let difference = RecordMerge.difference(from: copy.fields, to: local.fields)
+            guard !difference.changed.isEmpty || !difference.removed.isEmpty else { return nil }
+            var update = Record(recordName: local.recordName, recordType: local.recordType, fields: difference.changed,
+                                recordChangeTag: copy.recordChangeTag)
+            update.removedFieldNames = difference.removed
+            return .update(update)
+        }
+    }
+
+    /// `records/modify`, splitting the batch when it is too large and waiting out throttling
+    /// of the whole request.
+    private func modify(_ operations: [RecordOperation], attempt: Int) async throws -> [RecordOperationResult] {
+        do {
+            return try await database.modifyRecords(zoneID: zoneID, operations: operations, atomic: false)
+        } catch RecordClientError.server(let error, _) where error.code == .limitExceeded {
+            guard operations.count > 1 else { return [.failed(error)] }
+            let half = operations.count / 2
+            let first = try await modify(Array(operations[..<half]), attempt: 1)
+            let second = try await modify(Array(operations[half...]), attempt: 1)
+            return first + second
+        } catch RecordClientError.server(let error, _) where error.code == .throttled || error.code == .tryAgainLater {
+            guard let delay = retryPolicy.delay(afterAttempt: attempt, retryAfter: error.retryAfter) else { throw SyncError(error.description) }
+            try await sleep(delay)
+            return try await modify(operations, attempt: attempt + 1)
+        }
+    }
+
+    private func merge(_ serverRecord: Record, _ summary: inout SyncSummary, onChange: (AppliedChange) -> Void) throws {
+        let outcome = try store.mergeServerRecord(serverRecord)
+        if outcome.hadConflict { summary.conflicts += 1 }
+        if let applied = outcome.applied {
+            summary.receivedSaved += 1
+            onChange(applied)
+        }
+    }
+
+    private func lookUpAndMerge(_ changes: [PendingChange], _ summary: inout SyncSummary, _ round: inout SendRound,
+                                onChange: (AppliedChange) -> Void) async throws
+    {
+        let results = try await database.lookupRecords(zoneID: zoneID, recordNames: changes.map(\.recordName))
+        for (change, result) in zip(changes, results) {
+            switch result {
+            case .saved(let serverRecord):
+                try merge(serverRecord, &summary, onChange: onChange)
+            case .failed(let error) where error.code == .notFound:
+                report(try store.applyRemoteDeletion(of: change.recordName), &summary, onChange: onChange)
+            case .failed(let error):
+                round.needsRetry = true
+                round.problem = error.description
+            case .deleted:
+                report(try store.applyRemoteDeletion(of: change.recordName), &summary, onChange: onChange)
+            }
+        }
+    }
+
+    func report(_ deletions: [AppliedChange], _ summary: inout SyncSummary, onChange: (AppliedChange) -> Void) {
+        if !deletions.isEmpty { summary.receivedDeleted += 1 }
+        deletions.forEach(onChange)
+    }
+}

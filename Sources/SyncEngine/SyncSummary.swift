@@ -1,0 +1,32 @@
+/// What one sync did: changes sent, remote changes applied, and conflicts merged.
+public struct SyncSummary: Equatable, Sendable {
+    public var sentSaved = 0
+    public var sentDeleted = 0
+    public var receivedSaved = 0
+    public var receivedDeleted = 0
+    /// Records changed on both sides in the same field, settled by the merge rule.
+    public var conflicts = 0
+
+    public init() {}
+}
+
+/// Why a sync, login or watch failed, in one line a person can act on.
+public struct SyncError: Error, CustomStringConvertible, Equatable {
+    public var description: String
+
+    public init(_ description: String) { self.description = description }
+}
+
+/// The names under which the sync engine keeps its state in the store's settings.
+public enum SyncSettingKey {
+    public static let account = "account"
+    public static let dataOwner = "dataOwner"
+    public static let syncEnabled = "syncEnabled"
+    public static let lastSync = "lastSync"
+    public static let lastError = "lastError"
+    static let syncToken = "syncToken"
+    static let refetchInProgress = "refetchInProgress"
+    static let zoneReady = "zoneReady"
+    static let notificationChannel = "notificationChannel"
+    static let notificationCursor = "notificationCursor"
+}

@@ -1,0 +1,124 @@
+import Foundation
+import RecordClient
+import RecordModel
+
+/// `sync --watch` as a state machine: open a notification channel, sync, then long-poll and
+/// sync again whenever notifications arrive, until the deadline. The notification cursor is
+/// committed only after the sync that follows it succeeded, so a crash never skips one.
+public struct WatchStateMachine: Sendable {
+    public enum Action: Equatable, Sendable {
+        /// Create (or reuse) the notification channel and the zone subscription.
+        case openChannel
+        case sync
+        /// Long-poll the channel for notifications after `since`, for at most `timeout` seconds.
+        case poll(since: String?, timeout: Int)
+        case sleep(seconds: Double)
+        /// The deadline passed (or a failure that retrying cannot fix; see `failure`).
+        case stop
+    }
+
+    enum Phase: Equatable {
+        case needsChannel, needsSync, polling, stopped
+    }
+
+    private var phase: Phase = .needsChannel
+    private let deadline: Date?
+    private let pollTimeout: Int
+    private var sleepUntil: Date?
+    private var consecutiveFailures = 0
+    private var uncommittedCursor: String?
+    /// The cursor of the last notification whose changes were synced.
+    public private(set) var cursor: String?
+    /// Why the watch stopped early, if it did.
+    public private(set) var failure: RecordClientError?
+
+    public init(deadline: Date?, cursor: String?, pollTimeout: Int = 30) {
+        self.deadline = deadline
+        self.cursor = cursor
+        self.pollTimeout = max(1, pollTimeout)
+    }
+
+    public mutating func nextAction(now: Date) -> Action {
+        if phase == .stopped { return .stop }
+        let remaining = deadline.map { $0.timeIntervalSince(now) }
+        if let remaining, remaining <= 0 {
+            phase = .stopped
+            return .stop
+        }
+        if let sleepUntil, sleepUntil > now {
+            let wait = sleepUntil.timeIntervalSince(now)
+            return .sleep(seconds: min(wait, remaining ?? wait))
+        }
+        sleepUntil = nil
+        switch phase {
+        case .needsChannel: return .openChannel
+        case .needsSync: return .sync
+        case .polling:
+            let timeout = remaining.map { min(pollTimeout, max(1, Int($0.rounded(.up)))) } ?? pollTimeout
+            return .poll(since: cursor, timeout: timeout)
+        case .stopped: return .stop
+        }
+    }
+
+    public mutating func channelOpened() {
+        consecutiveFailures = 0
+        phase = .needsSync
+    }
+
+    public mutating func channelFailed(_ error: RecordClientError, now: Date) {
+        handleFailure(error, now: now)
+    }
+
+    public mutating func syncSucceeded() {
+        consecutiveFailures = 0
+        if let uncommittedCursor { cursor = uncommittedCursor }
+        uncommittedCursor = nil
+        phase = .polling
+    }
+
+    public mutating func syncFailed(_ error: RecordClientError, now: Date) {
+        handleFailure(error, now: now)
+    }
+
+    /// A poll answered. Notifications mean remote changes: sync, then move the cursor.
+    public mutating func pollReturned(notificationCount: Int, cursor newCursor: String?, now: Date) {
+        consecutiveFailures = 0
+        if notificationCount > 0 {
+            uncommittedCursor = newCursor
+            phase = .needsSync
+        } else if let newCursor {
+            cursor = newCursor
+        }
+    }
+
+    /// Local edits are waiting in the outbox (made by another process meanwhile): sync.
+    public mutating func localChangesPending() {
+        if phase == .polling { phase = .needsSync }
+    }
+
+    public mutating func pollFailed(_ error: RecordClientError, now: Date) {
+        switch error.serverErrorCode {
+        case .notFound?, .accessDenied?:
+            // The channel is gone (a reset server): open a new one, then catch up by syncing.
+            phase = .needsChannel
+            cursor = nil
+            uncommittedCursor = nil
+        default:
+            handleFailure(error, now: now)
+            // After an outage notifications may have been missed: sync before polling again.
+            if phase != .stopped && phase != .needsChannel { phase = .needsSync }
+        }
+    }
+
+    private mutating func handleFailure(_ error: RecordClientError, now: Date) {
+        switch error.serverErrorCode {
+        case .authenticationFailed?, .authenticationRequired?:
+            failure = error
+            phase = .stopped
+        default:
+            consecutiveFailures += 1
+            let delay = min(10, 0.5 * Double(1 << min(consecutiveFailures - 1, 10)))
+            sleepUntil = now.addingTimeInterval(delay)
+        }
+    }
+}
