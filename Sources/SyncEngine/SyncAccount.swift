@@ -8,6 +8,10 @@ public struct SyncAccount: Equatable, Sendable {
     public var endpoint: ServerEndpoint
     public var userRecordName: String
 
+    public var serverURL: URL { endpoint.baseURL }
+    public var container: String { endpoint.container }
+    public var environment: String { endpoint.environment }
+
     public init(endpoint: ServerEndpoint, userRecordName: String) {
         self.endpoint = endpoint
         self.userRecordName = userRecordName
@@ -55,8 +59,13 @@ public struct AccountManager: Sendable {
         self.makeDatabase = makeDatabase
     }
 
-    /// Checks the token with the server, then makes `endpoint` the store's account, unless
-    /// the store holds another user's data.
+    /// Checks the token with the server, then makes it the store's account, unless the store
+    /// holds another user's data.
+    @discardableResult
+    public func login(serverURL: URL, container: String, environment: String, token: String) async throws -> SyncAccount {
+        try await login(ServerEndpoint(baseURL: serverURL, container: container, environment: environment, token: token))
+    }
+
     @discardableResult
     public func login(_ endpoint: ServerEndpoint) async throws -> SyncAccount {
         let user: String
@@ -67,7 +76,7 @@ public struct AccountManager: Sendable {
         {
             throw SyncError("the server refused the token (\(error.code.rawValue))")
         } catch {
-            throw SyncEngine.syncError(error)
+            throw ZoneSynchronizer.syncError(error)
         }
         let owner = try store.setting(SyncSettingKey.dataOwner)
         switch LoginPolicy.decide(dataOwner: owner, hasLocalData: try store.hasLocalData(), user: user) {
@@ -119,11 +128,11 @@ public struct AccountManager: Sendable {
     }
 
     /// An engine for the store's account, or an error saying why syncing is not possible now.
-    public func makeEngine(zoneID: ZoneID) throws -> SyncEngine {
+    public func makeSynchronizer(zoneID: ZoneID) throws -> ZoneSynchronizer {
         guard let account = try account() else {
             throw SyncError("not logged in; run 'scorebook account login --server URL --token TOKEN' first")
         }
         guard try isSyncEnabled() else { throw SyncError("sync is disabled; run 'scorebook sync enable' to turn it on") }
-        return SyncEngine(store: store, database: makeDatabase(account.endpoint), zoneID: zoneID)
+        return ZoneSynchronizer(store: store, database: makeDatabase(account.endpoint), zoneID: zoneID)
     }
 }

@@ -1,7 +1,7 @@
 import RecordClient
 import RecordModel
 
-extension SyncEngine {
+extension ZoneSynchronizer {
     /// Reads the change feed from the stored token until `moreComing` is false, applying and
     /// storing each page as it comes, as `ZoneFetchStateMachine` directs.
     func fetchChanges(_ summary: inout SyncSummary, onChange: (AppliedChange) -> Void) async throws {

@@ -1,7 +1,7 @@
 import RecordClient
 import RecordModel
 
-extension SyncEngine {
+extension ZoneSynchronizer {
     /// Sends the outbox in batches (parents first, at most 400 operations) and carries out the
     /// `SendDecision` for each answer, for a bounded number of rounds.
     func sendOutbox(_ summary: inout SyncSummary, onChange: (AppliedChange) -> Void) async throws {

@@ -2,7 +2,7 @@ import Foundation
 import RecordClient
 import RecordModel
 
-extension SyncEngine {
+extension ZoneSynchronizer {
     /// The subscription that makes the server notify this user of every change in the zone.
     public var zoneSubscription: Subscription {
         Subscription(subscriptionID: "scorebook-\(zoneID.zoneName)-changes", kind: .zone, zoneID: zoneID)

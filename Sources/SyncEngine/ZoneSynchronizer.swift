@@ -8,11 +8,11 @@ import RecordModel
 /// `ZoneFetchStateMachine`, `WatchStateMachine`); this class only carries them out.
 ///
 /// ```swift
-/// let engine = SyncEngine(store: store, database: RecordClient(endpoint: endpoint),
+/// let engine = ZoneSynchronizer(store: store, database: RecordClient(endpoint: endpoint),
 ///                         zoneID: ZoneID(zoneName: "ScorebookData"))
 /// let summary = try await engine.sync { change in print(change.kind, change.recordName) }
 /// ```
-public final class SyncEngine: @unchecked Sendable {
+public final class ZoneSynchronizer: @unchecked Sendable {
     public let store: LocalRecordStore
     public let zoneID: ZoneID
     let database: any CloudDatabase

@@ -1,0 +1,166 @@
+import Foundation
+import RecordModel
+import SyncEngine
+
+/// What each command prints, as text for people or (`json`) one JSON document
+/// (CONTRACT §4). The CLI only prints these strings.
+public enum Output {
+    /// After `add`/`start`: the new record name, or the entity.
+    public static func created(_ entity: any CloudKitCompatible, json: Bool) -> String {
+        json ? JSONText.render(entity.json) : entity.recordName
+    }
+
+    public static func people(_ people: [Person], json: Bool) -> String {
+        if json { return JSONText.render(.array(people.map(\.json))) }
+        let rows = people.map { [$0.fullName, $0.emailAddress ?? "", $0.recordName] }
+        return TextTable(headers: ["NAME", "EMAIL", "RECORD NAME"], rows: rows).rendered
+    }
+
+    public static func games(_ games: [Game], json: Bool) -> String {
+        if json { return JSONText.render(.array(games.map(\.json))) }
+        let rows = games.map { [$0.name, $0.lowScoreWins ? "low score wins" : "high score wins", $0.recordName] }
+        return TextTable(headers: ["NAME", "SCORING", "RECORD NAME"], rows: rows).rendered
+    }
+
+    /// One line of `match list`.
+    public struct MatchLine {
+        public var match: Match
+        public var gameName: String
+        public var result: MatchResult
+
+        public init(match: Match, gameName: String, result: MatchResult) {
+            self.match = match
+            self.gameName = gameName
+            self.result = result
+        }
+    }
+
+    public static func matches(_ lines: [MatchLine], json: Bool) -> String {
+        if json { return JSONText.render(.array(lines.map(\.match.json))) }
+        let rows = lines.map { line -> [String] in
+            let winner = line.result.winner.flatMap { person in line.result.rows.first { $0.person == person }?.name }
+            return [line.gameName, day(line.match.startDate), line.match.isFinished ? "finished" : "in progress",
+                    line.result.rows.sorted { $0.seat < $1.seat }.map(\.name).joined(separator: ", "), winner ?? "",
+                    line.match.recordName]
+        }
+        return TextTable(headers: ["GAME", "STARTED", "STATUS", "PLAYERS", "WINNER", "RECORD NAME"], rows: rows).rendered
+    }
+
+    /// `match show`: the match, each player's total and rank, and the winner.
+    public static func matchDetail(_ line: MatchLine, json: Bool) -> String {
+        let match = line.match
+        let result = line.result
+        if json {
+            guard case .object(var members) = match.json else { return JSONText.render(match.json) }
+            members["players"] = .array(result.rows.map {
+                ["recordName": .string($0.player), "person": .string($0.person), "name": .string($0.name),
+                 "total": .double($0.total), "rank": .int(Int64($0.rank))]
+            })
+            members["winner"] = result.winner.map(JSONValue.string) ?? .null
+            return JSONText.render(.object(members))
+        }
+        var lines = ["\(line.gameName) — \(match.recordName)"]
+        lines.append("started \(ISO8601.string(from: match.startDate))"
+            + (match.endDate.map { ", finished \(ISO8601.string(from: $0))" } ?? ", in progress"))
+        if let notes = match.notes { lines.append("notes: \(notes)") }
+        let rows = result.rows.map { [String($0.rank), $0.name, NumberText.format($0.total)] }
+        lines.append(TextTable(headers: ["RANK", "PLAYER", "TOTAL"], rows: rows).rendered)
+        if let winner = result.winner, let row = result.rows.first(where: { $0.person == winner }) {
+            lines.append("winner: \(row.name)")
+        } else {
+            lines.append(match.isFinished ? "winner: none (tied)" : "winner: none yet (in progress)")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    public static func standings(_ rows: [StandingsRow], json: Bool) -> String {
+        if json {
+            return JSONText.render(.array(rows.map {
+                ["person": .string($0.person), "name": .string($0.name), "played": .int(Int64($0.played)),
+                 "won": .int(Int64($0.won)), "winRate": .double($0.winRate),
+                 "averageScore": $0.averageScore.map(JSONValue.double) ?? .null]
+            }))
+        }
+        let table = rows.map {
+            [$0.name, String($0.played), String($0.won), "\(Int(($0.winRate * 100).rounded()))%",
+             $0.averageScore.map { NumberText.format(($0 * 100).rounded() / 100) } ?? "-"]
+        }
+        return TextTable(headers: ["PERSON", "PLAYED", "WON", "WIN RATE", "AVERAGE SCORE"], rows: table).rendered
+    }
+
+    public static func deleted(_ records: [DeletedRecord], json: Bool) -> String {
+        if json {
+            return JSONText.render(["deleted": .array(records.map {
+                ["recordName": .string($0.recordName), "recordType": .string($0.recordType)]
+            })])
+        }
+        guard let first = records.first else { return "nothing deleted" }
+        let rest = records.count - 1
+        return "deleted \(first.recordType) \"\(first.displayName)\" (\(first.recordName))"
+            + (rest > 0 ? " and \(rest) record\(rest == 1 ? "" : "s") that depended on it" : "")
+    }
+
+    public static func syncSummary(_ summary: SyncSummary, json: Bool) -> String {
+        if json {
+            return JSONText.render([
+                "sent": ["saved": .int(Int64(summary.sentSaved)), "deleted": .int(Int64(summary.sentDeleted))],
+                "received": ["saved": .int(Int64(summary.receivedSaved)), "deleted": .int(Int64(summary.receivedDeleted))],
+                "conflicts": .int(Int64(summary.conflicts)),
+            ])
+        }
+        return "sent \(summary.sentSaved) saved, \(summary.sentDeleted) deleted; "
+            + "received \(summary.receivedSaved) saved, \(summary.receivedDeleted) deleted; \(summary.conflicts) conflicts"
+    }
+
+    /// One line of `sync --watch` per applied remote change.
+    public static func change(_ change: AppliedChange, json: Bool) -> String {
+        guard json else { return Scorebook.describe(change) }
+        let type = change.recordType.isEmpty ? (RecordNaming.recordType(fromRecordName: change.recordName) ?? "") : change.recordType
+        return JSONText.render(["event": .string(change.kind.rawValue), "recordType": .string(type),
+                                "recordName": .string(change.recordName)])
+    }
+
+    static func accountJSON(_ account: SyncAccount?) -> JSONValue {
+        guard let account else { return .null }
+        return ["userRecordName": .string(account.userRecordName), "server": .string(account.serverURL.absoluteString),
+                "container": .string(account.container), "environment": .string(account.environment)]
+    }
+
+    static func accountText(_ account: SyncAccount?, dataOwner: String?) -> String {
+        guard let account else {
+            return "not logged in" + (dataOwner.map { " (the local data belongs to \($0))" } ?? "")
+        }
+        return "\(account.userRecordName) at \(account.serverURL.absoluteString) (\(account.container), \(account.environment))"
+    }
+
+    /// `status`: account, sync switch, last sync, pending changes, last error.
+    public static func status(_ status: SyncStatus, json: Bool) -> String {
+        if json {
+            return JSONText.render([
+                "account": accountJSON(status.account), "syncEnabled": .bool(status.syncEnabled),
+                "lastSync": status.lastSync.map { .string(ISO8601.string(from: $0)) } ?? .null,
+                "pending": .int(Int64(status.pendingChanges)), "lastError": status.lastError.map(JSONValue.string) ?? .null,
+            ])
+        }
+        return [
+            "account: \(accountText(status.account, dataOwner: status.dataOwner))",
+            "sync: \(status.syncEnabled ? "on" : "off")",
+            "last sync: \(status.lastSync.map { ISO8601.string(from: $0) } ?? "never")",
+            "pending changes: \(status.pendingChanges)",
+            "last error: \(status.lastError ?? "none")",
+        ].joined(separator: "\n")
+    }
+
+    /// `account status` (and the answer to `account login`).
+    public static func account(_ status: SyncStatus, json: Bool) -> String {
+        if json {
+            var members: [String: JSONValue] = ["loggedIn": .bool(status.account != nil)]
+            if case .object(let account) = accountJSON(status.account) { members.merge(account) { $1 } }
+            members["dataOwner"] = status.dataOwner.map(JSONValue.string) ?? .null
+            return JSONText.render(.object(members))
+        }
+        return accountText(status.account, dataOwner: status.dataOwner)
+    }
+
+    static func day(_ date: Date) -> String { String(ISO8601.string(from: date).prefix(16)).replacingOccurrences(of: "T", with: " ") }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import RecordModel
+
+/// Someone who plays.
+public struct Person: CloudKitCompatible, Equatable {
+    public static let recordType = "Person"
+    public static let fieldNames = ["firstName", "lastName", "emailAddress", "modificationDate"]
+
+    public let recordName: String
+    public var modificationDate: Date
+    public var firstName: String
+    public var lastName: String?
+    public var emailAddress: String?
+
+    public init(recordName: String = Person.newRecordName(), firstName: String, lastName: String? = nil,
+                emailAddress: String? = nil, modificationDate: Date = Date())
+    {
+        self.recordName = recordName
+        self.firstName = firstName
+        self.lastName = lastName
+        self.emailAddress = emailAddress
+        self.modificationDate = modificationDate
+    }
+
+    public init(record: Record) throws {
+        let reader = try RecordReader(record, as: Person.self)
+        recordName = record.recordName
+        firstName = reader.string("firstName") ?? ""
+        lastName = reader.string("lastName")
+        emailAddress = reader.string("emailAddress")
+        modificationDate = reader.modificationDate
+    }
+
+    public func record(in zone: ZoneID) -> Record {
+        baseRecord(in: zone, fields: [
+            "firstName": .string(firstName), "lastName": lastName.map(FieldValue.string),
+            "emailAddress": emailAddress.map(FieldValue.string),
+        ])
+    }
+
+    /// "First Last", or the first name alone.
+    public var fullName: String {
+        guard let lastName, !lastName.isEmpty else { return firstName }
+        return "\(firstName) \(lastName)"
+    }
+
+    public var displayName: String { fullName }
+    public var referenceNames: [String] { [firstName, fullName] }
+
+    public var jsonFields: [String: JSONValue] {
+        ["firstName": .string(firstName), "lastName": lastName.map(JSONValue.string) ?? .null,
+         "emailAddress": emailAddress.map(JSONValue.string) ?? .null]
+    }
+}

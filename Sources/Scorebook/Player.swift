@@ -1,0 +1,38 @@
+import Foundation
+import RecordModel
+
+/// A person's seat in a match. Deleting the match or the person deletes it.
+public struct Player: CloudKitCompatible, Equatable {
+    public static let recordType = "Player"
+    public static let fieldNames = ["match", "person", "seat", "modificationDate"]
+
+    public let recordName: String
+    public var modificationDate: Date
+    public var match: String
+    public var person: String
+    public var seat: Int64
+
+    public init(recordName: String = Player.newRecordName(), match: String, person: String, seat: Int64, modificationDate: Date = Date()) {
+        self.recordName = recordName
+        self.match = match
+        self.person = person
+        self.seat = seat
+        self.modificationDate = modificationDate
+    }
+
+    public init(record: Record) throws {
+        let reader = try RecordReader(record, as: Player.self)
+        recordName = record.recordName
+        match = try reader.reference("match")
+        person = try reader.reference("person")
+        seat = reader.int("seat") ?? 0
+        modificationDate = reader.modificationDate
+    }
+
+    public func record(in zone: ZoneID) -> Record {
+        baseRecord(in: zone, fields: ["match": .owner(match), "person": .owner(person), "seat": .int64(seat)])
+    }
+
+    public var displayName: String { "seat \(seat)" }
+    public var jsonFields: [String: JSONValue] { ["match": .string(match), "person": .string(person), "seat": .int(seat)] }
+}

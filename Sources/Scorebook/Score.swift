@@ -1,0 +1,51 @@
+import Foundation
+import RecordModel
+
+/// Points a player scored, in a round or overall. Deleting the player deletes it.
+public struct Score: CloudKitCompatible, Equatable {
+    public static let recordType = "Score"
+    public static let fieldNames = ["player", "value", "round", "modificationDate"]
+
+    public let recordName: String
+    public var modificationDate: Date
+    public var player: String
+    public var value: Double
+    public var round: Int64?
+
+    public init(recordName: String = Score.newRecordName(), player: String, value: Double, round: Int64? = nil,
+                modificationDate: Date = Date())
+    {
+        self.recordName = recordName
+        self.player = player
+        self.value = value
+        self.round = round
+        self.modificationDate = modificationDate
+    }
+
+    public init(record: Record) throws {
+        let reader = try RecordReader(record, as: Score.self)
+        recordName = record.recordName
+        player = try reader.reference("player")
+        value = reader.double("value") ?? 0
+        round = reader.int("round")
+        modificationDate = reader.modificationDate
+    }
+
+    public func record(in zone: ZoneID) -> Record {
+        baseRecord(in: zone, fields: ["player": .owner(player), "value": .double(value), "round": round.map(FieldValue.int64)])
+    }
+
+    public var displayName: String { round.map { "\(NumberText.format(value)) in round \($0)" } ?? NumberText.format(value) }
+
+    public var jsonFields: [String: JSONValue] {
+        ["player": .string(player), "value": .double(value), "round": round.map(JSONValue.int) ?? .null]
+    }
+}
+
+/// Numbers as people write them: `42`, not `42.0`.
+public enum NumberText {
+    public static func format(_ value: Double) -> String {
+        if value.rounded() == value, abs(value) < 1e15 { return String(Int64(value)) }
+        return String(value)
+    }
+}

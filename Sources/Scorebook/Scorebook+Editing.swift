@@ -1,0 +1,115 @@
+import Foundation
+import RecordModel
+import SyncEngine
+
+/// A record deleted by a command, with what it was called.
+public struct DeletedRecord: Equatable, Sendable {
+    public var recordType: String
+    public var recordName: String
+    public var displayName: String
+}
+
+extension Scorebook {
+    @discardableResult
+    public func addPerson(firstName: String, lastName: String? = nil, email: String? = nil) throws -> Person {
+        let first = firstName.trimmingCharacters(in: .whitespaces)
+        guard !first.isEmpty else { throw ScorebookError(.invalidInput, "a person needs a first name") }
+        let person = Person(firstName: first, lastName: lastName.flatMap(Self.nonEmpty), emailAddress: email.flatMap(Self.nonEmpty),
+                            modificationDate: now())
+        try save([person])
+        return person
+    }
+
+    @discardableResult
+    public func addGame(name: String, lowScoreWins: Bool = false) throws -> Game {
+        guard let name = Self.nonEmpty(name) else { throw ScorebookError(.invalidInput, "a game needs a name") }
+        let game = Game(name: name, lowScoreWins: lowScoreWins, modificationDate: now())
+        try save([game])
+        return game
+    }
+
+    /// Starts a match of a game with people in seat order; the match and its players are saved
+    /// together.
+    @discardableResult
+    public func startMatch(gameReference: String, playerReferences: [String]) throws -> Match {
+        let game = try resolve(Game.self, gameReference)
+        let references = playerReferences.compactMap(Self.nonEmpty)
+        guard !references.isEmpty else { throw ScorebookError(.invalidInput, "a match needs at least one player") }
+        let people = try all(Person.self)
+        var chosen: [Person] = []
+        for reference in references {
+            let person = try resolve(reference, among: people)
+            guard !chosen.contains(where: { $0.recordName == person.recordName }) else {
+                throw ScorebookError(.invalidInput, "\(person.fullName) is listed twice")
+            }
+            chosen.append(person)
+        }
+        let date = now()
+        let match = Match(game: game.recordName, startDate: date, modificationDate: date)
+        let players = chosen.enumerated().map { seat, person in
+            Player(match: match.recordName, person: person.recordName, seat: Int64(seat + 1), modificationDate: date)
+        }
+        try save([match] + players)
+        return match
+    }
+
+    /// Adds a score for a player of a match; without `round`, the player's next round.
+    @discardableResult
+    public func addScore(matchReference: String, playerReference: String, value: Double, round: Int64? = nil) throws -> Score {
+        guard value.isFinite else { throw ScorebookError(.invalidInput, "a score must be a finite number") }
+        let match = try resolve(Match.self, matchReference)
+        let player = try resolvePlayer(playerReference, in: match)
+        let earlier = try entities(Score.self, referencing: player.recordName)
+        let nextRound = (earlier.compactMap(\.round).max() ?? Int64(earlier.count)) + 1
+        let score = Score(player: player.recordName, value: value, round: round ?? nextRound, modificationDate: now())
+        try save([score])
+        return score
+    }
+
+    /// The Player of `match` that `reference` names: a Player record, or a person in the match.
+    public func resolvePlayer(_ reference: String, in match: Match) throws -> Player {
+        let players = try entities(Player.self, referencing: match.recordName).filter { $0.match == match.recordName }
+        if case .found(let name) = ReferenceResolver.resolve(reference, among: players.map {
+            ReferenceResolver.Candidate(recordName: $0.recordName, names: [], displayName: $0.displayName)
+        }) {
+            return players.first { $0.recordName == name }!
+        }
+        let people = try players.compactMap { try entity(Person.self, named: $0.person) }
+        do {
+            let person = try resolve(reference, among: people)
+            return players.first { $0.person == person.recordName }!
+        } catch let error as ScorebookError where error.description.hasPrefix("no person") {
+            throw ScorebookError(.badReference, "no player of this match matches \"\(reference)\"")
+        }
+    }
+
+    /// Marks a match finished now; a finished match stays as it is.
+    @discardableResult
+    public func finishMatch(reference: String) throws -> Match {
+        var match = try resolve(Match.self, reference)
+        guard match.endDate == nil else { return match }
+        let date = now()
+        match.endDate = date
+        match.modificationDate = date
+        try save([match])
+        return match
+    }
+
+    /// Deletes the entity `reference` names and, as the server will, everything that depends
+    /// on it (CONTRACT §4.1: a match's players and scores, a person's players and scores, a
+    /// game's matches). Returns what was deleted, the named entity first.
+    @discardableResult
+    public func delete<E: CloudKitCompatible>(_ type: E.Type, reference: String) throws -> [DeletedRecord] {
+        let entity = try resolve(type, reference)
+        let deleted = try store.edit { editor in try editor.delete(recordNamed: entity.recordName) }
+        return deleted.map {
+            DeletedRecord(recordType: $0.recordType, recordName: $0.recordName,
+                          displayName: Self.displayName(of: $0) ?? $0.recordName)
+        }
+    }
+
+    static func nonEmpty(_ text: String) -> String? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        return trimmed.isEmpty ? nil : trimmed
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+import RecordModel
+import SyncEngine
+
+extension Scorebook {
+    /// Logs in to a server with a token; see docs/ACCOUNTS.md for whose data goes where.
+    @discardableResult
+    public func login(server: String, token: String, container: String = "iCloud.scorebook",
+                      environment: String = "production") async throws -> SyncAccount
+    {
+        guard let url = URL(string: server), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil else {
+            throw ScorebookError(.invalidInput, "--server must be an http(s) URL, got \"\(server)\"")
+        }
+        guard !token.isEmpty else { throw ScorebookError(.invalidInput, "--token must not be empty") }
+        do {
+            return try await accounts.login(serverURL: url, container: container, environment: environment, token: token)
+        } catch let error as SyncError {
+            throw ScorebookError(.sync, error.description)
+        }
+    }
+
+    public func logout(deleteLocalData: Bool) throws {
+        try accounts.logout(deleteLocalData: deleteLocalData)
+    }
+
+    public func setSyncEnabled(_ enabled: Bool) throws {
+        try accounts.setSyncEnabled(enabled)
+    }
+
+    public func status() throws -> SyncStatus {
+        try accounts.status()
+    }
+
+    /// One full sync cycle; `onChange` hears of each remote change applied.
+    @discardableResult
+    public func sync(onChange: (AppliedChange) -> Void = { _ in }) async throws -> SyncSummary {
+        do {
+            return try await accounts.makeSynchronizer(zoneID: Self.zoneID).sync(onChange: onChange)
+        } catch let error as SyncError {
+            throw ScorebookError(.sync, error.description)
+        }
+    }
+
+    /// Syncs, then applies remote changes as they are announced, for `seconds` (or until the
+    /// task is cancelled).
+    public func watch(seconds: Double?, onChange: (AppliedChange) -> Void, onProblem: (String) -> Void) async throws {
+        do {
+            let synchronizer = try accounts.makeSynchronizer(zoneID: Self.zoneID)
+            try await synchronizer.watch(until: seconds.map { Date().addingTimeInterval($0) }, onChange: onChange, onProblem: onProblem)
+        } catch let error as SyncError {
+            throw ScorebookError(.sync, error.description)
+        }
+    }
+
+    /// How a remote change reads: its type, its display name and its record name.
+    public static func describe(_ change: AppliedChange) -> String {
+        let type = change.recordType.isEmpty ? (RecordNaming.recordType(fromRecordName: change.recordName) ?? "record") : change.recordType
+        let name = change.record.flatMap(displayName(of:))
+        return "\(change.kind.rawValue) \(type)\(name.map { " \"\($0)\"" } ?? "") (\(change.recordName))"
+    }
+}
