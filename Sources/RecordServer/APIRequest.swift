@@ -12,6 +12,12 @@ public struct APIRequest: Sendable {
     public var query: [String: String]
     public var authorization: String?
     public var deviceID: String?
+    /// The Host header, for absolute URLs in answers.
+    public var host: String?
+    /// `Accept`, to tell an event-stream request from a long-poll.
+    public var accept: String?
+    /// `Last-Event-ID`, where a reconnecting event stream resumes.
+    public var lastEventID: String?
     public var body: [UInt8]
 
     public init(method: Method, path: String, query: [String: String] = [:], authorization: String? = nil,
@@ -54,14 +60,27 @@ public struct APIRequest: Sendable {
     }
 }
 
-/// A JSON answer: a status and a body.
+/// Where an event stream writes its events; throws when the client has gone.
+public protocol EventStreamWriter {
+    mutating func write(_ bytes: [UInt8]) async throws
+}
+
+/// A JSON answer (a status and a body), or a Server-Sent Events stream.
 public struct APIResponse: Sendable {
     public var status: Int
     public var body: [UInt8]
+    /// Set for `text/event-stream` answers: writes events until the client leaves or the server stops.
+    public var eventStream: (@Sendable (inout any EventStreamWriter) async throws -> Void)?
 
     public init(status: Int, json: JSONValue) {
         self.status = status
         self.body = json.serialized()
+    }
+
+    public init(eventStream: @escaping @Sendable (inout any EventStreamWriter) async throws -> Void) {
+        self.status = 200
+        self.body = []
+        self.eventStream = eventStream
     }
 
     public static func error(_ error: ServerError, uuid: String) -> APIResponse {

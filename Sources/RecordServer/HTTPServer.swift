@@ -39,16 +39,40 @@ struct APIResponder: HTTPResponder {
             return Self.response(.error(ServerError(.limitExceeded, "request body is larger than \(maximumBodyBytes) bytes"), uuid: uuid))
         }
         let method: APIRequest.Method = request.method == .get ? .get : request.method == .post ? .post : .other
-        let apiRequest = APIRequest(
+        var apiRequest = APIRequest(
             method: method, path: request.uri.path, query: APIRequest.parseQuery(request.uri.query ?? ""),
-            authorization: request.headers[.authorization], deviceID: request.headers[HTTPField.Name("X-Device-ID")!],
+            authorization: request.headers[.authorization], deviceID: request.headers[APIResponder.deviceIDHeader],
             body: Array(buffer: body))
+        apiRequest.host = request.head.authority
+        apiRequest.accept = request.headers[.accept]
+        apiRequest.lastEventID = request.headers[APIResponder.lastEventIDHeader]
         return Self.response(await api.handle(apiRequest))
     }
 
+    static let deviceIDHeader = HTTPField.Name("X-Device-ID")!
+    static let lastEventIDHeader = HTTPField.Name("Last-Event-ID")!
+
     static func response(_ answer: APIResponse) -> Response {
-        Response(status: HTTPResponse.Status(code: answer.status), headers: [.contentType: "application/json"],
-                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
+        if let stream = answer.eventStream {
+            return Response(
+                status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
+                body: ResponseBody { writer in
+                    var events: any EventStreamWriter = BodyEventWriter(writer: writer)
+                    try await stream(&events)
+                    if let body = events as? BodyEventWriter { try await body.writer.finish(nil) }
+                })
+        }
+        return Response(status: HTTPResponse.Status(code: answer.status), headers: [.contentType: "application/json"],
+                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
+    }
+}
+
+/// Hands event-stream bytes to Hummingbird's body writer.
+struct BodyEventWriter: EventStreamWriter {
+    var writer: any ResponseBodyWriter
+
+    mutating func write(_ bytes: [UInt8]) async throws {
+        try await writer.write(ByteBuffer(bytes: bytes))
     }
 }
 

@@ -7,11 +7,15 @@ import RecordStore
 /// store operation, and encode; all the semantics live in the store.
 public final class RecordAPI: Sendable {
     public let store: any RecordStorage
+    public let pushHub: PushHub
     /// Store calls block (SQLite), so they run here rather than on the server's event loops.
     private let storeQueue = DispatchQueue(label: "scorebookd.store", attributes: .concurrent)
 
     public init(store: any RecordStorage) {
         self.store = store
+        let hub = PushHub(store: store)
+        self.pushHub = hub
+        store.setCommitObserver { hub.commitLanded($0) }
     }
 
     /// The parts of a `/database/1/{container}/{environment}/{database}/{operation}` path.
@@ -29,6 +33,15 @@ public final class RecordAPI: Sendable {
             let route = try parseRoute(request.path)
             let user = try await authenticate(request)
             let scope = DatabaseScope(user: user, container: route.container, environment: route.environment)
+            switch route.database {
+            case "tokens":
+                guard route.operation == "create" else { throw ServerError(.notFound, "unknown operation 'tokens/\(route.operation.prefix(100))'") }
+                return APIResponse(status: 200, json: try await createToken(try parseBody(request, operation: "tokens/create"), scope, request: request))
+            case "courier":
+                return try await courier(token: route.operation, scope: scope, request: request)
+            default:
+                break
+            }
             if route.operation == "users/current" || route.operation == "users/caller" {
                 return APIResponse(status: 200, json: ["userRecordName": .string(user.recordName)])
             }
@@ -59,7 +72,7 @@ public final class RecordAPI: Sendable {
             throw ServerError.badRequest("environment must be development or production")
         }
         let database = String(parts[4])
-        guard ["private", "shared", "public"].contains(database) else {
+        guard ["private", "shared", "public", "tokens", "courier"].contains(database) else {
             throw ServerError(.notFound, "no such database '\(database.prefix(100))'")
         }
         return Route(container: container, environment: environment, database: database,
@@ -120,6 +133,9 @@ public final class RecordAPI: Sendable {
         case "records/query": return try await queryRecords(body, scope)
         case "records/changes": return try await recordChanges(body, scope)
         case "changes/zone": return try await zoneChanges(body, scope)
+        case "subscriptions/modify": return try await modifySubscriptions(body, scope)
+        case "subscriptions/list": return try await listSubscriptions(scope)
+        case "subscriptions/lookup": return try await lookupSubscriptions(body, scope)
         default: throw ServerError(.notFound, "unknown operation '\(operation.prefix(100))'")
         }
     }

@@ -2,7 +2,8 @@ import Logging
 import RecordStore
 import ServiceLifecycle
 
-/// Removes tombstones older than the retention period at start-up and then hourly.
+/// Removes tombstones older than the retention period, and notifications older than a week (the
+/// contract asks for at least a day), at start-up and then hourly.
 public struct TombstonePurger: Service {
     let store: any RecordStorage
     let retentionDays: Int
@@ -14,11 +15,14 @@ public struct TombstonePurger: Service {
         self.logger = logger
     }
 
+    static let notificationRetentionMilliseconds: Int64 = 7 * 86_400_000
+
     public func run() async throws {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             do {
                 let removed = try store.purgeTombstones(olderThanMilliseconds: Int64(retentionDays) * 86_400_000)
                 if removed > 0 { logger.info("purged \(removed) tombstones older than \(retentionDays) days") }
+                _ = try store.purgeNotifications(olderThanMilliseconds: TombstonePurger.notificationRetentionMilliseconds)
             } catch {
                 logger.error("tombstone purge failed: \(error)")
             }
@@ -31,5 +35,18 @@ public struct TombstonePurger: Service {
 func gracefulShutdownOrSleep(seconds: Int) async throws {
     try await cancelWhenGracefulShutdown {
         try await Task.sleep(for: .seconds(seconds))
+    }
+}
+
+/// Ends every long-poll and event stream when the daemon starts shutting down, so in-flight
+/// requests finish at once instead of holding shutdown for its 10 s limit.
+public struct PushHubCloser: Service {
+    let hub: PushHub
+
+    public init(hub: PushHub) { self.hub = hub }
+
+    public func run() async throws {
+        try? await gracefulShutdown()
+        hub.close()
     }
 }

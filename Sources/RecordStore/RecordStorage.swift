@@ -30,6 +30,19 @@ public protocol RecordStorage: AnyObject, Sendable {
                      recordTypes: Set<String>?) throws -> ZoneChangesPage
     func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) throws -> DatabaseChangesPage
 
+    // Subscriptions and notifications.
+    func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) throws -> [Result<Subscription?, ServerError>]
+    func listSubscriptions(_ scope: DatabaseScope) throws -> [Subscription]
+    func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) throws -> PushToken
+    /// The caller's token: `NOT_FOUND` if unknown, `ACCESS_DENIED` if another user's.
+    func pushToken(_ scope: DatabaseScope, token: String) throws -> PushToken
+    /// Notifications of a database after `cursor`, oldest first.
+    func notifications(databaseID: Int64, after cursor: Int64, limit: Int) throws -> [StoredNotification]
+    /// Sets the callback told, after each commit, which databases it changed.
+    func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void)
+    /// Removes notifications older than the given age.
+    func purgeNotifications(olderThanMilliseconds: Int64) throws -> Int
+
     /// Removes tombstones older than the retention period; returns how many were removed.
     func purgeTombstones(olderThanMilliseconds: Int64) throws -> Int
     /// Flushes and closes (on shutdown).

@@ -6,7 +6,7 @@ extension SQLiteRecordStore {
 
     static func clampLimit(_ limit: Int, maximum: Int) -> Int { min(max(limit, 1), maximum) }
 
-    private static let recordColumns = """
+    static let recordColumns = """
         name, type, tag, deleted, fields, parent, created_at, created_by, created_device, modified_at, modified_by, modified_device
         """
 

@@ -12,7 +12,8 @@ struct CommittedChange {
     var kind: Kind
     var recordName: String
     var recordType: String
-    var record: StoredRecord?
+    /// The record after a save; its last state before a deletion.
+    var record: StoredRecord
 }
 
 /// The state of one modify transaction: the zone's advancing change sequence and what changed.
@@ -95,7 +96,8 @@ extension SQLiteRecordStore {
                     for (type, fields) in transaction.enforcer.additions where !fields.isEmpty {
                         try developmentSchemas.add(container: scope.container, recordType: type, fields: Array(fields), connection)
                     }
-                    try recordNotifications(for: transaction, databaseID: databaseID, connection)
+                    try recordNotifications(for: transaction.changes, zone: zoneRow.name, databaseID: databaseID,
+                                            scope: scope, zoneChanged: false, connection)
                 }
                 try connection.execute("COMMIT")
                 return (results, transaction)
@@ -278,8 +280,7 @@ extension SQLiteRecordStore {
             }
         }
         for name in doomed {
-            guard let type = try connection.first("SELECT type FROM records WHERE zone_id = ? AND name = ? AND deleted = 0",
-                                                  [.int(zoneRowID), .text(name)], { $0.text(0) }) else { continue }
+            guard let previous = try loadRecord(zoneRowID, name, connection), !previous.deleted else { continue }
             let sequence = transaction.nextSequence()
             try connection.run(
                 """
@@ -290,7 +291,8 @@ extension SQLiteRecordStore {
                  .int(transaction.now), .text(transaction.scope.userRecordName), transaction.deviceID.sqlValue,
                  .int(zoneRowID), .text(name)])
             try connection.run("DELETE FROM refs WHERE zone_id = ? AND source = ?", [.int(zoneRowID), .text(name)])
-            transaction.changes.append(CommittedChange(kind: .deleted, recordName: name, recordType: type, record: nil))
+            transaction.changes.append(CommittedChange(kind: .deleted, recordName: name, recordType: previous.type,
+                                                       record: storedRecord(name, previous, zoneID: transaction.zoneID)))
         }
     }
 }

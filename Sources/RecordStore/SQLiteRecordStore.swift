@@ -16,8 +16,11 @@ public final class SQLiteRecordStore: RecordStorage, @unchecked Sendable {
     private var databaseIDs: [DatabaseScope: Int64] = [:]
     private var authCache: [String: (user: User, expires: Int64)] = [:]
 
-    /// Observers told, after each commit, which databases it changed (the push hub listens here).
-    public var onCommit: (@Sendable (_ databaseIDs: Set<Int64>) -> Void)?
+    /// Told, after each commit, which databases it changed (the push hub listens here).
+    var onCommit: (@Sendable (_ databaseIDs: Set<Int64>) -> Void)?
+    let subscriptionCache = SubscriptionCache()
+
+    public func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) { onCommit = observer }
 
     /// Opens (creating if needed) the store in `directory`.
     public init(directory: String, schema: Schema = BuiltinSchema.scorebook,
@@ -243,6 +246,7 @@ public final class SQLiteRecordStore: RecordStorage, @unchecked Sendable {
             try connection.run("INSERT INTO zones (database_id, name, db_seq) VALUES (?, ?, ?)",
                                [.int(databaseID), .text(zoneName), .int(dbSeq)])
             let zone = ZoneRow(id: connection.lastInsertRowID, name: zoneName, seq: 0, purgedSeq: 0)
+            try recordNotifications(for: [], zone: zoneName, databaseID: databaseID, scope: scope, zoneChanged: true, connection)
             return ZoneInfo(zoneID: zoneID(zoneName, scope), syncToken: zoneToken(zone))
         }
     }
@@ -251,6 +255,14 @@ public final class SQLiteRecordStore: RecordStorage, @unchecked Sendable {
         guard zoneName != ZoneID.defaultZoneName else { throw ServerError.badRequest("the default zone cannot be deleted") }
         try writeTransaction(scope) { connection, databaseID in
             let zone = try requireZone(databaseID, ZoneID(zoneName: zoneName), connection)
+            let zoneID = zoneID(zone.name, scope)
+            // Every record removed with the zone notifies like a direct deletion.
+            let removed = try connection.map(
+                "SELECT \(SQLiteRecordStore.recordColumns) FROM records WHERE zone_id = ? AND deleted = 0", [.int(zone.id)]
+            ) { storedRecord($0, zoneID: zoneID) }.map {
+                CommittedChange(kind: .deleted, recordName: $0.recordName, recordType: $0.recordType, record: $0)
+            }
+            try recordNotifications(for: removed, zone: zone.name, databaseID: databaseID, scope: scope, zoneChanged: true, connection)
             let dbSeq = try bumpDatabaseSequence(databaseID, connection)
             try connection.run("DELETE FROM records WHERE zone_id = ?", [.int(zone.id)])
             try connection.run("DELETE FROM refs WHERE zone_id = ?", [.int(zone.id)])

@@ -57,5 +57,20 @@ enum StoreSchema {
             container TEXT NOT NULL, record_type TEXT NOT NULL, field TEXT NOT NULL, field_type TEXT NOT NULL,
             PRIMARY KEY (container, record_type, field))
         """,
+        "CREATE TABLE IF NOT EXISTS subscriptions (database_id INTEGER NOT NULL, subscription_id TEXT NOT NULL, definition BLOB NOT NULL, PRIMARY KEY (database_id, subscription_id))",
+        // A device's delivery channel; `start_cursor` is where a poll without `since` begins.
+        """
+        CREATE TABLE IF NOT EXISTS push_tokens (
+            token TEXT PRIMARY KEY, database_id INTEGER NOT NULL, user_id INTEGER NOT NULL, apns_environment TEXT NOT NULL,
+            start_cursor INTEGER NOT NULL, created_at INTEGER NOT NULL)
+        """,
+        // The notification outbox, written in the transaction of the change that fires it. The
+        // id is the delivery cursor: AUTOINCREMENT never reuses one, and the single writer assigns
+        // them in commit order.
+        """
+        CREATE TABLE IF NOT EXISTS notifications (
+            id INTEGER PRIMARY KEY AUTOINCREMENT, database_id INTEGER NOT NULL, created_at INTEGER NOT NULL, payload BLOB NOT NULL)
+        """,
+        "CREATE INDEX IF NOT EXISTS notifications_database ON notifications (database_id, id)",
     ]
 }

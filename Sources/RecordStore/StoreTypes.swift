@@ -168,3 +168,38 @@ public struct QueryPage: Sendable {
     public var records: [StoredRecord]
     public var continuationMarker: String?
 }
+
+/// One operation of `subscriptions/modify`.
+public enum SubscriptionOperation: Sendable {
+    case save(Subscription)  // create or update
+    case delete(subscriptionID: String)
+}
+
+/// A device's notification channel.
+public struct PushToken: Sendable {
+    public var token: String
+    public var apnsEnvironment: String
+    public var databaseID: Int64
+    /// Where delivery starts for a poll that gives no cursor: the newest notification when the
+    /// token was made.
+    public var startCursor: Int64
+}
+
+/// A notification as stored: its cursor and its serialized `{"ck": …}` payload.
+public struct StoredNotification: Sendable {
+    public var id: Int64
+    public var payload: [UInt8]
+}
+
+/// Delivery cursors travel as opaque base64, like sync tokens.
+public enum NotificationCursor {
+    public static func encode(_ id: Int64) -> String { OpaqueToken.encode("n1|\(id)") }
+
+    public static func decode(_ cursor: String) throws -> Int64 {
+        let parts = OpaqueToken.decode(cursor)?.split(separator: "|") ?? []
+        guard parts.count == 2, parts[0] == "n1", let id = Int64(parts[1]), id >= 0 else {
+            throw ServerError.badRequest("not a valid notification cursor")
+        }
+        return id
+    }
+}

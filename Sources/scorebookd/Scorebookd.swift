@@ -87,7 +87,9 @@ struct Serve: AsyncParsableCommand {
         let store = try data.openStore(schema: loadedSchema)
         let api = RecordAPI(store: store)
         var server = HTTPServer(api: api, configuration: HTTPServerConfiguration(host: host, port: port), logger: logger)
-        server.services = [TombstonePurger(store: store, retentionDays: tombstoneRetention, logger: logger)]
+        server.services = [
+            TombstonePurger(store: store, retentionDays: tombstoneRetention, logger: logger), PushHubCloser(hub: api.pushHub),
+        ]
         do {
             try await server.run { host, port in
                 let shownHost = host.contains(":") ? "[\(host)]" : host

@@ -1,0 +1,124 @@
+import Foundation
+import RecordModel
+import RecordStore
+
+extension RecordAPI {
+    func modifySubscriptions(_ body: JSONValue, _ scope: DatabaseScope) async throws -> JSONValue {
+        let operations = try body.requiredArray("operations").map { operation -> SubscriptionOperation in
+            guard let type = operation["operationType"]?.stringValue, ["create", "update", "delete"].contains(type) else {
+                throw ServerError.badRequest("subscription operationType must be create, update or delete")
+            }
+            guard let subscription = operation["subscription"] else { throw ServerError.badRequest("operation \(type) needs a subscription") }
+            if type == "delete" {
+                guard let id = subscription["subscriptionID"]?.stringValue else { throw ServerError.badRequest("delete needs a subscriptionID") }
+                return .delete(subscriptionID: id)
+            }
+            return .save(try Subscription(json: subscription))
+        }
+        let results = try await run { try self.store.modifySubscriptions(scope, operations: operations) }
+        let entries: [JSONValue] = zip(operations, results).map { operation, result in
+            switch result {
+            case .success(let saved?): return saved.json
+            case .success(nil):
+                guard case .delete(let id) = operation else { return [:] }
+                return ["subscriptionID": .string(id), "deleted": true]
+            case .failure(let error): return error.json()
+            }
+        }
+        return ["subscriptions": .array(entries)]
+    }
+
+    func listSubscriptions(_ scope: DatabaseScope) async throws -> JSONValue {
+        let subscriptions = try await run { try self.store.listSubscriptions(scope) }
+        return ["subscriptions": .array(subscriptions.map(\.json))]
+    }
+
+    func lookupSubscriptions(_ body: JSONValue, _ scope: DatabaseScope) async throws -> JSONValue {
+        let ids = try body.requiredArray("subscriptions").map { entry -> String in
+            guard let id = entry["subscriptionID"]?.stringValue else { throw ServerError.badRequest("every entry needs a subscriptionID") }
+            return id
+        }
+        let all = try await run { try self.store.listSubscriptions(scope) }
+        let entries: [JSONValue] = ids.map { id in
+            if let found = all.first(where: { $0.subscriptionID == id }) { return found.json }
+            var error = ServerError(.notFound, "subscription '\(id)' does not exist")
+            error.subscriptionID = id
+            return error.json()
+        }
+        return ["subscriptions": .array(entries)]
+    }
+
+    /// `tokens/create`: a new delivery channel for one device.
+    func createToken(_ body: JSONValue, _ scope: DatabaseScope, request: APIRequest) async throws -> JSONValue {
+        let environment = try body.optionalString("apnsEnvironment") ?? "development"
+        let token = try await run { try self.store.createPushToken(scope, apnsEnvironment: environment) }
+        let host = request.host ?? "127.0.0.1"
+        let url = "http://\(host)/database/1/\(scope.container)/\(scope.environment.rawValue)/courier/\(token.token)"
+        return ["apnsEnvironment": .string(token.apnsEnvironment), "apnsToken": .string(token.token), "webcourierURL": .string(url)]
+    }
+
+    /// The courier URL: a long-poll, or with `Accept: text/event-stream` a Server-Sent Events stream.
+    func courier(token: String, scope: DatabaseScope, request: APIRequest) async throws -> APIResponse {
+        guard request.method == .get || request.method == .post else { throw ServerError.badRequest("use GET") }
+        guard !token.isEmpty, token.utf8.count <= 128 else { throw ServerError(.notFound, "no such notification channel") }
+        let channel = try await run { try self.store.pushToken(scope, token: token) }
+        let resumeFrom = request.lastEventID ?? request.query["since"]
+        let cursor = try resumeFrom.map(NotificationCursor.decode) ?? channel.startCursor
+        if request.accept?.contains("text/event-stream") == true {
+            return APIResponse(eventStream: { [pushHub] writer in
+                try await RecordAPI.streamEvents(hub: pushHub, databaseID: channel.databaseID, from: cursor, to: &writer)
+            })
+        }
+        var timeout = 30
+        if let text = request.query["timeout"] {
+            guard let seconds = Int(text), seconds >= 0 else { throw ServerError.badRequest("timeout must be a whole number of seconds") }
+            timeout = min(seconds, 60)
+        }
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        var generation: Int?
+        while true {
+            let remaining = deadline - ContinuousClock.now
+            if remaining <= .zero { break }
+            let delivery = await pushHub.wait(databaseID: channel.databaseID, after: cursor, knownGeneration: generation, timeout: remaining)
+            if !delivery.notifications.isEmpty {
+                return APIResponse(status: 200, json: RecordAPI.notificationsAnswer(delivery.notifications, cursor: cursor))
+            }
+            if pushHub.isClosed { break }
+            generation = delivery.generation
+        }
+        return APIResponse(status: 200, json: RecordAPI.notificationsAnswer([], cursor: cursor))
+    }
+
+    static func notificationsAnswer(_ notifications: [StoredNotification], cursor: Int64) -> JSONValue {
+        let last = notifications.last?.id ?? cursor
+        return ["notifications": .array(notifications.map { .raw($0.payload) }), "cursor": .string(NotificationCursor.encode(last))]
+    }
+
+    static let heartbeatSeconds = 15
+
+    /// Writes each notification as an event whose `id:` is its cursor, and a comment heartbeat
+    /// when nothing happened for 15 s, until the client leaves or the server shuts down.
+    static func streamEvents(hub: PushHub, databaseID: Int64, from start: Int64, to writer: inout any EventStreamWriter) async throws {
+        var cursor = start
+        var generation: Int?
+        try await writer.write(Array(": connected\n\n".utf8))
+        while !hub.isClosed {
+            let delivery = await hub.wait(databaseID: databaseID, after: cursor, knownGeneration: generation,
+                                          timeout: .seconds(heartbeatSeconds))
+            generation = delivery.generation
+            if delivery.notifications.isEmpty {
+                if hub.isClosed { break }
+                try await writer.write(Array(": heartbeat\n\n".utf8))
+                continue
+            }
+            var bytes: [UInt8] = []
+            for notification in delivery.notifications {
+                bytes.append(contentsOf: "id: \(NotificationCursor.encode(notification.id))\nevent: notification\ndata: ".utf8)
+                bytes.append(contentsOf: notification.payload)
+                bytes.append(contentsOf: "\n\n".utf8)
+                cursor = notification.id
+            }
+            try await writer.write(bytes)
+        }
+    }
+}
