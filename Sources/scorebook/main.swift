@@ -1,1 +1,34 @@
-print("placeholder")
+import ArgumentParser
+import Foundation
+import Scorebook
+
+// Parses and runs one command. Every failure ends as one line on standard error and a non-zero
+// status: 2 for a REF that names nothing or several things, 64 for bad usage, 1 otherwise.
+do {
+    var command = try ScorebookCommand.parseAsRoot(GlobalOptions.movingLeadingOptions(Array(CommandLine.arguments.dropFirst())))
+    if var asyncCommand = command as? AsyncParsableCommand {
+        try await asyncCommand.run()
+    } else {
+        try command.run()
+    }
+    exit(0)
+} catch let error as ScorebookError {
+    warn("error: " + oneLine(error.description))
+    exit(error.exitCode)
+} catch {
+    let status = ScorebookCommand.exitCode(for: error)
+    if status == .success {
+        // --help and the like.
+        emit(ScorebookCommand.fullMessage(for: error))
+        exit(0)
+    }
+    let message = ScorebookCommand.message(for: error)
+    warn("error: " + oneLine(message.isEmpty ? String(describing: error) : message))
+    exit(status.rawValue == 0 ? 1 : status.rawValue)
+}
+
+func oneLine(_ text: String) -> String {
+    text.split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        .joined(separator: "; ")
+        .replacingOccurrences(of: "Error: ", with: "")
+}

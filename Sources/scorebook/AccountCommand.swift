@@ -1,0 +1,47 @@
+import ArgumentParser
+import Scorebook
+
+struct AccountCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "account", abstract: "Log in to a sync server, log out, show the account.",
+        discussion: "The rules for whose data goes where are in docs/ACCOUNTS.md.",
+        subcommands: [Login.self, Logout.self, Status.self])
+
+    struct Login: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Log in with a token from 'scorebookd user create'.")
+        @OptionGroup var global: GlobalOptions
+        @Option(name: .long, help: "The server, e.g. http://127.0.0.1:8080.") var server: String
+        @Option(name: .long, help: "The user's token.") var token: String
+        @Option(name: .long, help: "The container.") var container = "iCloud.scorebook"
+        @Option(name: .long, help: "The environment: production or development.") var environment = "production"
+
+        func run() async throws {
+            let book = try global.openScorebook()
+            try await book.login(server: server, token: token, container: container, environment: environment)
+            let status = try book.status()
+            emit(global.json ? Output.account(status, json: true) : "logged in as \(Output.account(status, json: false))")
+        }
+    }
+
+    struct Logout: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Forget the credentials; the local data stays unless --delete-local.")
+        @OptionGroup var global: GlobalOptions
+        @Flag(name: .long, help: "Also delete every local record and unsent change.") var deleteLocal = false
+
+        func run() throws {
+            let book = try global.openScorebook()
+            try book.logout(deleteLocalData: deleteLocal)
+            emit(global.json ? Output.account(try book.status(), json: true)
+                 : (deleteLocal ? "logged out; local data deleted" : "logged out; local data kept"))
+        }
+    }
+
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show the account.")
+        @OptionGroup var global: GlobalOptions
+
+        func run() throws {
+            emit(Output.account(try global.openScorebook().status(), json: global.json))
+        }
+    }
+}

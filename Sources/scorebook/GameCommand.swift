@@ -1,0 +1,42 @@
+import ArgumentParser
+import Scorebook
+
+struct GameCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "game", abstract: "Add, list and delete games.",
+        subcommands: [Add.self, List.self, Delete.self])
+
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Add a game; prints the new record name.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The game's name (several words are joined).") var name: [String]
+        @Flag(name: .long, help: "The lowest total wins.") var lowScoreWins = false
+
+        func run() throws {
+            let game = try global.openScorebook().addGame(name: name.joined(separator: " "), lowScoreWins: lowScoreWins)
+            emit(Output.created(game, json: global.json))
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List games.")
+        @OptionGroup var global: GlobalOptions
+
+        func run() throws {
+            let games = try global.openScorebook().all(Game.self).sorted {
+                $0.name.lowercased() != $1.name.lowercased() ? $0.name.lowercased() < $1.name.lowercased() : $0.recordName < $1.recordName
+            }
+            emit(Output.games(games, json: global.json))
+        }
+    }
+
+    struct Delete: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete a game, with its matches.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The game (REF).") var reference: String
+
+        func run() throws {
+            emit(Output.deleted(try global.openScorebook().delete(Game.self, reference: reference), json: global.json))
+        }
+    }
+}

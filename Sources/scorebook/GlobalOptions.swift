@@ -1,0 +1,58 @@
+import ArgumentParser
+import Foundation
+import Scorebook
+
+/// The options every command takes (CONTRACT §4).
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The local store (a SQLite file); also SCOREBOOK_STORE.", valueName: "path"))
+    var store: String?
+
+    @Flag(name: .long, help: "Print machine-readable JSON.")
+    var json = false
+
+    /// `--store`, else `SCOREBOOK_STORE`, else `~/.local/share/scorebook/scorebook.sqlite`.
+    var storePath: String {
+        if let store, !store.isEmpty { return (store as NSString).expandingTildeInPath }
+        if let fromEnvironment = ProcessInfo.processInfo.environment["SCOREBOOK_STORE"], !fromEnvironment.isEmpty {
+            return (fromEnvironment as NSString).expandingTildeInPath
+        }
+        let home = ProcessInfo.processInfo.environment["HOME"] ?? NSHomeDirectory()
+        return "\(home)/.local/share/scorebook/scorebook.sqlite"
+    }
+
+    func openScorebook() throws -> Scorebook { try Scorebook(storePath: storePath) }
+
+    /// `scorebook --store X person list` puts the global options before the command that
+    /// declares them; move them after it, where the parser looks for them.
+    static func movingLeadingOptions(_ arguments: [String]) -> [String] {
+        var moved: [String] = []
+        var index = 0
+        while index < arguments.count, arguments[index].hasPrefix("-"), arguments[index] != "--" {
+            let argument = arguments[index]
+            if argument == "--store", index + 1 < arguments.count {
+                moved += [argument, arguments[index + 1]]
+                index += 2
+            } else if argument == "--json" || argument.hasPrefix("--store=") {
+                moved.append(argument)
+                index += 1
+            } else {
+                break
+            }
+        }
+        guard !moved.isEmpty else { return arguments }
+        var rest = Array(arguments[index...])
+        let terminator = rest.firstIndex(of: "--") ?? rest.endIndex
+        rest.insert(contentsOf: moved, at: terminator)
+        return rest
+    }
+}
+
+/// Writes a line to standard output at once, so a reader of a pipe sees it as it happens.
+func emit(_ text: String) {
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+}
+
+/// Writes a line to standard error.
+func warn(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}

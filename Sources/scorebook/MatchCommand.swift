@@ -1,0 +1,70 @@
+import ArgumentParser
+import Scorebook
+
+struct MatchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "match", abstract: "Start, finish, show, list and delete matches.",
+        subcommands: [Start.self, Finish.self, Show.self, List.self, Delete.self])
+
+    struct Start: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Start a match; prints the new record name.")
+        @OptionGroup var global: GlobalOptions
+        @Option(name: .long, help: "The game (REF).") var game: String
+        @Option(name: .long, help: ArgumentHelp("The people playing, in seat order (REF,REF,…).", valueName: "refs"))
+        var players: String
+
+        func run() throws {
+            let references = players.split(separator: ",").map(String.init)
+            let match = try global.openScorebook().startMatch(gameReference: game, playerReferences: references)
+            emit(Output.created(match, json: global.json))
+        }
+    }
+
+    struct Finish: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Mark a match finished.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The match (REF).") var reference: String
+
+        func run() throws {
+            let match = try global.openScorebook().finishMatch(reference: reference)
+            emit(Output.created(match, json: global.json))
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show each player's total and rank, and the winner.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The match (REF).") var reference: String
+
+        func run() throws {
+            let book = try global.openScorebook()
+            let match = try book.resolve(Match.self, reference)
+            let line = Output.MatchLine(match: match, gameName: try book.gameName(of: match), result: try book.result(of: match))
+            emit(Output.matchDetail(line, json: global.json))
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List matches, oldest first.")
+        @OptionGroup var global: GlobalOptions
+        @Option(name: .long, help: "Only this game's matches (REF).") var game: String?
+
+        func run() throws {
+            let book = try global.openScorebook()
+            let lines = try book.matches(gameReference: game).map {
+                Output.MatchLine(match: $0, gameName: try book.gameName(of: $0), result: try book.result(of: $0))
+            }
+            emit(Output.matches(lines, json: global.json))
+        }
+    }
+
+    struct Delete: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete a match, with its players and scores.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The match (REF).") var reference: String
+
+        func run() throws {
+            emit(Output.deleted(try global.openScorebook().delete(Match.self, reference: reference), json: global.json))
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import ArgumentParser
+import Scorebook
+
+struct PersonCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "person", abstract: "Add, list and delete people.",
+        subcommands: [Add.self, List.self, Delete.self])
+
+    struct Add: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Add a person; prints the new record name.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "First name.") var first: String
+        @Argument(help: "Last name.") var last: String?
+        @Option(name: .long, help: "Email address.") var email: String?
+
+        func run() throws {
+            let person = try global.openScorebook().addPerson(firstName: first, lastName: last, email: email)
+            emit(Output.created(person, json: global.json))
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List people.")
+        @OptionGroup var global: GlobalOptions
+
+        func run() throws {
+            let people = try global.openScorebook().all(Person.self).sorted {
+                $0.fullName.lowercased() != $1.fullName.lowercased() ? $0.fullName.lowercased() < $1.fullName.lowercased()
+                    : $0.recordName < $1.recordName
+            }
+            emit(Output.people(people, json: global.json))
+        }
+    }
+
+    struct Delete: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete a person, with their players and scores.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The person (REF).") var reference: String
+
+        func run() throws {
+            emit(Output.deleted(try global.openScorebook().delete(Person.self, reference: reference), json: global.json))
+        }
+    }
+}

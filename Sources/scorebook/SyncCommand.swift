@@ -1,0 +1,77 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import Scorebook
+
+struct SyncCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sync",
+        abstract: "Send local changes and fetch remote ones; --watch keeps applying remote changes.",
+        subcommands: [Enable.self, Disable.self])
+
+    @OptionGroup var global: GlobalOptions
+    @Flag(name: .long, help: "After syncing, apply remote changes as they are announced.") var watch = false
+    @Option(name: .customLong("for"), help: ArgumentHelp("Stop watching after this many seconds.", valueName: "seconds"))
+    var seconds: Double?
+
+    func validate() throws {
+        if seconds != nil && !watch { throw ValidationError("--for goes with --watch") }
+        if let seconds, !(seconds >= 0) { throw ValidationError("--for takes a number of seconds, 0 or more") }
+    }
+
+    func run() async throws {
+        let book = try global.openScorebook()
+        let json = global.json
+        guard watch else {
+            let summary = try await book.sync()
+            emit(Output.syncSummary(summary, json: json))
+            return
+        }
+        Self.exitQuietlyOnSignals()
+        try await book.watch(seconds: seconds, onChange: { emit(Output.change($0, json: json)) },
+                             onProblem: { warn("warning: \($0)") })
+    }
+
+    /// Ctrl-C or SIGTERM ends a watch with status 0: every change applied so far is committed.
+    static func exitQuietlyOnSignals() {
+        for signalNumber in [SIGINT, SIGTERM] {
+            signal(signalNumber, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
+            source.setEventHandler { Foundation.exit(0) }
+            source.resume()
+            signalSources.append(source)
+        }
+    }
+
+    nonisolated(unsafe) static var signalSources: [any DispatchSourceSignal] = []
+
+    struct Enable: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Turn sync on.")
+        @OptionGroup var global: GlobalOptions
+
+        func run() throws {
+            try global.openScorebook().setSyncEnabled(true)
+            emit(global.json ? "{\"syncEnabled\":true}" : "sync is on")
+        }
+    }
+
+    struct Disable: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Turn sync off; edits keep queueing locally.")
+        @OptionGroup var global: GlobalOptions
+
+        func run() throws {
+            try global.openScorebook().setSyncEnabled(false)
+            emit(global.json ? "{\"syncEnabled\":false}" : "sync is off")
+        }
+    }
+}
+
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status", abstract: "Account, sync on/off, last sync, pending changes, last error.")
+    @OptionGroup var global: GlobalOptions
+
+    func run() throws {
+        emit(Output.status(try global.openScorebook().status(), json: global.json))
+    }
+}
