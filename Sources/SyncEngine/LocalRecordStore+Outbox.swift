@@ -126,12 +126,13 @@ extension LocalRecordStore {
         let name = server.recordName
         let ancestor = try serverCopy(named: name, in: connection)
         let entry = try connection.first("SELECT operation FROM outbox WHERE name = ?", [.text(name)]) { $0.text(0) }
-        guard let local = try record(named: name, in: connection) else {
+        let local = try record(named: name, in: connection)
+        if local == nil, entry != nil {
             // Deleted here and not yet sent: the deletion stands; remember the copy for its tag.
-            if entry != nil { try writeServerCopy(server, in: connection) }
+            try writeServerCopy(server, in: connection)
             return MergeOutcome(applied: nil, hadConflict: false)
         }
-        if entry == nil {
+        guard let local, entry != nil else {
             // Nothing local to keep: take the server copy.
             try writeRecord(server, in: connection)
             try writeServerCopy(server, in: connection)

@@ -2,29 +2,31 @@ import ArgumentParser
 import Foundation
 import Scorebook
 
-// Parses and runs one command. Every failure ends as one line on standard error and a non-zero
-// status: 2 for a REF that names nothing or several things, 64 for bad usage, 1 otherwise.
-do {
-    var command = try ScorebookCommand.parseAsRoot(GlobalOptions.movingLeadingOptions(Array(CommandLine.arguments.dropFirst())))
-    if var asyncCommand = command as? AsyncParsableCommand {
-        try await asyncCommand.run()
-    } else {
-        try command.run()
+/// Parses and runs one command. Every failure ends as one line on standard error and a non-zero
+/// status: 2 for a REF that names nothing or several things, 64 for bad usage, 1 otherwise.
+func runScorebook(_ arguments: [String]) async -> Int32 {
+    do {
+        var command = try ScorebookCommand.parseAsRoot(GlobalOptions.movingLeadingOptions(arguments))
+        if var asyncCommand = command as? AsyncParsableCommand {
+            try await asyncCommand.run()
+        } else {
+            try command.run()
+        }
+        return 0
+    } catch let error as ScorebookError {
+        warn("error: " + oneLine(error.description))
+        return error.exitCode
+    } catch {
+        let status = ScorebookCommand.exitCode(for: error)
+        if status == .success {
+            // --help and the like.
+            emit(ScorebookCommand.fullMessage(for: error))
+            return 0
+        }
+        let message = ScorebookCommand.message(for: error)
+        warn("error: " + oneLine(message.isEmpty ? String(describing: error) : message))
+        return status.rawValue == 0 ? 1 : status.rawValue
     }
-    exit(0)
-} catch let error as ScorebookError {
-    warn("error: " + oneLine(error.description))
-    exit(error.exitCode)
-} catch {
-    let status = ScorebookCommand.exitCode(for: error)
-    if status == .success {
-        // --help and the like.
-        emit(ScorebookCommand.fullMessage(for: error))
-        exit(0)
-    }
-    let message = ScorebookCommand.message(for: error)
-    warn("error: " + oneLine(message.isEmpty ? String(describing: error) : message))
-    exit(status.rawValue == 0 ? 1 : status.rawValue)
 }
 
 func oneLine(_ text: String) -> String {
@@ -32,3 +34,5 @@ func oneLine(_ text: String) -> String {
         .joined(separator: "; ")
         .replacingOccurrences(of: "Error: ", with: "")
 }
+
+exit(await runScorebook(Array(CommandLine.arguments.dropFirst())))
