@@ -46,7 +46,10 @@ let package = Package(
             swiftSettings: settings),
         .executableTarget(
             name: "scorebook-bench",
-            dependencies: ["RecordServer", "RecordStore", "RecordClient", "SyncEngine", "Scorebook", "SQLiteDB"],
+            dependencies: [
+                "RecordServer", "RecordStore", "RecordModel", "SQLiteDB", "CSQLite",
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: settings),
         .testTarget(name: "RecordModelTests", dependencies: ["RecordModel", "RecordStore"], swiftSettings: settings),
         .testTarget(name: "RecordStoreTests", dependencies: ["RecordStore", "RecordModel"], swiftSettings: settings),

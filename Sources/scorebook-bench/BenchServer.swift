@@ -1,0 +1,84 @@
+import Foundation
+import Logging
+import RecordModel
+import RecordServer
+import RecordStore
+
+/// A scorebookd served in-process on a free loopback port, with one user, for the HTTP scenarios.
+final class BenchServer: @unchecked Sendable {
+    let store: SQLiteRecordStore
+    let api: RecordAPI
+    let directory: String
+    private(set) var port = 0
+    let token: String
+    let scope: DatabaseScope
+    private var task: Task<Void, any Error>?
+
+    init(directory: String) throws {
+        self.directory = directory
+        store = try SQLiteRecordStore(directory: directory)
+        api = RecordAPI(store: store)
+        let (user, token) = try store.createUser(name: "bench")
+        self.token = token
+        scope = DatabaseScope(user: user, container: "iCloud.bench", environment: .development)
+    }
+
+    func start() async throws {
+        var logger = Logger(label: "bench")
+        logger.logLevel = .critical  // shutdown of the in-process server logs cancellations
+        let server = HTTPServer(api: api, configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), logger: logger)
+        let ready = AsyncStream<Int>.makeStream()
+        task = Task { try await server.run { _, port in ready.continuation.yield(port) } }
+        for await port in ready.stream {
+            self.port = port
+            break
+        }
+    }
+
+    func stop() {
+        task?.cancel()
+        api.pushHub.close()
+    }
+
+    var databasePath: String { "/database/1/iCloud.bench/development/private" }
+}
+
+/// A ~200-byte record of the benchmark type.
+func benchRecord(_ index: Int, zone: String? = nil) -> JSONValue {
+    [
+        "recordName": .string("Bench|~|\(String(format: "%08d", index))-5B1DEB4D-3B7D-4BAD-9BDD"),
+        "recordType": "Bench",
+        "fields": [
+            "name": ["value": .string("Player \(index) of the benchmark league, round robin")],
+            "value": ["value": .int(Int64(index))],
+            "note": ["value": .string("a note of moderate length to bring it to size")],
+        ],
+    ]
+}
+
+func modifyBody(zone: String, records: [JSONValue], operation: String = "create") -> [UInt8] {
+    JSONValue.object([
+        "zoneID": ["zoneName": .string(zone)], "atomic": true,
+        "operations": .array(records.map { ["operationType": .string(operation), "record": $0] }),
+    ]).serialized()
+}
+
+struct Stats {
+    var samples: [Double]
+
+    func percentile(_ p: Double) -> Double {
+        guard !samples.isEmpty else { return .nan }
+        let sorted = samples.sorted()
+        let index = min(sorted.count - 1, max(0, Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1))
+        return sorted[index]
+    }
+
+    var median: Double { percentile(50) }
+    var p99: Double { percentile(99) }
+}
+
+func now() -> Double {
+    var spec = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &spec)
+    return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+}

@@ -1,0 +1,130 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A minimal blocking HTTP/1.1 client over one keep-alive socket. Benchmarks use it instead of
+/// URLSession so the client's own overhead stays small next to the server's.
+final class RawHTTPConnection {
+    let fd: Int32
+    private var buffer: [UInt8] = []
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    init(host: String = "127.0.0.1", port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure(description: "socket() failed: \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, host, &address.sin_addr)
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard result == 0 else {
+            close(fd)
+            throw Failure(description: "connect() failed: \(errno)")
+        }
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    deinit { close(fd) }
+
+    func send(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            guard written > 0 else { throw Failure(description: "write failed: \(errno)") }
+            offset += written
+        }
+    }
+
+    /// Reads more bytes into the buffer; false at end of stream.
+    func fill(timeoutMilliseconds: Int32 = 30_000) throws -> Bool {
+        var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&descriptor, 1, timeoutMilliseconds) > 0 else { throw Failure(description: "read timed out") }
+        var chunk = [UInt8](repeating: 0, count: 65_536)
+        let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count > 0 else { return false }
+        buffer.append(contentsOf: chunk[0..<count])
+        return true
+    }
+
+    func request(_ method: String, _ path: String, token: String?, body: [UInt8] = [], accept: String? = nil) throws -> (status: Int, body: [UInt8]) {
+        try sendRequest(method, path, token: token, body: body, accept: accept)
+        return try readResponse()
+    }
+
+    func sendRequest(_ method: String, _ path: String, token: String?, body: [UInt8] = [], accept: String? = nil) throws {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n"
+        if let token { head += "Authorization: Bearer \(token)\r\n" }
+        if let accept { head += "Accept: \(accept)\r\n" }
+        head += "\r\n"
+        try send(Array(head.utf8) + body)
+    }
+
+    /// Reads the status line and headers; returns the status and the header block.
+    func readHead() throws -> (status: Int, headers: String) {
+        while true {
+            if let end = findHeaderEnd() {
+                let head = String(decoding: buffer[0..<end], as: UTF8.self)
+                buffer.removeFirst(end + 4)
+                let status = Int(head.split(separator: " ").dropFirst().first ?? "") ?? 0
+                return (status, head.lowercased())
+            }
+            guard try fill() else { throw Failure(description: "connection closed") }
+        }
+    }
+
+    func readResponse() throws -> (status: Int, body: [UInt8]) {
+        let (status, headers) = try readHead()
+        if let range = headers.range(of: "content-length: ") {
+            let length = Int(headers[range.upperBound...].prefix { $0.isNumber }) ?? 0
+            while buffer.count < length { guard try fill() else { throw Failure(description: "connection closed") } }
+            let body = Array(buffer[0..<length])
+            buffer.removeFirst(length)
+            return (status, body)
+        }
+        // Chunked.
+        var body: [UInt8] = []
+        while true {
+            let line = try readLine()
+            let size = Int(line.split(separator: ";").first ?? "", radix: 16) ?? 0
+            if size == 0 {
+                _ = try readLine()
+                return (status, body)
+            }
+            while buffer.count < size + 2 { guard try fill() else { throw Failure(description: "connection closed") } }
+            body.append(contentsOf: buffer[0..<size])
+            buffer.removeFirst(size + 2)
+        }
+    }
+
+    func readLine() throws -> String {
+        while true {
+            if let index = buffer.firstIndex(of: 0x0A) {
+                let line = String(decoding: buffer[0..<index], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                buffer.removeFirst(index + 1)
+                return line
+            }
+            guard try fill() else { throw Failure(description: "connection closed") }
+        }
+    }
+
+    /// For event streams: takes whatever bytes are buffered.
+    func drain() -> [UInt8] {
+        defer { buffer.removeAll(keepingCapacity: true) }
+        return buffer
+    }
+
+    private func findHeaderEnd() -> Int? {
+        guard buffer.count >= 4 else { return nil }
+        for index in 0...(buffer.count - 4) where buffer[index] == 13 && buffer[index + 1] == 10 && buffer[index + 2] == 13 && buffer[index + 3] == 10 {
+            return index
+        }
+        return nil
+    }
+}

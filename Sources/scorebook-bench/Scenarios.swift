@@ -1,0 +1,293 @@
+import CSQLite
+import Foundation
+import RecordModel
+import RecordServer
+import RecordStore
+import SQLiteDB
+
+let batchSize = 400
+
+/// (1) The ceiling: the same rows, the same table and indexes, the same WAL and fsync settings,
+/// one transaction per 400 rows, straight through the SQLite C API.
+func storageLimit(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
+    let directory = temporaryDirectory("raw")
+    let connection = try SQLiteConnection(path: directory + "/raw.sqlite", synchronous: .full)
+    try connection.execute("""
+        CREATE TABLE records (zone_id INTEGER NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL, tag TEXT NOT NULL,
+            seq INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0, fields BLOB NOT NULL, parent TEXT,
+            created_at INTEGER NOT NULL, created_by TEXT NOT NULL, created_device TEXT,
+            modified_at INTEGER NOT NULL, modified_by TEXT NOT NULL, modified_device TEXT,
+            PRIMARY KEY (zone_id, name)) WITHOUT ROWID;
+        CREATE UNIQUE INDEX records_seq ON records (zone_id, seq);
+        CREATE INDEX records_type ON records (zone_id, type) WHERE deleted = 0;
+        """)
+    let rows = (0..<options.records).map { index -> (String, [UInt8]) in
+        let record = try! Record(requestJSON: benchRecord(index), schemaType: { _, _ in nil })
+        return (record.recordName, record.fieldsJSONBytes())
+    }
+    let handle = try connection.statement(
+        "INSERT INTO records (zone_id, name, type, tag, seq, deleted, fields, parent, created_at, created_by, created_device, modified_at, modified_by, modified_device) VALUES (1, ?, 'Bench', ?, ?, 0, ?, NULL, ?, '_user', NULL, ?, '_user', NULL)")
+    let start = now()
+    var index = 0
+    while index < rows.count {
+        try connection.execute("BEGIN IMMEDIATE")
+        for row in rows[index..<min(index + batchSize, rows.count)] {
+            index += 1
+            try handle.bind([.text(row.0), .text("1-\(index)"), .int(Int64(index)), .blob(row.1), .int(1), .int(1)])
+            _ = try handle.step()
+        }
+        handle.reset()
+        try connection.execute("COMMIT")
+    }
+    let rate = Double(rows.count) / (now() - start)
+    context["rawRate"] = .double(rate)
+    try? FileManager.default.removeItem(atPath: directory)
+    return ["records": .int(Int64(rows.count)), "recordsPerSecond": .double(rate), "bytesPerRecord": .int(Int64(rows[0].1.count))]
+}
+
+func ensureBaseline(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> Double {
+    if let rate = context["rawRate"]?.doubleValue { return rate }
+    _ = try await storageLimit(options, &context)
+    return context["rawRate"]?.doubleValue ?? .nan
+}
+
+/// (2) records/modify with atomic 400-record batches: in-process through the store, and end to end
+/// over HTTP with keep-alive.
+func batchWrite(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
+    let raw = try await ensureBaseline(options, &context)
+    let records = (0..<options.records).map { benchRecord($0) }
+
+    let storeDirectory = temporaryDirectory("store")
+    let storeServer = try BenchServer(directory: storeDirectory)
+    _ = try storeServer.store.createZone(storeServer.scope, zoneName: "Bench")
+    var start = now()
+    var index = 0
+    while index < records.count {
+        let slice = records[index..<min(index + batchSize, records.count)]
+        let results = try storeServer.store.modifyRecords(storeServer.scope, zone: ZoneID(zoneName: "Bench"),
+                                                          operations: slice.map { RecordOperation(type: .create, record: $0) },
+                                                          atomic: true, deviceID: nil)
+        guard case .saved = results[0] else { throw RawHTTPConnection.Failure(description: "store batch failed: \(results[0])") }
+        index += slice.count
+    }
+    let storeRate = Double(records.count) / (now() - start)
+    storeServer.store.close()
+    try? FileManager.default.removeItem(atPath: storeDirectory)
+
+    let server = try BenchServer(directory: temporaryDirectory("http"))
+    try await server.start()
+    let connection = try RawHTTPConnection(port: server.port)
+    _ = try connection.request("POST", server.databasePath + "/zones/modify", token: server.token,
+                               body: Array(#"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Bench"}}}]}"#.utf8))
+    let bodies = stride(from: 0, to: records.count, by: batchSize).map {
+        modifyBody(zone: "Bench", records: Array(records[$0..<min($0 + batchSize, records.count)]))
+    }
+    var latencies: [Double] = []
+    start = now()
+    for body in bodies {
+        let sent = now()
+        let (status, answer) = try connection.request("POST", server.databasePath + "/records/modify", token: server.token, body: body)
+        latencies.append((now() - sent) * 1000)
+        guard status == 200, !answer.contains(where: { _ in false }) else {
+            throw RawHTTPConnection.Failure(description: "HTTP batch failed: \(status) \(String(decoding: answer.prefix(300), as: UTF8.self))")
+        }
+    }
+    let httpRate = Double(records.count) / (now() - start)
+    context["httpDirectory"] = .string(server.directory)
+    server.stop()
+    let stats = Stats(samples: latencies)
+    return [
+        "records": .int(Int64(records.count)), "storeRecordsPerSecond": .double(storeRate), "httpRecordsPerSecond": .double(httpRate),
+        "storeToRawRatio": .double(storeRate / raw), "httpToRawRatio": .double(httpRate / raw),
+        "rawRecordsPerSecond": .double(raw), "batchMillisecondsMedian": .double(stats.median), "batchMillisecondsP99": .double(stats.p99),
+    ]
+}
+
+/// Fills a zone through the store (fast) for the read scenarios.
+func fill(_ server: BenchServer, zone: String, count: Int, offset: Int = 0) throws {
+    _ = try server.store.createZone(server.scope, zoneName: zone)
+    var index = 0
+    while index < count {
+        let operations = (index..<min(index + batchSize, count)).map { RecordOperation(type: .create, record: benchRecord(offset + $0)) }
+        _ = try server.store.modifyRecords(server.scope, zone: ZoneID(zoneName: zone), operations: operations, atomic: true, deviceID: nil)
+        index += operations.count
+    }
+}
+
+/// Pages through changes/zone from `token` until moreComing is false; returns records seen and the last token.
+func fetchAll(_ connection: RawHTTPConnection, _ server: BenchServer, zone: String, from token: String?) throws -> (Int, String) {
+    var token = token
+    var seen = 0
+    for _ in 0..<100_000 {
+        var zoneRequest: [String: JSONValue] = ["zoneID": ["zoneName": .string(zone)]]
+        if let token { zoneRequest["syncToken"] = .string(token) }
+        let body = JSONValue.object(["zones": [.object(zoneRequest)], "resultsLimit": 400]).serialized()
+        let (status, answer) = try connection.request("POST", server.databasePath + "/changes/zone", token: server.token, body: body)
+        guard status == 200, let entry = try JSONValue.parse(answer)["zones"]?.arrayValue?.first,
+            let next = entry["syncToken"]?.stringValue
+        else { throw RawHTTPConnection.Failure(description: "changes/zone failed: \(status)") }
+        seen += entry["records"]?.arrayValue?.count ?? 0
+        token = next
+        if entry["moreComing"]?.boolValue != true { break }
+    }
+    return (seen, token ?? "")
+}
+
+/// (3) A full changes/zone of the zone, paged at 400, over HTTP.
+func changeFeed(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
+    let server = try BenchServer(directory: temporaryDirectory("feed"))
+    try fill(server, zone: "Bench", count: options.records)
+    try await server.start()
+    let connection = try RawHTTPConnection(port: server.port)
+    let start = now()
+    let (seen, _) = try fetchAll(connection, server, zone: "Bench", from: nil)
+    let elapsed = now() - start
+    server.stop()
+    guard seen == options.records else { throw RawHTTPConnection.Failure(description: "feed returned \(seen) of \(options.records)") }
+    return ["records": .int(Int64(seen)), "seconds": .double(elapsed), "recordsPerSecond": .double(Double(seen) / elapsed)]
+}
+
+/// (4) Fetching 10 new changes from a zone of `largeZone` records, against the same in a zone of
+/// 1,000: the cost must not grow with the zone.
+func incrementalSync(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
+    let server = try BenchServer(directory: temporaryDirectory("incremental"))
+    try fill(server, zone: "Small", count: 1000)
+    try fill(server, zone: "Large", count: options.largeZone)
+    try await server.start()
+    let connection = try RawHTTPConnection(port: server.port)
+    var figures: [String: JSONValue] = ["largeZoneRecords": .int(Int64(options.largeZone))]
+    for zone in ["Small", "Large"] {
+        var (_, token) = try fetchAll(connection, server, zone: zone, from: nil)
+        var samples: [Double] = []
+        for round in 0..<50 {
+            let records = (0..<10).map { benchRecord(10_000_000 + round * 10 + $0) }
+            _ = try connection.request("POST", server.databasePath + "/records/modify", token: server.token,
+                                       body: modifyBody(zone: zone, records: records))
+            let start = now()
+            let (seen, next) = try fetchAll(connection, server, zone: zone, from: token)
+            samples.append((now() - start) * 1000)
+            guard seen == 10 else { throw RawHTTPConnection.Failure(description: "expected 10 changes, got \(seen)") }
+            token = next
+        }
+        let stats = Stats(samples: samples)
+        figures["\(zone.lowercased())ZoneMillisecondsMedian"] = .double(stats.median)
+        figures["\(zone.lowercased())ZoneMillisecondsP99"] = .double(stats.p99)
+    }
+    server.stop()
+    return figures
+}
+
+/// Opens an SSE connection on a new courier token of the server's user.
+func openEventStream(_ server: BenchServer) throws -> RawHTTPConnection {
+    let control = try RawHTTPConnection(port: server.port)
+    let (_, answer) = try control.request("POST", "/database/1/iCloud.bench/development/tokens/create", token: server.token,
+                                          body: Array(#"{"apnsEnvironment":"development"}"#.utf8))
+    guard let url = try JSONValue.parse(answer)["webcourierURL"]?.stringValue, let path = URL(string: url)?.path else {
+        throw RawHTTPConnection.Failure(description: "tokens/create failed")
+    }
+    let stream = try RawHTTPConnection(port: server.port)
+    try stream.sendRequest("GET", path, token: server.token, accept: "text/event-stream")
+    let (status, _) = try stream.readHead()
+    guard status == 200 else { throw RawHTTPConnection.Failure(description: "event stream answered \(status)") }
+    return stream
+}
+
+func subscribe(_ server: BenchServer, zone: String) throws {
+    let connection = try RawHTTPConnection(port: server.port)
+    let body = #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"bench","subscriptionType":"query","zoneID":{"zoneName":"\#(zone)"},"query":{"recordType":"Bench"},"firesOn":["create","update","delete"],"notificationInfo":{"desiredKeys":["value"]}}}]}"#
+    let (status, _) = try connection.request("POST", server.databasePath + "/subscriptions/modify", token: server.token, body: Array(body.utf8))
+    guard status == 200 else { throw RawHTTPConnection.Failure(description: "subscriptions/modify failed") }
+}
+
+/// Reads an event stream until it holds one event with data; bounded by the read timeout.
+func awaitEvent(_ stream: RawHTTPConnection) throws {
+    var pending: [UInt8] = []
+    while true {
+        pending += stream.drain()
+        if containsCompleteEvent(pending) { return }
+        guard try stream.fill(timeoutMilliseconds: 5000) else { throw RawHTTPConnection.Failure(description: "stream closed") }
+    }
+}
+
+/// Commit-to-delivery latency for one SSE waiter: from sending a one-record modify to the event's
+/// arrival, over `rounds` rounds.
+func pushLatency(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
+    let server = try BenchServer(directory: temporaryDirectory("push"))
+    _ = try server.store.createZone(server.scope, zoneName: "Bench")
+    try await server.start()
+    try subscribe(server, zone: "Bench")
+    let stream = try openEventStream(server)
+    _ = stream.drain()
+    let writer = try RawHTTPConnection(port: server.port)
+    var samples: [Double] = []
+    for round in 0..<options.rounds {
+        let body = modifyBody(zone: "Bench", records: [benchRecord(round)], operation: "forceReplace")
+        let start = now()
+        _ = try writer.request("POST", server.databasePath + "/records/modify", token: server.token, body: body)
+        try awaitEvent(stream)
+        samples.append((now() - start) * 1000)
+    }
+    server.stop()
+    let stats = Stats(samples: samples)
+    return ["rounds": .int(Int64(samples.count)), "millisecondsMedian": .double(stats.median), "millisecondsP99": .double(stats.p99)]
+}
+
+/// (6) One commit, many connected SSE subscribers: time until the last one has the event.
+func fanOut(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
+    var limit = rlimit()
+    getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+    limit.rlim_cur = limit.rlim_max
+    setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+    let server = try BenchServer(directory: temporaryDirectory("fanout"))
+    _ = try server.store.createZone(server.scope, zoneName: "Bench")
+    try await server.start()
+    try subscribe(server, zone: "Bench")
+    var streams: [RawHTTPConnection] = []
+    for _ in 0..<options.subscribers { streams.append(try openEventStream(server)) }
+    for stream in streams { _ = stream.drain() }
+    let writer = try RawHTTPConnection(port: server.port)
+    var lastArrivals: [Double] = []
+    var firstArrivals: [Double] = []
+    let rounds = max(5, options.rounds / 10)
+    for round in 0..<rounds {
+        let body = modifyBody(zone: "Bench", records: [benchRecord(round)], operation: "forceReplace")
+        var waiting = Set(0..<streams.count)
+        var buffers = [[UInt8]](repeating: [], count: streams.count)
+        let start = now()
+        _ = try writer.request("POST", server.databasePath + "/records/modify", token: server.token, body: body)
+        var first = Double.nan
+        let deadline = start + 10
+        while !waiting.isEmpty, now() < deadline {
+            var descriptors = waiting.map { pollfd(fd: streams[$0].fd, events: Int16(POLLIN), revents: 0) }
+            let indices = Array(waiting)
+            guard poll(&descriptors, nfds_t(descriptors.count), 1000) > 0 else { continue }
+            for (position, descriptor) in descriptors.enumerated() where descriptor.revents != 0 {
+                let index = indices[position]
+                _ = try streams[index].fill(timeoutMilliseconds: 0)
+                buffers[index] += streams[index].drain()
+                if containsCompleteEvent(buffers[index]) {
+                    waiting.remove(index)
+                    if first.isNaN { first = (now() - start) * 1000 }
+                }
+            }
+        }
+        guard waiting.isEmpty else { throw RawHTTPConnection.Failure(description: "\(waiting.count) subscribers got nothing in 10 s") }
+        lastArrivals.append((now() - start) * 1000)
+        firstArrivals.append(first)
+    }
+    server.stop()
+    let last = Stats(samples: lastArrivals), firstStats = Stats(samples: firstArrivals)
+    return [
+        "subscribers": .int(Int64(streams.count)), "rounds": .int(Int64(rounds)),
+        "lastDeliveryMillisecondsMedian": .double(last.median), "lastDeliveryMillisecondsP99": .double(last.p99),
+        "firstDeliveryMillisecondsMedian": .double(firstStats.median),
+    ]
+}
+
+/// True once the bytes hold a `data:` line ended by the blank line that closes an event (the
+/// stream arrives in HTTP chunks, so the framing sits between events).
+func containsCompleteEvent(_ bytes: [UInt8]) -> Bool {
+    let text = String(decoding: bytes, as: UTF8.self)
+    guard let data = text.range(of: "data: ") else { return false }
+    return text[data.upperBound...].contains("\n\n")
+}

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages the build and tests need (Swift itself is assumed at /opt/swift
+# or on PATH). Safe to run repeatedly.
+set -euo pipefail
+needed=()
+for pkg in libsqlite3-dev libcurl4-openssl-dev sqlite3 curl; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || needed+=("$pkg")
+done
+if [ ${#needed[@]} -gt 0 ]; then
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${needed[@]}"
+fi
+command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
+swift --version | head -1

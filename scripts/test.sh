@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Builds everything and runs the whole test suite (unit and integration; integration tests start
+# the real scorebookd and scorebook binaries on loopback).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
+swift build --build-tests
+swift test --skip-build
