@@ -52,6 +52,11 @@ public struct PushNotification: Sendable, Equatable {
 public struct NotificationPage: Sendable, Equatable {
     public var notifications: [PushNotification]
     public var cursor: String?
+
+    public init(notifications: [PushNotification], cursor: String?) {
+        self.notifications = notifications
+        self.cursor = cursor
+    }
 }
 
 extension RecordClient {
