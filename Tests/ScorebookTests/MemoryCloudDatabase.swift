@@ -20,8 +20,8 @@ final class MemoryCloudDatabase: CloudDatabase, @unchecked Sendable {
     var pageSize = 3
     /// Whole-request errors to answer the next modify calls with, in order.
     var modifyFailures: [ServerError] = []
-    /// Tokens issued before this sequence are answered with CHANGE_TOKEN_EXPIRED.
-    var oldestValidTokenSequence = 0
+    /// Tokens carry this epoch; tokens of an earlier one are answered with CHANGE_TOKEN_EXPIRED.
+    private var tokenEpoch = 0
     /// Counts of calls, for assertions.
     private(set) var modifyCalls = 0
     private(set) var operationsReceived: [RecordOperation] = []
@@ -44,6 +44,15 @@ final class MemoryCloudDatabase: CloudDatabase, @unchecked Sendable {
             zones.remove(name)
             records.removeAll()
             changeLog.removeAll()
+        }
+    }
+
+    /// Forgets tombstones, as the server does after the retention period; the tokens handed
+    /// out so far expire.
+    func purgeTombstonesAndExpireTokens() {
+        locked {
+            changeLog.removeAll { records[$0.name] == nil }
+            tokenEpoch += 1
         }
     }
 
@@ -161,16 +170,17 @@ final class MemoryCloudDatabase: CloudDatabase, @unchecked Sendable {
             guard zones.contains(zoneID.zoneName) else {
                 throw RecordClientError.server(ServerError(.zoneNotFound, "no zone"), httpStatus: 404)
             }
-            let after = syncToken.flatMap { Int($0) } ?? 0
-            if syncToken != nil, after < oldestValidTokenSequence {
+            let parts = syncToken?.split(separator: ":").compactMap { Int($0) } ?? [tokenEpoch, 0]
+            guard parts.count == 2, parts[0] == tokenEpoch else {
                 throw RecordClientError.server(ServerError(.changeTokenExpired, "expired"), httpStatus: 410)
             }
+            let after = parts[1]
             let pending = changeLog.filter { $0.sequence > after }
             let page = Array(pending.prefix(pageSize))
             let changes: [RecordChange] = page.map { entry in
                 records[entry.name].map(RecordChange.saved) ?? .deleted(recordName: entry.name, recordType: entry.type)
             }
-            let token = page.last.map { String($0.sequence) } ?? String(max(after, 0))
+            let token = "\(tokenEpoch):\(page.last?.sequence ?? after)"
             return ZoneChangesPage(changes: changes, syncToken: token, moreComing: pending.count > page.count)
         }
     }

@@ -1,0 +1,108 @@
+import Foundation
+import RecordClient
+import RecordModel
+@testable import Scorebook
+import SyncEngine
+import XCTest
+
+/// A clock tests move by hand, so that which edit is newer is decided by the test.
+final class TestClock: @unchecked Sendable {
+    var now: Date
+
+    init(_ seconds: Double = 1_800_000_000) { now = Date(timeIntervalSince1970: seconds) }
+
+    func advance(_ seconds: Double = 1) { now = now.addingTimeInterval(seconds) }
+}
+
+/// A server double that can be made unreachable, or lose the answer to a modify after applying it.
+final class FlakyDatabase: CloudDatabase, @unchecked Sendable {
+    let server: MemoryCloudDatabase
+    var isDown = false
+    var loseNextModifyAnswer = false
+
+    init(_ server: MemoryCloudDatabase) { self.server = server }
+
+    func check() throws { if isDown { throw RecordClientError.unreachable("cannot reach the server at test") } }
+
+    func currentUserRecordName() async throws -> String { try check(); return try await server.currentUserRecordName() }
+    func createZone(_ zoneID: ZoneID) async throws { try check(); try await server.createZone(zoneID) }
+    func modifyRecords(zoneID: ZoneID, operations: [RecordOperation], atomic: Bool) async throws -> [RecordOperationResult] {
+        try check()
+        let results = try await server.modifyRecords(zoneID: zoneID, operations: operations, atomic: atomic)
+        if loseNextModifyAnswer {
+            loseNextModifyAnswer = false
+            throw RecordClientError.unreachable("connection lost before the answer")
+        }
+        return results
+    }
+    func lookupRecords(zoneID: ZoneID, recordNames: [String]) async throws -> [RecordOperationResult] {
+        try check(); return try await server.lookupRecords(zoneID: zoneID, recordNames: recordNames)
+    }
+    func fetchZoneChanges(zoneID: ZoneID, syncToken: String?, resultsLimit: Int?) async throws -> ZoneChangesPage {
+        try check(); return try await server.fetchZoneChanges(zoneID: zoneID, syncToken: syncToken, resultsLimit: resultsLimit)
+    }
+    func saveSubscription(_ subscription: Subscription) async throws { try check() }
+    func createNotificationChannel() async throws -> NotificationChannel { try check(); return try await server.createNotificationChannel() }
+    func pollNotifications(_ channel: NotificationChannel, since cursor: String?, timeout: Int) async throws -> NotificationPage {
+        try check(); return try await server.pollNotifications(channel, since: cursor, timeout: timeout)
+    }
+}
+
+/// One machine: a scorebook in a temporary store, synced with a server double.
+final class TestMachine {
+    let book: Scorebook
+    let clock: TestClock
+    let database: FlakyDatabase
+    let directory: URL
+    var sleeps: [Double] = []
+
+    init(server: MemoryCloudDatabase, clock: TestClock) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("scorebook-tests-\(UUID().uuidString)")
+        self.clock = clock
+        database = FlakyDatabase(server)
+        let store = try LocalRecordStore(path: directory.appendingPathComponent("store.sqlite").path)
+        let database = self.database
+        let accounts = AccountManager(store: store, makeDatabase: { _ in database })
+        book = Scorebook(store: store, accounts: accounts, clock: { clock.now })
+        try accounts.setSyncEnabled(true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: directory) }
+
+    var synchronizer: ZoneSynchronizer {
+        ZoneSynchronizer(store: book.store, database: database, zoneID: Scorebook.zoneID,
+                         retryPolicy: RetryPolicy(maximumAttempts: 3, baseDelay: 0.01, maximumDelay: 0.05),
+                         sleep: { _ in })
+    }
+
+    @discardableResult
+    func sync(file: StaticString = #filePath, line: UInt = #line) async throws -> SyncSummary {
+        var changes: [AppliedChange] = []
+        let summary = try await synchronizer.sync { changes.append($0) }
+        applied += changes
+        return summary
+    }
+
+    var applied: [AppliedChange] = []
+
+    /// Every local record, by name, without server bookkeeping: what a user can see.
+    func snapshot() throws -> [String: [String: FieldValue]] {
+        var result: [String: [String: FieldValue]] = [:]
+        for type in Scorebook.entityTypes {
+            for record in try book.store.records(ofType: type.recordType) { result[record.recordName] = record.fields }
+        }
+        return result
+    }
+}
+
+/// The server's records in the same shape as `TestMachine.snapshot()`.
+func snapshot(of server: MemoryCloudDatabase) -> [String: [String: FieldValue]] {
+    server.allRecords.mapValues(\.fields)
+}
+
+/// Names of records whose DELETE_SELF or VALIDATE references point at nothing.
+func orphans(in records: [String: [String: FieldValue]]) -> [String] {
+    records.compactMap { name, fields in
+        fields.values.flatMap(\.references).contains { $0.action != .none && records[$0.recordName] == nil } ? name : nil
+    }.sorted()
+}
