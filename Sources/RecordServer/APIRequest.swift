@@ -69,12 +69,19 @@ public protocol EventStreamWriter {
 public struct APIResponse: Sendable {
     public var status: Int
     public var body: [UInt8]
+    public var contentType = "application/json"
     /// Set for `text/event-stream` answers: writes events until the client leaves or the server stops.
     public var eventStream: (@Sendable (inout any EventStreamWriter) async throws -> Void)?
 
     public init(status: Int, json: JSONValue) {
         self.status = status
         self.body = json.serialized()
+    }
+
+    public init(status: Int, text: String, contentType: String) {
+        self.status = status
+        self.body = Array(text.utf8)
+        self.contentType = contentType
     }
 
     public init(eventStream: @escaping @Sendable (inout any EventStreamWriter) async throws -> Void) {

@@ -62,7 +62,7 @@ struct APIResponder: HTTPResponder {
                     if let body = events as? BodyEventWriter { try await body.writer.finish(nil) }
                 })
         }
-        return Response(status: HTTPResponse.Status(code: answer.status), headers: [.contentType: "application/json"],
+        return Response(status: HTTPResponse.Status(code: answer.status), headers: [.contentType: answer.contentType],
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
     }
 }

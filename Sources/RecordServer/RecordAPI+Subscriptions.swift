@@ -65,7 +65,9 @@ extension RecordAPI {
         let resumeFrom = request.lastEventID ?? request.query["since"]
         let cursor = try resumeFrom.map(NotificationCursor.decode) ?? channel.startCursor
         if request.accept?.contains("text/event-stream") == true {
-            return APIResponse(eventStream: { [pushHub] writer in
+            return APIResponse(eventStream: { [pushHub, metrics] writer in
+                metrics.eventStreamOpened()
+                defer { metrics.eventStreamClosed() }
                 try await RecordAPI.streamEvents(hub: pushHub, databaseID: channel.databaseID, from: cursor, to: &writer)
             })
         }

@@ -8,6 +8,7 @@ import RecordStore
 public final class RecordAPI: Sendable {
     public let store: any RecordStorage
     public let pushHub: PushHub
+    public let metrics = ServerMetrics()
     /// Store calls block (SQLite), so they run here rather than on the server's event loops.
     private let storeQueue = DispatchQueue(label: "scorebookd.store", attributes: .concurrent)
 
@@ -26,10 +27,37 @@ public final class RecordAPI: Sendable {
         var operation: String
     }
 
+    static let knownOperations: Set<String> = [
+        "zones/list", "zones/lookup", "zones/modify", "zones/changes", "changes/database", "changes/zone", "records/modify",
+        "records/lookup", "records/query", "records/changes", "subscriptions/modify", "subscriptions/list", "subscriptions/lookup",
+        "users/current", "users/caller", "tokens/create",
+    ]
+
+    /// Answers one request and counts it in the metrics under its operation.
     public func handle(_ request: APIRequest) async -> APIResponse {
+        let started = ContinuousClock.now
+        let response = await answer(request)
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        metrics.record(operation: RecordAPI.operationLabel(request.path), status: response.status, seconds: seconds)
+        return response
+    }
+
+    /// A bounded label for metrics: the API operation, or `other`.
+    static func operationLabel(_ path: String) -> String {
+        if path == "/health" || path == "/metrics" { return String(path.dropFirst()) }
+        let parts = path.split(separator: "/")
+        guard parts.count >= 6 else { return "other" }
+        if parts[4] == "courier" { return "courier" }
+        let operation = parts[4] == "tokens" ? "tokens/\(parts[5])" : parts[5...].joined(separator: "/")
+        return knownOperations.contains(operation) ? operation : "other"
+    }
+
+    func answer(_ request: APIRequest) async -> APIResponse {
         let uuid = UUID().uuidString.lowercased()
         do {
             if request.path == "/health" { return APIResponse(status: 200, json: ["status": "ok"]) }
+            if request.path == "/metrics" { return try await metricsResponse() }
             let route = try parseRoute(request.path)
             let user = try await authenticate(request)
             let scope = DatabaseScope(user: user, container: route.container, environment: route.environment)
@@ -58,6 +86,18 @@ public final class RecordAPI: Sendable {
         } catch {
             return .error(ServerError(.internalError, "internal error: \(error)"), uuid: uuid)
         }
+    }
+
+    func metricsResponse() async throws -> APIResponse {
+        let statistics = try await run { try self.store.statistics() }
+        let text = metrics.render(gauges: [
+            ("scorebookd_records", "Live records in all zones.", Double(statistics.records)),
+            ("scorebookd_zones", "Live zones in all databases.", Double(statistics.zones)),
+            ("scorebookd_notifications_stored", "Notifications kept for delivery.", Double(statistics.notifications)),
+            ("scorebookd_subscribers_connected", "Open event streams.", Double(metrics.connectedEventStreams)),
+            ("scorebookd_waiters", "Long-polls and event streams waiting for a commit.", Double(pushHub.waiterCount)),
+        ])
+        return APIResponse(status: 200, text: text, contentType: "text/plain; version=0.0.4")
     }
 
     func parseRoute(_ path: String) throws -> Route {

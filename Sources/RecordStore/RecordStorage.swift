@@ -43,6 +43,9 @@ public protocol RecordStorage: AnyObject, Sendable {
     /// Removes notifications older than the given age.
     func purgeNotifications(olderThanMilliseconds: Int64) throws -> Int
 
+    /// Totals for monitoring.
+    func statistics() throws -> StoreStatistics
+
     /// Removes tombstones older than the retention period; returns how many were removed.
     func purgeTombstones(olderThanMilliseconds: Int64) throws -> Int
     /// Flushes and closes (on shutdown).

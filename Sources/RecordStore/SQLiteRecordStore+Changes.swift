@@ -142,6 +142,15 @@ extension SQLiteRecordStore {
                            [.int(zoneRowID), .text(type)]) { storedRecord($0, zoneID: zoneID) }
     }
 
+    public func statistics() throws -> StoreStatistics {
+        try database.readSync { connection in
+            StoreStatistics(
+                records: Int(try connection.scalarInt("SELECT COUNT(*) FROM records WHERE deleted = 0") ?? 0),
+                zones: Int(try connection.scalarInt("SELECT COUNT(*) FROM zones WHERE deleted = 0") ?? 0),
+                notifications: Int(try connection.scalarInt("SELECT COUNT(*) FROM notifications") ?? 0))
+        }
+    }
+
     public func purgeTombstones(olderThanMilliseconds age: Int64) throws -> Int {
         let cutoff = clock() - age
         return try database.writeSync { connection in

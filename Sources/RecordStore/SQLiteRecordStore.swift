@@ -28,7 +28,11 @@ public final class SQLiteRecordStore: RecordStorage, @unchecked Sendable {
     {
         var isDirectory: ObjCBool = false
         if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            } catch {
+                throw StoreOpenError("cannot create data directory \(directory): \((error as NSError).localizedDescription)")
+            }
         } else if !isDirectory.boolValue {
             throw StoreOpenError("data directory \(directory) is not a directory")
         }

@@ -203,3 +203,10 @@ public enum NotificationCursor {
         return id
     }
 }
+
+/// Totals for monitoring.
+public struct StoreStatistics: Sendable {
+    public var records: Int
+    public var zones: Int
+    public var notifications: Int
+}

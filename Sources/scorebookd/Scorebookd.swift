@@ -11,7 +11,7 @@ struct Scorebookd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "scorebookd",
         abstract: "A CloudKit Web Services-style record store with change feeds and push.",
-        subcommands: [Serve.self, UserCommand.self, APITokenCommand.self])
+        subcommands: [Serve.self, UserCommand.self, APITokenCommand.self, Backup.self, Check.self])
 
     /// Parses and runs, reporting any failure as one line on standard error.
     static func main() async {
@@ -24,6 +24,7 @@ struct Scorebookd: AsyncParsableCommand {
             }
         } catch {
             if exitCode(for: error) == .success { exit(withError: error) }  // --help
+            if let code = error as? ExitCode { Foundation.exit(code.rawValue) }  // already reported
             let message = (error as? CommandFailure)?.message ?? self.message(for: error)
             FileHandle.standardError.write(Data("scorebookd: \(message.split(separator: "\n").first ?? "")\n".utf8))
             Foundation.exit(error is CommandFailure ? 1 : exitCode(for: error).rawValue)
@@ -190,7 +191,35 @@ func wrap<T>(_ body: () throws -> T) throws -> T {
         throw CommandFailure(message: error.reason)
     } catch let error as CommandFailure {
         throw error
+    } catch let error as StoreOpenError {
+        throw CommandFailure(message: error.description)
     } catch {
         throw CommandFailure(message: "\(error)")
+    }
+}
+
+struct Backup: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Write a consistent copy of the store, also while it serves.")
+    @OptionGroup var data: DataDirectoryOption
+    @Option(name: .customLong("to"), help: "The file to write (must not exist).") var destination: String
+
+    func run() throws {
+        let store = try data.openStore()
+        defer { store.close() }
+        try wrap { try store.backup(to: destination) }
+        printJSON(["backup": .string(destination)])
+    }
+}
+
+struct Check: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Verify a data directory's integrity; exit 1 if anything is wrong.")
+    @OptionGroup var data: DataDirectoryOption
+
+    func run() throws {
+        let store = try data.openStore()
+        defer { store.close() }
+        let problems = try wrap { try store.checkIntegrity() }
+        printJSON(["ok": .bool(problems.isEmpty), "problems": .array(problems.map { .string($0) })])
+        if !problems.isEmpty { throw ExitCode(1) }
     }
 }

@@ -1,0 +1,65 @@
+import Foundation
+
+/// Request counts by operation and status and latency histograms by operation, rendered in the
+/// Prometheus text format at `GET /metrics`.
+public final class ServerMetrics: @unchecked Sendable {
+    static let bucketBounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
+
+    private struct Histogram {
+        var buckets = [Int](repeating: 0, count: ServerMetrics.bucketBounds.count)
+        var count = 0
+        var sum = 0.0
+    }
+
+    private let lock = NSLock()
+    private var requests: [String: Int] = [:]  // "operation\u{0}status"
+    private var latencies: [String: Histogram] = [:]
+    private var openEventStreams = 0
+
+    public init() {}
+
+    func record(operation: String, status: Int, seconds: Double) {
+        lock.lock()
+        defer { lock.unlock() }
+        requests["\(operation)\u{0}\(status)", default: 0] += 1
+        var histogram = latencies[operation] ?? Histogram()
+        for (index, bound) in ServerMetrics.bucketBounds.enumerated() where seconds <= bound { histogram.buckets[index] += 1 }
+        histogram.count += 1
+        histogram.sum += seconds
+        latencies[operation] = histogram
+    }
+
+    func eventStreamOpened() { lock.lock(); openEventStreams += 1; lock.unlock() }
+    func eventStreamClosed() { lock.lock(); openEventStreams -= 1; lock.unlock() }
+
+    var connectedEventStreams: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return openEventStreams
+    }
+
+    /// The exposition text; `gauges` adds point-in-time values (name, help, value).
+    func render(gauges: [(String, String, Double)]) -> String {
+        lock.lock()
+        let requests = self.requests, latencies = self.latencies
+        lock.unlock()
+        var out = "# HELP scorebookd_requests_total Requests by API operation and HTTP status.\n# TYPE scorebookd_requests_total counter\n"
+        for (key, count) in requests.sorted(by: { $0.key < $1.key }) {
+            let parts = key.split(separator: "\u{0}")
+            out += "scorebookd_requests_total{operation=\"\(parts[0])\",status=\"\(parts[1])\"} \(count)\n"
+        }
+        out += "# HELP scorebookd_request_duration_seconds Request latency by API operation.\n# TYPE scorebookd_request_duration_seconds histogram\n"
+        for (operation, histogram) in latencies.sorted(by: { $0.key < $1.key }) {
+            for (index, bound) in ServerMetrics.bucketBounds.enumerated() {
+                out += "scorebookd_request_duration_seconds_bucket{operation=\"\(operation)\",le=\"\(bound)\"} \(histogram.buckets[index])\n"
+            }
+            out += "scorebookd_request_duration_seconds_bucket{operation=\"\(operation)\",le=\"+Inf\"} \(histogram.count)\n"
+            out += "scorebookd_request_duration_seconds_sum{operation=\"\(operation)\"} \(histogram.sum)\n"
+            out += "scorebookd_request_duration_seconds_count{operation=\"\(operation)\"} \(histogram.count)\n"
+        }
+        for (name, help, value) in gauges {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n\(name) \(value)\n"
+        }
+        return out
+    }
+}
