@@ -1,0 +1,196 @@
+import RecordModel
+import RecordStore
+import XCTest
+
+/// The seven operation types of `records/modify` (CONTRACT §3.2) and their errors.
+final class RecordOperationTests: StoreTestCase {
+    func testCreateStoresTheRecordWithATagAndStampsAndRefusesATakenName() throws {
+        let saved = try save(dev, record("g1", "Game", ["name": field("Catan", "STRING"), "rounds": field(3, "INT64")]))
+        XCTAssertEqual(saved.recordType, "Game")
+        XCTAssertFalse(saved.changeTag.isEmpty)
+        XCTAssertEqual(saved.created.userRecordName, alice.recordName)
+        XCTAssertEqual(saved.modified.deviceID, "test-device")
+        XCTAssertEqual(saved.zoneID.zoneName, ZoneID.defaultZoneName)
+
+        let found = try XCTUnwrap(try lookup(dev, "g1"))
+        XCTAssertEqual(found.changeTag, saved.changeTag)
+        XCTAssertEqual(try fields(of: found)["name"], .string("Catan"))
+        XCTAssertEqual(try fields(of: found)["rounds"], .int64(3))
+
+        let again = try modify(dev, [(.create, record("g1", "Game", ["name": field("Other", "STRING")]))])
+        assertError(again.first, .exists)
+        XCTAssertEqual(try fields(of: try lookup(dev, "g1"))["name"], .string("Catan"), "a refused create changes nothing")
+    }
+
+    func testUpdateChangesOnlyTheGivenFieldsAndEveryWriteChangesTheTag() throws {
+        let v1 = try save(dev, record("g1", "Game", ["name": field("Catan", "STRING"), "rounds": field(3, "INT64")]))
+        let v2 = try save(dev, .update, record("g1", "Game", ["rounds": field(4, "INT64")], tag: v1.changeTag))
+        XCTAssertNotEqual(v2.changeTag, v1.changeTag)
+        let stored = try fields(of: try lookup(dev, "g1"))
+        XCTAssertEqual(stored["name"], .string("Catan"), "update keeps fields it does not name")
+        XCTAssertEqual(stored["rounds"], .int64(4))
+        XCTAssertEqual(try lookup(dev, "g1")?.created.timestamp, v1.created.timestamp, "created stays")
+
+        // A null value removes a field; recordType may be left out of an update.
+        let v3 = try save(dev, .update, record("g1", nil, ["rounds": ["value": nil]], tag: v2.changeTag))
+        XCTAssertEqual(v3.recordType, "Game")
+        XCTAssertNil(try fields(of: try lookup(dev, "g1"))["rounds"])
+    }
+
+    func testReplaceRemovesOmittedFields() throws {
+        let v1 = try save(dev, record("g1", "Game", ["name": field("Catan", "STRING"), "rounds": field(3, "INT64")]))
+        try save(dev, .replace, record("g1", "Game", ["rounds": field(5, "INT64")], tag: v1.changeTag))
+        XCTAssertEqual(try fields(of: try lookup(dev, "g1")), ["rounds": .int64(5)])
+    }
+
+    func testStaleOrMissingTagIsConflictCarryingTheServerRecord() throws {
+        let v1 = try save(dev, record("g1", "Game", ["name": field("Catan", "STRING")]))
+        let v2 = try save(dev, .update, record("g1", "Game", ["name": field("Catan 2", "STRING")], tag: v1.changeTag))
+
+        for type in [RecordOperationType.update, .replace, .delete] {
+            for tag in [v1.changeTag, nil] {
+                let result = try modify(dev, [(type, record("g1", "Game", ["name": field("lost", "STRING")], tag: tag))]).first
+                assertError(result, .conflict, "\(type) with tag \(tag ?? "none")")
+                // Parse the wire form: in process the stored fields are spliced in as raw JSON.
+                let server = try JSONValue.parse(try XCTUnwrap(result?.error?.serverRecord, "CONFLICT carries serverRecord").serialized())
+                XCTAssertEqual(server["recordChangeTag"]?.stringValue, v2.changeTag)
+                XCTAssertEqual(server["fields"]?["name"]?["value"], "Catan 2")
+                XCTAssertEqual(result?.error?.recordName, "g1")
+            }
+        }
+        let current = try XCTUnwrap(try lookup(dev, "g1"))
+        XCTAssertEqual(current.changeTag, v2.changeTag, "no conflicting write got through")
+    }
+
+    func testUpdateReplaceAndDeleteOfAMissingRecordAreNotFound() throws {
+        for type in [RecordOperationType.update, .replace, .delete] {
+            let result = try modify(dev, [(type, record("nope", "Game", [:], tag: "1-1"))]).first
+            assertError(result, .notFound, "\(type)")
+        }
+        XCTAssertNil(try lookup(dev, "nope"))
+    }
+
+    func testForceUpdateAndForceReplaceIgnoreTheTagAndCreateMissingRecords() throws {
+        let created = try save(dev, .forceUpdate, record("g1", "Game", ["name": field("Catan", "STRING")]))
+        XCTAssertNotNil(try lookup(dev, "g1"), "forceUpdate creates")
+        try save(dev, .forceUpdate, record("g1", "Game", ["rounds": field(2, "INT64")], tag: "stale"))
+        XCTAssertEqual(try fields(of: try lookup(dev, "g1")), ["name": .string("Catan"), "rounds": .int64(2)])
+
+        try save(dev, .forceReplace, record("g2", "Game", ["name": field("Go", "STRING")]))
+        XCTAssertNotNil(try lookup(dev, "g2"), "forceReplace creates")
+        try save(dev, .forceReplace, record("g1", "Game", ["rounds": field(9, "INT64")], tag: created.changeTag))
+        XCTAssertEqual(try fields(of: try lookup(dev, "g1")), ["rounds": .int64(9)], "forceReplace drops omitted fields")
+    }
+
+    func testDeleteWithTheCurrentTagAndForceDeleteOfAMissingRecordSucceed() throws {
+        let v1 = try save(dev, record("g1", "Game", ["name": field("Catan", "STRING")]))
+        let deleted = try modify(dev, [(.delete, record("g1", "Game", tag: v1.changeTag))])
+        XCTAssertTrue(deleted.first?.isDeleted ?? false)
+        XCTAssertNil(try lookup(dev, "g1"))
+
+        let forced = try modify(dev, [(.forceDelete, record("never-existed", "Game"))])
+        XCTAssertTrue(forced.first?.isDeleted ?? false, "forceDelete of a missing record succeeds")
+
+        try save(dev, record("g2", "Game"))
+        XCTAssertTrue(try modify(dev, [(.forceDelete, record("g2", nil, tag: "stale"))]).first?.isDeleted ?? false)
+        XCTAssertNil(try lookup(dev, "g2"))
+    }
+
+    func testADeletedNameCanBeCreatedAgain() throws {
+        try save(dev, record("g1", "Game", ["name": field("Catan", "STRING")]))
+        try modify(dev, [(.forceDelete, record("g1"))])
+        let again = try save(dev, record("g1", "Game", ["name": field("Second", "STRING")]))
+        XCTAssertEqual(try fields(of: try lookup(dev, "g1"))["name"], .string("Second"))
+        XCTAssertFalse(again.changeTag.isEmpty)
+    }
+
+    func testChangingTheRecordTypeIsBadRequest() throws {
+        let v1 = try save(dev, record("g1", "Game", ["name": field("Catan", "STRING")]))
+        for (type, tag) in [(RecordOperationType.update, v1.changeTag), (.forceUpdate, nil), (.replace, v1.changeTag), (.forceReplace, nil)] {
+            let result = try modify(dev, [(type, record("g1", "Match", ["name": field("x", "STRING")], tag: tag))]).first
+            assertError(result, .badRequest, "\(type) to another type")
+        }
+        XCTAssertEqual(try lookup(dev, "g1")?.recordType, "Game")
+        XCTAssertEqual(try lookup(dev, "g1")?.changeTag, v1.changeTag)
+    }
+
+    func testInvalidNamesAndMalformedFieldsAreBadRequest() throws {
+        let invalidNames = ["", "_private", String(repeating: "a", count: 256), "tab\there", "newline\n", "caf\u{E9}"]
+        for name in invalidNames {
+            let results = try modify(dev, [(.create, record(name, "Game"))])
+            assertError(results.first, .badRequest, "name \(name.debugDescription)")
+        }
+        XCTAssertNotNil(try modify(dev, [(.create, record(String(repeating: "a", count: 255), "Game"))]).first?.savedRecord,
+                        "255 characters is allowed")
+
+        let malformed: [(String, JSONValue)] = [
+            ("wrong value type", field("not a number", "INT64")),
+            ("unknown type", field(1, "INTEGER")),
+            ("no value", ["type": "STRING"]),
+            ("reference without name", field(["action": "NONE"], "REFERENCE")),
+            ("bad action", field(["recordName": "x", "action": "EXPLODE"], "REFERENCE")),
+            ("bad base64", field("%%%", "BYTES")),
+            ("latitude out of range", field(["latitude": 91, "longitude": 0], "LOCATION")),
+            ("list of wrong element", field([1, "two"], "INT64_LIST")),
+            ("empty list without type", field([])),
+        ]
+        for (what, value) in malformed {
+            let results = try modify(dev, [(.create, record("r-\(what.count)", "Thing", ["f": value]))])
+            assertError(results.first, .badRequest, what)
+        }
+        assertError(try modify(dev, [(.create, record("t1", nil))]).first, .badRequest, "create without recordType")
+        assertError(try modify(dev, [(.create, record("t2", "9Lives"))]).first, .badRequest, "recordType must start with a letter")
+    }
+
+    func testEveryFieldTypeRoundTripsThroughTheStore() throws {
+        let fieldsIn: [String: JSONValue] = [
+            "s": field("text ✓ \"quoted\"", "STRING"),
+            "i": field(-9_223_372_036_854_775_807, "INT64"),
+            "d": field(2.5, "DOUBLE"),
+            "t": field(1_763_800_000_123, "TIMESTAMP"),
+            "b": field("AAEC/w==", "BYTES"),
+            "l": field(["latitude": 47.6, "longitude": -122.3, "altitude": 10.0], "LOCATION"),
+            "sl": field(["a", "b"], "STRING_LIST"),
+            "il": field([1, 2, 3], "INT64_LIST"),
+            "dl": field([1.5], "DOUBLE_LIST"),
+            "tl": field([1, 2], "TIMESTAMP_LIST"),
+        ]
+        try save(dev, record("all", "Everything", fieldsIn))
+        let stored = try fields(of: try lookup(dev, "all"))
+        XCTAssertEqual(stored["s"], .string("text ✓ \"quoted\""))
+        XCTAssertEqual(stored["i"], .int64(-9_223_372_036_854_775_807))
+        XCTAssertEqual(stored["d"], .double(2.5))
+        XCTAssertEqual(stored["t"], .timestamp(milliseconds: 1_763_800_000_123))
+        XCTAssertEqual(stored["b"]?.bytesValue, [0, 1, 2, 255])
+        XCTAssertEqual(stored["l"]?.locationValue?.latitude, 47.6)
+        XCTAssertEqual(stored["l"]?.locationValue?.extra["altitude"], .double(10))
+        XCTAssertEqual(stored["sl"], .stringList(["a", "b"]))
+        XCTAssertEqual(stored["il"], .int64List([1, 2, 3]))
+        XCTAssertEqual(stored["dl"]?.type, .list(.double))
+        XCTAssertEqual(stored["tl"]?.type, .list(.timestamp))
+    }
+
+    func testARecordOverOneMegabyteIsLimitExceeded() throws {
+        let big = String(repeating: "x", count: 1_000_001)
+        assertError(try modify(dev, [(.create, record("big", "Blob", ["text": field(.string(big), "STRING")]))]).first, .limitExceeded)
+        XCTAssertNil(try lookup(dev, "big"))
+    }
+
+    func testMoreThan400OperationsOrTheSameNameTwiceRefusesTheWholeRequest() throws {
+        let many = (0..<401).map { (RecordOperationType.create, record("r\($0)", "Thing")) }
+        assertThrows(.limitExceeded) { try modify(dev, many) }
+        assertThrows(.badRequest) { try modify(dev, [(.create, record("dup", "Thing")), (.forceUpdate, record("dup", "Thing"))]) }
+        XCTAssertNil(try lookup(dev, "r0"))
+        XCTAssertNil(try lookup(dev, "dup"))
+        XCTAssertEqual(try modify(dev, (0..<400).map { (.create, record("r\($0)", "Thing")) }).count, 400, "400 is allowed")
+    }
+
+    func testAMissingZoneIsZoneNotFoundForEveryRecordOperation() throws {
+        let zone = ZoneID(zoneName: "Nowhere")
+        assertThrows(.zoneNotFound) { try modify(dev, zone: zone, [(.create, record("g1", "Game"))]) }
+        assertThrows(.zoneNotFound) { try store.lookupRecords(dev, zone: zone, recordNames: ["g1"]) }
+        assertThrows(.zoneNotFound) { try store.zoneChanges(dev, zone: zone, syncToken: nil, resultsLimit: 10, recordTypes: nil) }
+        let query = try RecordQuery(json: ["recordType": "Game"])
+        assertThrows(.zoneNotFound) { try store.queryRecords(dev, zone: zone, query: query, resultsLimit: 10, continuationMarker: nil) }
+    }
+}
