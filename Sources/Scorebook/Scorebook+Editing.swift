@@ -28,6 +28,36 @@ extension Scorebook {
         return game
     }
 
+    /// Changes a person's names or email; nil leaves a field as it is, an empty string clears
+    /// the last name or email.
+    @discardableResult
+    public func editPerson(reference: String, firstName: String? = nil, lastName: String? = nil, email: String? = nil) throws -> Person {
+        var person = try resolve(Person.self, reference)
+        if let firstName {
+            guard let first = Self.nonEmpty(firstName) else { throw ScorebookError(.invalidInput, "a person needs a first name") }
+            person.firstName = first
+        }
+        if let lastName { person.lastName = Self.nonEmpty(lastName) }
+        if let email { person.emailAddress = Self.nonEmpty(email) }
+        person.modificationDate = now()
+        try save([person])
+        return person
+    }
+
+    /// Renames a game or changes how it is scored; nil leaves a field as it is.
+    @discardableResult
+    public func editGame(reference: String, name: String? = nil, lowScoreWins: Bool? = nil) throws -> Game {
+        var game = try resolve(Game.self, reference)
+        if let name {
+            guard let newName = Self.nonEmpty(name) else { throw ScorebookError(.invalidInput, "a game needs a name") }
+            game.name = newName
+        }
+        if let lowScoreWins { game.lowScoreWins = lowScoreWins }
+        game.modificationDate = now()
+        try save([game])
+        return game
+    }
+
     /// Starts a match of a game with people in seat order; the match and its players are saved
     /// together.
     @discardableResult

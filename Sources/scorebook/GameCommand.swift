@@ -4,7 +4,7 @@ import Scorebook
 struct GameCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "game", abstract: "Add, list and delete games.",
-        subcommands: [Add.self, List.self, Delete.self])
+        subcommands: [Add.self, Edit.self, List.self, Delete.self])
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Add a game; prints the new record name.")
@@ -14,6 +14,19 @@ struct GameCommand: ParsableCommand {
 
         func run() throws {
             let game = try global.openScorebook().addGame(name: name.joined(separator: " "), lowScoreWins: lowScoreWins)
+            emit(Output.created(game, json: global.json))
+        }
+    }
+
+    struct Edit: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Rename a game or change how it is scored.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The game (REF).") var reference: String
+        @Option(name: .long, help: "New name.") var name: String?
+        @Option(name: .long, help: ArgumentHelp("Whether the lowest total wins.", valueName: "true|false")) var lowScoreWins: Bool?
+
+        func run() throws {
+            let game = try global.openScorebook().editGame(reference: reference, name: name, lowScoreWins: lowScoreWins)
             emit(Output.created(game, json: global.json))
         }
     }

@@ -4,7 +4,7 @@ import Scorebook
 struct PersonCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "person", abstract: "Add, list and delete people.",
-        subcommands: [Add.self, List.self, Delete.self])
+        subcommands: [Add.self, Edit.self, List.self, Delete.self])
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Add a person; prints the new record name.")
@@ -15,6 +15,20 @@ struct PersonCommand: ParsableCommand {
 
         func run() throws {
             let person = try global.openScorebook().addPerson(firstName: first, lastName: last, email: email)
+            emit(Output.created(person, json: global.json))
+        }
+    }
+
+    struct Edit: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Change a person's names or email (an empty value clears it).")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The person (REF).") var reference: String
+        @Option(name: .long, help: "New first name.") var first: String?
+        @Option(name: .long, help: "New last name.") var last: String?
+        @Option(name: .long, help: "New email address.") var email: String?
+
+        func run() throws {
+            let person = try global.openScorebook().editPerson(reference: reference, firstName: first, lastName: last, email: email)
             emit(Output.created(person, json: global.json))
         }
     }
