@@ -1,0 +1,235 @@
+import Foundation
+import RecordModel
+import XCTest
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 4 end to end: the real `scorebook` binary on two or three stores, syncing through a
+/// real `scorebookd`.
+final class CLISyncTests: XCTestCase {
+    var daemon: DaemonProcess!
+    var token: String!
+
+    override func setUpWithError() throws {
+        daemon = try DaemonProcess.start()
+        token = try daemon.createUser("alice")
+    }
+
+    override func tearDownWithError() throws {
+        try daemon?.stop()
+        daemon = nil
+    }
+
+    func machines(_ names: String...) throws -> [CLIMachine] {
+        try names.map { name in
+            let machine = CLIMachine(name)
+            try machine.login(daemon, token: token)
+            return machine
+        }
+    }
+
+    /// Catan with Ann and Bob; Ann wins 12 to 7. Returns the match's record name.
+    func recordMatch(on machine: CLIMachine) throws -> String {
+        try machine.run("person", "add", "Ann", "Lee", "--email", "ann@example.com")
+        try machine.run("person", "add", "Bob")
+        try machine.run("game", "add", "Catan")
+        let match = try machine.create("match", "start", "--game", "Catan", "--players", "Ann,Bob")
+        try machine.run("score", "add", "--match", match, "--player", "Ann", "10")
+        try machine.run("score", "add", "--match", match, "--player", "Bob", "7")
+        try machine.run("score", "add", "--match", match, "--player", "Ann", "2")
+        try machine.run("match", "finish", match)
+        return match
+    }
+
+    func testAMatchRecordedOnOneMachineShowsIdenticallyOnAnother() throws {
+        let machines = try machines("laptop", "phone")
+        let (laptop, phone) = (machines[0], machines[1])
+        let match = try recordMatch(on: laptop)
+        XCTAssertEqual(try laptop.sync().sent, 9)
+        XCTAssertEqual(try phone.sync().received, 9)
+        XCTAssertEqual(try phone.run("match", "show", match).stdout, try laptop.run("match", "show", match).stdout)
+        XCTAssertEqual(try phone.run("standings").stdout, try laptop.run("standings").stdout)
+        XCTAssertEqual(try phone.snapshot(), try laptop.snapshot())
+        let shown = try phone.json("match", "show", match)
+        XCTAssertEqual(shown["players"]?.arrayValue?.map { $0["total"]?.doubleValue }, [12, 7])
+        XCTAssertEqual(shown["winner"], try phone.json("person", "list").arrayValue?.first?["recordName"])
+        assertStore(try phone.snapshot(), equals: try ServerZone(daemon: daemon, token: token), "phone")
+        XCTAssertEqual(try laptop.json("status")["pending"]?.int64Value, 0)
+    }
+
+    func testADeletionIsReportedBySyncWatchOnTheOtherMachineAndApplied() throws {
+        let machines = try machines("laptop", "phone")
+        let (laptop, phone) = (machines[0], machines[1])
+        _ = try recordMatch(on: laptop)
+        try laptop.sync()
+        try phone.sync()
+        let game = try XCTUnwrap(try laptop.json("game", "list").arrayValue?.first?["recordName"]?.stringValue)
+        let watch = try phone.startWatch(seconds: 8)
+        Thread.sleep(forTimeInterval: 2)
+        try laptop.run("game", "delete", "Catan")
+        try laptop.sync()
+        XCTAssertTrue(watch.wait(timeout: 20), "sync --watch --for 8 ends by itself")
+        XCTAssertEqual(watch.process.terminationStatus, 0, watch.stderr.text)
+        let events = try watch.lines.map { try JSONValue.parse($0) }
+        XCTAssertTrue(events.contains(["event": "deleted", "recordType": "Game", "recordName": .string(game)]), "\(watch.lines)")
+        XCTAssertTrue(events.contains { $0["event"] == "deleted" && $0["recordType"] == "Match" })
+        XCTAssertEqual(try phone.json("game", "list"), [])
+        XCTAssertEqual(try phone.json("match", "list"), [])
+        XCTAssertEqual(try phone.snapshot(), try laptop.snapshot())
+    }
+
+    func testWatchPrintsReadableLinesWithoutJSON() throws {
+        let machines = try machines("laptop", "phone")
+        let (laptop, phone) = (machines[0], machines[1])
+        try laptop.run("game", "add", "Catan")
+        try laptop.sync()
+        try phone.sync()
+        let game = try XCTUnwrap(try laptop.json("game", "list").arrayValue?.first?["recordName"]?.stringValue)
+        try laptop.run("game", "delete", "Catan")
+        try laptop.sync()
+        let watch = try BackgroundCLI(["--store", phone.storePath, "sync", "--watch", "--for", "2"])
+        XCTAssertTrue(watch.wait(timeout: 15))
+        XCTAssertEqual(watch.lines, ["deleted Game \"Catan\" (\(game))"])
+    }
+
+    func testConcurrentEditsToDifferentFieldsBothSurvive() throws {
+        let machines = try machines("laptop", "phone")
+        let (laptop, phone) = (machines[0], machines[1])
+        try laptop.run("person", "add", "Ann", "Lee")
+        try laptop.sync()
+        try phone.sync()
+        try laptop.run("person", "edit", "Ann", "--email", "ann@example.com")
+        try phone.run("person", "edit", "Ann", "--last", "Smith")
+        try laptop.sync()
+        try phone.sync()
+        try laptop.sync()
+        for machine in [laptop, phone] {
+            let ann = try XCTUnwrap(try machine.json("person", "list").arrayValue?.first)
+            XCTAssertEqual(ann["lastName"], "Smith", machine.name)
+            XCTAssertEqual(ann["emailAddress"], "ann@example.com", machine.name)
+        }
+        XCTAssertEqual(try phone.snapshot(), try laptop.snapshot())
+    }
+
+    func testTheSameFieldEditedOnTwoMachinesConvergesToTheNewerEdit() throws {
+        let machines = try machines("laptop", "phone")
+        let (laptop, phone) = (machines[0], machines[1])
+        try laptop.run("game", "add", "Catan")
+        try laptop.sync()
+        try phone.sync()
+        try laptop.run("game", "edit", "Catan", "--name", "Older name")
+        Thread.sleep(forTimeInterval: 0.05)
+        try phone.run("game", "edit", "Catan", "--name", "Newer name")
+        // The older edit reaches the server last, and still loses.
+        try phone.sync()
+        XCTAssertEqual(try laptop.sync().conflicts, 1)
+        try phone.sync()
+        for machine in [laptop, phone] {
+            XCTAssertEqual(try machine.json("game", "list").arrayValue?.first?["name"], "Newer name", machine.name)
+        }
+        XCTAssertEqual(try phone.snapshot(), try laptop.snapshot())
+    }
+
+    func testEditsMadeWhileTheDaemonIsDownAreSentOnceWhenItReturns() throws {
+        let machines = try machines("laptop", "phone")
+        let (laptop, phone) = (machines[0], machines[1])
+        try daemon.stop()
+        try laptop.run("game", "add", "Catan")
+        try laptop.run("person", "add", "Ann")
+        let offline = try laptop.run(["sync"], allowFailure: true)
+        XCTAssertNotEqual(offline.status, 0)
+        XCTAssertEqual(offline.stderr.split(separator: "\n").count, 1, offline.stderr)
+        let status = try laptop.json("status")
+        XCTAssertEqual(status["pending"]?.int64Value, 2)
+        XCTAssertNotNil(status["lastError"]?.stringValue)
+
+        try daemon.restart()
+        // The daemon came back on another port: point both machines at it (same account).
+        try laptop.login(daemon, token: token)
+        try phone.login(daemon, token: token)
+        XCTAssertEqual(try laptop.sync().sent, 2)
+        XCTAssertEqual(try laptop.sync().sent, 0, "sent once")
+        XCTAssertEqual(try phone.sync().received, 2)
+        XCTAssertEqual(try phone.json("game", "list").arrayValue?.count, 1)
+        XCTAssertTrue(try laptop.json("status")["lastError"]?.isNull ?? false)
+    }
+
+    func testKillingTheCLIMidSyncLosesAndDuplicatesNothing() throws {
+        let machines = try machines("laptop", "phone")
+        let (laptop, phone) = (machines[0], machines[1])
+        try laptop.run("game", "add", "Catan")
+        var people: [String] = []
+        for index in 0..<24 {
+            try laptop.run("person", "add", "P\(index)")
+            people.append("P\(index)")
+        }
+        // Two matches of 24 players: 75 records in all.
+        for _ in 0..<2 { try laptop.run("match", "start", "--game", "Catan", "--players", people.joined(separator: ",")) }
+        var killed = 0
+        for delay in [0.05, 0.1, 0.15, 0.2, 0.3, 0.45] {
+            let sync = try laptop.startSync()
+            Thread.sleep(forTimeInterval: delay)
+            if sync.process.isRunning { killed += 1 }
+            sync.kill()
+            try laptop.run("person", "add", "Late\(Int(delay * 100))")
+        }
+        try laptop.sync()
+        XCTAssertEqual(try laptop.json("status")["pending"]?.int64Value, 0)
+        try phone.sync()
+        XCTAssertEqual(try phone.snapshot(), try laptop.snapshot())
+        let server = try ServerZone(daemon: daemon, token: token)
+        XCTAssertEqual(server.names(ofType: "Person").count, 30, "24 people and 6 added between kills, none twice")
+        XCTAssertEqual(server.names(ofType: "Player").count, 48)
+        XCTAssertEqual(server.orphans, [])
+        assertStore(try phone.snapshot(), equals: server, "phone")
+        print("killed \(killed) of 6 syncs while running")
+    }
+
+    func testASecondAccountNeverReceivesTheFirstOnesRecords() throws {
+        let bobToken = try daemon.createUser("bob")
+        let laptop = try machines("laptop")[0]
+        _ = try recordMatch(on: laptop)
+        try laptop.sync()
+
+        let refused = try laptop.run(["account", "login", "--server", daemon.baseURL.absoluteString, "--token", bobToken],
+                                     allowFailure: true)
+        XCTAssertNotEqual(refused.status, 0)
+        XCTAssertTrue(refused.stderr.contains("--delete-local"), refused.stderr)
+        XCTAssertEqual(refused.stderr.split(separator: "\n").count, 1)
+
+        let bobsPhone = CLIMachine("bobs-phone")
+        try bobsPhone.login(daemon, token: bobToken)
+        XCTAssertEqual(try bobsPhone.sync().received, 0)
+        XCTAssertEqual(try ServerZone(daemon: daemon, token: bobToken).records.count, 0)
+
+        try laptop.run("account", "logout", "--delete-local")
+        XCTAssertEqual(try laptop.json("person", "list"), [])
+        try laptop.login(daemon, token: bobToken)
+        try laptop.run("game", "add", "Go")
+        try laptop.sync()
+        XCTAssertEqual(try bobsPhone.sync().received, 1)
+        XCTAssertEqual(try bobsPhone.json("game", "list").arrayValue?.compactMap { $0["name"]?.stringValue }, ["Go"])
+        XCTAssertEqual(try ServerZone(daemon: daemon, token: token).names(ofType: "Person").count, 2, "alice's data is untouched")
+    }
+
+    func testStatusAndAccountReportTheSyncState() throws {
+        let laptop = CLIMachine("laptop")
+        let before = try laptop.json("status")
+        XCTAssertTrue(before["account"]?.isNull ?? false)
+        XCTAssertTrue(before["lastSync"]?.isNull ?? false)
+        try laptop.login(daemon, token: token)
+        try laptop.run("sync", "disable")
+        let disabled = try laptop.run(["sync"], allowFailure: true)
+        XCTAssertNotEqual(disabled.status, 0)
+        XCTAssertTrue(disabled.stderr.contains("sync enable"), disabled.stderr)
+        try laptop.run("sync", "enable")
+        try laptop.sync()
+        let after = try laptop.json("status")
+        XCTAssertEqual(after["syncEnabled"], true)
+        XCTAssertNotNil(after["lastSync"]?.stringValue)
+        XCTAssertEqual(after["account"]?["server"]?.stringValue, daemon.baseURL.absoluteString)
+        XCTAssertEqual(try laptop.json("account", "status")["loggedIn"], true)
+    }
+}
