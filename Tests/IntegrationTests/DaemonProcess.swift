@@ -106,17 +106,17 @@ final class DaemonProcess {
     /// Everything the daemon wrote to standard output so far.
     var standardOutputText: String { stdout.text }
 
-    /// Sends SIGTERM, waits for the exit, and throws unless the daemon exited with status 0.
-    func stop() throws {
+    /// Sends SIGTERM (or `signal`), waits for the exit, and throws unless the daemon exited with status 0.
+    func stop(signal: Int32 = SIGTERM) throws {
         guard process.isRunning else {
             try checkCleanExit()
             return
         }
-        process.terminate()  // SIGTERM
+        sendSignal(process.processIdentifier, signal)
         guard DaemonProcess.waitForExit(process, timeout: DaemonProcess.shutdownTimeout) else {
             sendSignal(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
-            throw DaemonError("scorebookd did not exit within \(Int(DaemonProcess.shutdownTimeout)) s of SIGTERM; stderr:\n\(stderr.text)")
+            throw DaemonError("scorebookd did not exit within \(Int(DaemonProcess.shutdownTimeout)) s of signal \(signal); stderr:\n\(stderr.text)")
         }
         try checkCleanExit()
     }

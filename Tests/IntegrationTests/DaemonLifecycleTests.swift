@@ -1,0 +1,211 @@
+import Foundation
+import RecordModel
+import XCTest
+
+/// The daemon as a process (CONTRACT §2): readiness line, health, graceful shutdown, durability
+/// across restarts and kills, and how it fails on bad flags, data directories and ports.
+final class DaemonLifecycleTests: XCTestCase {
+    func testTheReadinessLineIsExactlyTheContractsAndHealthNeedsNoCredentials() throws {
+        let daemon = try DaemonProcess.start()
+        XCTAssertEqual(daemon.readinessLine, "scorebookd listening on http://127.0.0.1:\(daemon.port)")
+        XCTAssertNotEqual(daemon.port, 0, "--port 0 binds a real free port")
+
+        let health = try daemon.get("/health", token: nil)
+        XCTAssertEqual(health.status, 200)
+        XCTAssertEqual(health.body, ["status": "ok"])
+        let raw = try daemon.request("GET", "/health")
+        XCTAssertTrue(raw.headers["content-type"]?.hasPrefix("application/json") ?? false, "\(raw.headers)")
+
+        try daemon.stop()
+        XCTAssertEqual(daemon.standardOutputText, daemon.readinessLine + "\n", "standard output carries only the readiness line")
+    }
+
+    func testSIGTERMAndSIGINTShutDownWithExitZero() throws {
+        let daemon = try DaemonProcess.start()
+        _ = try daemon.createUser("ann")
+        XCTAssertNoThrow(try daemon.stop(signal: SIGTERM))
+        XCTAssertFalse(daemon.isRunning)
+
+        try daemon.restart()
+        XCTAssertEqual(try daemon.get("/health", token: nil).status, 200)
+        XCTAssertNoThrow(try daemon.stop(signal: SIGINT))
+    }
+
+    func testARestartKeepsEveryAcknowledgedWriteAndEverySyncToken() throws {
+        let daemon = try DaemonProcess.start()
+        let token = try daemon.createUser("ann")
+        let client = APIClient(daemon: daemon, token: token)
+        try client.ok("zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "ScorebookData"]]]]])
+        var tags: [String: String] = [:]
+        for index in 0..<20 {
+            let answer = try client.ok("records/modify", [
+                "zoneID": ["zoneName": "ScorebookData"],
+                "operations": [["operationType": "create", "record": [
+                    "recordName": .string("Game|~|\(index)"), "recordType": "Game",
+                    "fields": ["name": ["value": .string("Game \(index)"), "type": "STRING"]],
+                ]]],
+            ])
+            tags["Game|~|\(index)"] = answer["records"]?.arrayValue?.first?["recordChangeTag"]?.stringValue
+        }
+        try client.ok("records/modify", ["zoneID": ["zoneName": "ScorebookData"],
+                                         "operations": [["operationType": "forceDelete", "record": ["recordName": "Game|~|0"]]]])
+        let zoneToken = try XCTUnwrap(try client.ok("records/changes", ["zoneID": ["zoneName": "ScorebookData"]])["syncToken"]?.stringValue)
+        let databaseToken = try XCTUnwrap(try client.ok("changes/database", [:])["syncToken"]?.stringValue)
+        let oldPort = daemon.port
+
+        try daemon.restart()  // SIGTERM, exit 0, start again on the same data directory
+
+        XCTAssertEqual(try daemon.get("/health", token: nil).status, 200)
+        let restarted = APIClient(daemon: daemon, token: token)
+        let lookup = try restarted.ok("records/lookup", [
+            "zoneID": ["zoneName": "ScorebookData"], "records": .array((0..<20).map { ["recordName": .string("Game|~|\($0)")] }),
+        ])
+        let entries = lookup["records"]?.arrayValue ?? []
+        XCTAssertEqual(entries.count, 20)
+        XCTAssertEqual(entries.first?["serverErrorCode"], "NOT_FOUND", "the acknowledged delete survived")
+        for entry in entries.dropFirst() {
+            let name = entry["recordName"]?.stringValue ?? "?"
+            XCTAssertEqual(entry["recordChangeTag"]?.stringValue, tags[name], "\(name) survived unchanged")
+        }
+        let since = try restarted.ok("records/changes", ["zoneID": ["zoneName": "ScorebookData"], "syncToken": .string(zoneToken)])
+        XCTAssertEqual(since["records"]?.arrayValue?.count, 0, "the zone token is still valid and up to date (port \(oldPort) → \(daemon.port))")
+        XCTAssertEqual(try restarted.ok("changes/database", ["syncToken": .string(databaseToken)])["zones"]?.arrayValue?.count, 0)
+
+        try restarted.ok("records/modify", ["zoneID": ["zoneName": "ScorebookData"],
+                                            "operations": [["operationType": "forceDelete", "record": ["recordName": "Game|~|1"]]]])
+        let after = try restarted.ok("records/changes", ["zoneID": ["zoneName": "ScorebookData"], "syncToken": .string(zoneToken)])
+        XCTAssertEqual(after["records"]?.arrayValue?.compactMap { $0["recordName"]?.stringValue }, ["Game|~|1"])
+        XCTAssertEqual(after["records"]?.arrayValue?.first?["deleted"], true)
+        try daemon.stop()
+    }
+
+    func testAKillNineLosesNoAcknowledgedWrite() throws {
+        let daemon = try DaemonProcess.start()
+        let client = APIClient(daemon: daemon, token: try daemon.createUser("ann"))
+        for index in 0..<30 {
+            try client.ok("records/modify", ["operations": [["operationType": "create", "record": [
+                "recordName": .string("r\(index)"), "recordType": "Thing", "fields": ["i": ["value": .int(Int64(index))]],
+            ]]]])
+        }
+        daemon.kill()
+        try daemon.restart()
+        let lookup = try client.ok("records/lookup", ["records": .array((0..<30).map { ["recordName": .string("r\($0)")] })])
+        let found = lookup["records"]?.arrayValue?.filter { $0["serverErrorCode"] == nil }.count
+        XCTAssertEqual(found, 30, "every write answered 200 before SIGKILL is there after it")
+        try daemon.stop()
+    }
+
+    func testUserAndAPITokenCommandsWorkWhileTheDaemonServesTheSameDirectory() throws {
+        let daemon = try DaemonProcess.start()
+        let (recordName, token) = try daemon.createUserInfo("ann")
+        XCTAssertTrue(recordName.hasPrefix("_"), recordName)
+        XCTAssertEqual(try APIClient(daemon: daemon, token: token).ok("users/current", [:])["userRecordName"]?.stringValue, recordName,
+                       "a token made by another process is accepted at once")
+
+        let second = try DaemonProcess.run("scorebookd", ["user", "token", "ann", "--data-dir", daemon.dataDirectory.path])
+        XCTAssertEqual(second.status, 0, second.stderr)
+        let secondJSON = try JSONValue.parse(second.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        XCTAssertEqual(secondJSON["userRecordName"]?.stringValue, recordName)
+        XCTAssertEqual(secondJSON["name"], "ann")
+        let secondToken = try XCTUnwrap(secondJSON["token"]?.stringValue)
+        XCTAssertNotEqual(secondToken, token)
+        XCTAssertEqual(try APIClient(daemon: daemon, token: secondToken).call("users/current", [:]).status, 200)
+        XCTAssertEqual(try APIClient(daemon: daemon, token: token).call("users/current", [:]).status, 200, "the first token still works")
+
+        let list = try DaemonProcess.run("scorebookd", ["user", "list", "--data-dir", daemon.dataDirectory.path])
+        XCTAssertEqual(list.status, 0)
+        let users = try list.stdout.split(separator: "\n").map { try JSONValue.parse(String($0)) }
+        XCTAssertEqual(users, [["userRecordName": .string(recordName), "name": "ann"]], "no token is ever listed")
+
+        let apiToken = try daemon.createAPIToken()
+        XCTAssertNotNil(apiToken.range(of: "^[0-9a-f]{64}$", options: .regularExpression), apiToken)
+
+        let duplicate = try DaemonProcess.run("scorebookd", ["user", "create", "ann", "--data-dir", daemon.dataDirectory.path])
+        XCTAssertNotEqual(duplicate.status, 0)
+        assertOneLine(duplicate.stderr, "user create of an existing name")
+        let unknown = try DaemonProcess.run("scorebookd", ["user", "token", "nobody", "--data-dir", daemon.dataDirectory.path])
+        XCTAssertNotEqual(unknown.status, 0)
+        assertOneLine(unknown.stderr, "user token of an unknown name")
+        try daemon.stop()
+    }
+
+    func testBadFlagsFailWithOneLineOnStandardError() throws {
+        let directory = DaemonProcess.makeTemporaryDirectory(prefix: "scorebookd-flags")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cases: [[String]] = [
+            ["serve", "--data-dir", directory.path, "--port", "abc"],
+            ["serve", "--data-dir", directory.path, "--port", "70000"],
+            ["serve", "--data-dir", directory.path, "--port", "-1"],
+            ["serve", "--data-dir", directory.path, "--bogus"],
+            ["serve", "--port", "0"],
+            ["serve", "--data-dir", directory.path, "--port", "0", "--tombstone-retention", "0"],
+            ["serve", "--data-dir", directory.path, "--port", "0", "--log-level", "loud"],
+            ["serve", "--data-dir", directory.path, "--port", "0", "--schema", directory.appendingPathComponent("missing.ckdb").path],
+            ["explode"],
+            ["user", "create", "--data-dir", directory.path],
+        ]
+        for arguments in cases {
+            let result = try DaemonProcess.run("scorebookd", arguments, timeout: 20)
+            let command = arguments.joined(separator: " ")
+            XCTAssertNotEqual(result.status, 0, command)
+            assertOneLine(result.stderr, command)
+            XCTAssertFalse(result.stdout.contains("listening"), "\(command) never reports readiness")
+        }
+    }
+
+    func testAnUnwritableDataDirectoryFailsWithOneLine() throws {
+        for path in ["/proc/x", "/proc/version"] {
+            let result = try DaemonProcess.run("scorebookd", ["serve", "--data-dir", path, "--port", "0"], timeout: 20)
+            XCTAssertNotEqual(result.status, 0, path)
+            assertOneLine(result.stderr, path)
+            XCTAssertTrue(result.stderr.contains(path), "the line names the directory: \(result.stderr)")
+        }
+        let user = try DaemonProcess.run("scorebookd", ["user", "create", "ann", "--data-dir", "/proc/x"], timeout: 20)
+        XCTAssertNotEqual(user.status, 0)
+        assertOneLine(user.stderr, "user create in /proc/x")
+    }
+
+    func testABusyPortFailsWithOneLine() throws {
+        let first = try DaemonProcess.start()
+        let directory = DaemonProcess.makeTemporaryDirectory(prefix: "scorebookd-busy")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let result = try DaemonProcess.run("scorebookd", ["serve", "--data-dir", directory.path, "--port", String(first.port)], timeout: 20)
+        XCTAssertNotEqual(result.status, 0)
+        assertOneLine(result.stderr, "busy port")
+        XCTAssertTrue(result.stderr.lowercased().contains("in use"), result.stderr)
+        XCTAssertEqual(try first.get("/health", token: nil).status, 200, "the first daemon is unaffected")
+        try first.stop()
+    }
+
+    /// Exactly one non-empty line, ending in a newline.
+    func assertOneLine(_ text: String, _ what: String, file: StaticString = #filePath, line: UInt = #line) {
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        XCTAssertEqual(lines.count, 2, "\(what): expected exactly one line on stderr, got \(text.debugDescription)", file: file, line: line)
+        XCTAssertFalse(lines.first?.trimmingCharacters(in: .whitespaces).isEmpty ?? true, "\(what): the line says something",
+                       file: file, line: line)
+    }
+}
+
+/// A tiny client of one daemon as one user.
+struct APIClient {
+    let daemon: DaemonProcess
+    let token: String
+    var container = DaemonTestCase.container
+    var environment = "development"
+
+    init(daemon: DaemonProcess, token: String) {
+        self.daemon = daemon
+        self.token = token
+    }
+
+    func call(_ operation: String, _ body: JSONValue) throws -> (status: Int, body: JSONValue) {
+        try daemon.post("/database/1/\(container)/\(environment)/private/\(operation)", token: token, json: body.serializedString())
+    }
+
+    @discardableResult
+    func ok(_ operation: String, _ body: JSONValue, file: StaticString = #filePath, line: UInt = #line) throws -> JSONValue {
+        let answer = try call(operation, body)
+        XCTAssertEqual(answer.status, 200, "\(operation): \(answer.body.serializedString().prefix(400))", file: file, line: line)
+        return answer.body
+    }
+}
