@@ -30,7 +30,7 @@ extension LocalRecordStore {
                 (try? Self.exists(name, in: connection)) ?? false
             }
             for name in plan.deletions {
-                let deleted = try Self.applyRemoteDeletion(of: name, recordType: nil, in: connection)
+                let deleted = try Self.applyRemoteDeletion(of: name, in: connection)
                 outcome.applied += deleted
                 if !deleted.isEmpty { outcome.deletedCount += 1 }
             }
@@ -83,7 +83,7 @@ extension LocalRecordStore {
             let gone = try connection.map("SELECT name FROM server_copies WHERE seen = 0") { $0.text(0) }
             var applied: [AppliedChange] = []
             for name in gone {
-                applied += try Self.applyRemoteDeletion(of: name, recordType: nil, in: connection)
+                applied += try Self.applyRemoteDeletion(of: name, in: connection)
             }
             try Self.setSetting(flagKey, nil, in: connection)
             return applied

@@ -154,10 +154,10 @@ extension LocalRecordStore {
     /// The record, or a record it required, was deleted on another machine: delete it here
     /// with its cascade, sending nothing.
     func applyRemoteDeletion(of name: String) throws -> [AppliedChange] {
-        try transaction { try Self.applyRemoteDeletion(of: name, recordType: nil, in: $0) }
+        try transaction { try Self.applyRemoteDeletion(of: name, in: $0) }
     }
 
-    static func applyRemoteDeletion(of name: String, recordType: String?, in connection: SQLiteConnection) throws -> [AppliedChange] {
+    static func applyRemoteDeletion(of name: String, in connection: SQLiteConnection) throws -> [AppliedChange] {
         let names = try cascade(from: name, in: connection)
         var applied: [AppliedChange] = []
         for member in names {

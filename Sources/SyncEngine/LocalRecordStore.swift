@@ -97,7 +97,7 @@ public final class LocalRecordStore: @unchecked Sendable {
         }
     }
 
-    /// The number of local records of each type.
+    /// The number of local records.
     public func recordCount() throws -> Int {
         try withConnection { Int(try $0.scalarInt("SELECT COUNT(*) FROM records") ?? 0) }
     }
