@@ -293,6 +293,15 @@ enum RawHTTP {
     static func send(port: Int, method: String, path: String, headers: [(String, String)], body: [UInt8],
                      timeout: TimeInterval) throws -> HTTPAnswer
     {
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        if method != "GET" || !body.isEmpty { head += "Content-Length: \(body.count)\r\n" }
+        head += "\r\n"
+        return try parse(try sendBytes(port: port, Array(head.utf8) + body, timeout: timeout))
+    }
+
+    /// Sends `request` byte for byte and returns every byte of the answer (until the server closes).
+    static func sendBytes(port: Int, _ request: [UInt8], timeout: TimeInterval) throws -> [UInt8] {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw DaemonError("socket() failed: errno \(errno)") }
         defer { close(fd) }
@@ -308,21 +317,25 @@ enum RawHTTP {
         }
         guard connected == 0 else { throw DaemonError("cannot connect to 127.0.0.1:\(port): errno \(errno)") }
 
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\n"
-        for (name, value) in headers { head += "\(name): \(value)\r\n" }
-        if method != "GET" || !body.isEmpty { head += "Content-Length: \(body.count)\r\n" }
-        head += "\r\n"
-        // A server may answer (say, 413) and stop reading before the whole body is sent: a failed
-        // write is not an error as long as an answer can be read.
-        var writeFailed = false
-        for chunk in [Array(head.utf8), body] where !writeFailed {
-            var offset = 0
-            while offset < chunk.count {
-                let written = chunk[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                if written <= 0 { writeFailed = true; break }
-                offset += written
+        // A server may answer (say, 413) and stop reading before the whole body is sent: writing
+        // stops as soon as the answer is readable (or a write fails), then the answer is read.
+        var offset = 0
+        var answered = false
+        let writeDeadline = Date().addingTimeInterval(timeout)
+        while offset < request.count, Date() < writeDeadline {
+            var pollFD = pollfd(fd: fd, events: Int16(POLLIN | POLLOUT), revents: 0)
+            guard poll(&pollFD, 1, 1000) >= 0 || errno == EINTR else { break }
+            if pollFD.revents & Int16(POLLIN) != 0 { answered = true; break }
+            if pollFD.revents & Int16(POLLERR | POLLHUP) != 0 { break }
+            guard pollFD.revents & Int16(POLLOUT) != 0 else { continue }
+            let written = request[offset...].withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, min($0.count, 1 << 20), Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
             }
+            if written < 0 && (errno == EAGAIN || errno == EINTR) { continue }
+            if written <= 0 { break }
+            offset += written
         }
+        let writeFailed = offset < request.count && !answered
         shutdown(fd, Int32(SHUT_WR))
 
         var received: [UInt8] = []
@@ -336,7 +349,7 @@ enum RawHTTP {
             if received.isEmpty { throw DaemonError("no answer from 127.0.0.1:\(port) (errno \(errno)\(writeFailed ? ", write failed" : ""))") }
             break  // ECONNRESET after a complete answer
         }
-        return try parse(received)
+        return received
     }
 
     static func parse(_ bytes: [UInt8]) throws -> HTTPAnswer {

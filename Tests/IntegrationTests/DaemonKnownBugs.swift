@@ -1,0 +1,77 @@
+import Foundation
+import RecordModel
+import XCTest
+
+/// Contract behaviour the daemon does not have yet, found by the integration suite. Each test
+/// fails until its bug is fixed; the doc comment gives the request, what the contract expects and
+/// what the daemon does. The store-level form of the first one is RecordStoreTests/StoreKnownBugs.
+final class DaemonKnownBugs: DaemonTestCase {
+    /// A brand-new user whose first request reads the default zone (what a CloudKit client does
+    /// first: fetch changes without a token, no `zoneID`).
+    ///
+    /// Request: `POST /database/1/{c}/development/private/records/changes` with body `{}` (also
+    /// `records/lookup`, `records/query`, `changes/zone` for `_defaultZone`), as the user's first
+    /// request in that container and environment.
+    /// Expected: 200 with an empty feed — `_defaultZone` always exists (CONTRACT §3.2, §3.5).
+    /// Actual: 404 `ZONE_NOT_FOUND` "zone '_defaultZone' does not exist". The store creates the
+    /// database row and its default zone through the writer while the request's read transaction
+    /// already holds an older snapshot, then looks the zone up in that snapshot. A second identical
+    /// request succeeds.
+    func testTheFirstReadOfTheDefaultZoneByANewUserSucceeds() throws {
+        let (_, token) = try makeUser("fresh")
+        let first = try call("records/changes", token, [:])
+        XCTAssertEqual(first.status, 200, "records/changes as the first request: \(first.body.serializedString())")
+        XCTAssertEqual(first.body["records"]?.arrayValue?.count, 0)
+
+        let lookup = try call("records/lookup", token, ["records": [["recordName": "x"]]], environment: "production")
+        XCTAssertEqual(lookup.status, 200, "records/lookup as the first request in production: \(lookup.body.serializedString())")
+
+        let (_, other) = try makeUser("fresh")
+        let zones = try call("changes/zone", other, ["zones": [["zoneID": ["zoneName": "_defaultZone"]]]])
+        XCTAssertNil(zones.body["zones"]?.arrayValue?.first?["serverErrorCode"],
+                     "changes/zone as the first request: \(zones.body.serializedString())")
+    }
+
+    /// A request whose header block is larger than the HTTP parser accepts.
+    ///
+    /// Request: `GET /database/1/{c}/development/private/zones/list` with an `Authorization: Bearer`
+    /// header of 100,000 characters.
+    /// Expected: a JSON error dictionary (CONTRACT §3.9: "No input, however malformed, makes the
+    /// daemon … answer with anything but JSON"), e.g. 401 `AUTHENTICATION_FAILED` or 413/400.
+    /// Actual: `400 Bad Request` with `Content-Length: 0` and no JSON, written by the HTTP layer
+    /// before the request reaches the API. (A 50,000-character header gets the proper JSON 401.)
+    func testAnOversizedHeaderGetsAJSONError() throws {
+        let answer = try daemon.request("GET", path("zones/list"), token: String(repeating: "a", count: 100_000))
+        XCTAssertTrue((400..<500).contains(answer.status), "status \(answer.status)")
+        let json = try? JSONValue.parse(answer.body)
+        XCTAssertNotNil(json?["serverErrorCode"]?.stringValue, "the answer is a JSON error dictionary, got \(answer.text.debugDescription)")
+        try assertHealthy()
+    }
+
+    /// A `recordChangeTag` of the wrong JSON type.
+    ///
+    /// Request: `records/modify` with `{"operationType": "update", "record": {"recordName": <an
+    /// existing record>, "recordType": "Game", "recordChangeTag": 5, "fields": {…}}}` (likewise
+    /// `replace` and `delete`).
+    /// Expected: the item fails with `BAD_REQUEST` — wrong types are BAD_REQUEST (CONTRACT §3.9),
+    /// as they are for every other member (`Record(requestJSON:)` says "recordChangeTag must be a
+    /// string").
+    /// Actual: `CONFLICT` "update needs the record's recordChangeTag", with `serverRecord`: the tag is
+    /// checked (and a non-string read as missing) before the record is parsed, so a client with a
+    /// type bug is told to merge and retry forever instead of being told its request is malformed.
+    func testAChangeTagOfTheWrongTypeIsBadRequestNotConflict() throws {
+        let (_, token) = try makeUser("tag")
+        try createZone("ScorebookData", token)
+        let saved = try modify(token, [("create", record("Game|~|1", "Game", ["name": ["value": "Catan"]]))])
+        XCTAssertNotNil(saved.first?["recordChangeTag"]?.stringValue)
+        for type in ["update", "replace", "delete"] {
+            var wrong = record("Game|~|1", "Game", ["name": ["value": "Changed"]])
+            if case .object(var members) = wrong {
+                members["recordChangeTag"] = 5
+                wrong = .object(members)
+            }
+            let answer = try modify(token, [(type, wrong)])
+            XCTAssertEqual(answer.first?["serverErrorCode"], "BAD_REQUEST", "\(type) with \"recordChangeTag\": 5")
+        }
+    }
+}
