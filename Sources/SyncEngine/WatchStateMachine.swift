@@ -27,6 +27,8 @@ public struct WatchStateMachine: Sendable {
     private var sleepUntil: Date?
     private var consecutiveFailures = 0
     private var uncommittedCursor: String?
+    /// The server refused to set up notifications: sync every poll interval instead.
+    public private(set) var isPollingBySync = false
     /// The cursor of the last notification whose changes were synced.
     public private(set) var cursor: String?
     /// Why the watch stopped early, if it did.
@@ -53,6 +55,11 @@ public struct WatchStateMachine: Sendable {
         switch phase {
         case .needsChannel: return .openChannel
         case .needsSync: return .sync
+        case .polling where isPollingBySync:
+            phase = .needsSync
+            let wait = Double(pollTimeout)
+            sleepUntil = now.addingTimeInterval(wait)
+            return .sleep(seconds: min(wait, remaining ?? wait))
         case .polling:
             let timeout = remaining.map { min(pollTimeout, max(1, Int($0.rounded(.up)))) } ?? pollTimeout
             return .poll(since: cursor, timeout: timeout)
@@ -66,7 +73,14 @@ public struct WatchStateMachine: Sendable {
     }
 
     public mutating func channelFailed(_ error: RecordClientError, now: Date) {
-        handleFailure(error, now: now)
+        switch error.serverErrorCode {
+        case .badRequest?, .notFound?, .accessDenied?:
+            // Notifications are not to be had from this server; keep syncing without them.
+            isPollingBySync = true
+            phase = .needsSync
+        default:
+            handleFailure(error, now: now)
+        }
     }
 
     public mutating func syncSucceeded() {

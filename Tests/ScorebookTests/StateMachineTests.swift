@@ -103,6 +103,19 @@ final class WatchStateMachineTests: XCTestCase {
         XCTAssertEqual(machine.failure?.serverErrorCode, .authenticationFailed)
     }
 
+    func testWithoutNotificationsItSyncsEveryPollInterval() {
+        var machine = WatchStateMachine(deadline: start.addingTimeInterval(25), cursor: nil, pollTimeout: 10)
+        XCTAssertEqual(machine.nextAction(now: start), .openChannel)
+        machine.channelFailed(.server(ServerError(.badRequest, "no push here"), httpStatus: 400), now: start)
+        XCTAssertEqual(machine.nextAction(now: start), .sync)
+        machine.syncSucceeded()
+        XCTAssertEqual(machine.nextAction(now: start), .sleep(seconds: 10))
+        XCTAssertEqual(machine.nextAction(now: start.addingTimeInterval(10)), .sync)
+        machine.syncSucceeded()
+        XCTAssertEqual(machine.nextAction(now: start.addingTimeInterval(20)), .sleep(seconds: 5))
+        XCTAssertEqual(machine.nextAction(now: start.addingTimeInterval(25)), .stop)
+    }
+
     func testLocalChangesWaitingTriggerASync() {
         var machine = WatchStateMachine(deadline: nil, cursor: nil)
         machine.channelOpened()
