@@ -27,7 +27,11 @@ public final class LocalRecordStore: @unchecked Sendable {
         self.path = path
         if path != ":memory:" {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
-            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            do {
+                try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            } catch {
+                throw LocalStoreError("cannot create the folder \(folder.path)")
+            }
         }
         connection = try SQLiteConnection(path: path, synchronous: .full)
         try migrate()
