@@ -138,6 +138,9 @@ final class APIRecordsTests: DaemonTestCase {
         XCTAssertEqual(zones[1]["records"]?.arrayValue?.compactMap { $0["recordName"]?.stringValue }, ["s"])
         XCTAssertEqual(zones[2]["serverErrorCode"], "ZONE_NOT_FOUND", "one missing zone is an error entry, not a failed request")
 
+        assertError(try call("records/changes", token, ["zoneID": ["zoneName": "Second"], "syncToken": .string(paged.syncToken)]), 400,
+                    "BAD_REQUEST", "a token of another zone")
+
         for operation in ["changes/database", "zones/changes"] {
             let changed = try ok(operation, token, ["syncToken": .string(databaseStart)])
             let names = Set(changed["zones"]?.arrayValue?.compactMap { $0["zoneID"]?["zoneName"]?.stringValue } ?? [])

@@ -1,3 +1,4 @@
+import Foundation
 import RecordModel
 import RecordStore
 import XCTest
@@ -60,6 +61,33 @@ final class RecordOperationTests: StoreTestCase {
         }
         let current = try XCTUnwrap(try lookup(dev, "g1"))
         XCTAssertEqual(current.changeTag, v2.changeTag, "no conflicting write got through")
+    }
+
+    func testConcurrentWritersHoldingTheSameTagLetExactlyOneWin() throws {
+        let v1 = try save(dev, record("contested", "Game", ["n": field(0, "INT64")]))
+        let writers = 8
+        let results = LockedArray<RecordOperationResult>()
+        let group = DispatchGroup()
+        for index in 0..<writers {
+            group.enter()
+            Thread.detachNewThread { [store, dev] in
+                defer { group.leave() }
+                let type: RecordOperationType = index % 2 == 0 ? .update : .replace
+                let record: JSONValue = ["recordName": "contested", "recordType": "Game", "recordChangeTag": .string(v1.changeTag),
+                                         "fields": ["n": ["value": .int(Int64(index + 1)), "type": "INT64"]]]
+                if let result = try? store!.modifyRecords(dev!, zone: .default, operations: [RecordOperation(type: type, record: record)],
+                                                          atomic: true, deviceID: "writer-\(index)").first {
+                    results.append(result)
+                }
+            }
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 30), .success)
+        let all = results.values
+        XCTAssertEqual(all.count, writers)
+        let winners = all.compactMap(\.savedRecord)
+        XCTAssertEqual(winners.count, 1, "exactly one write with the shared tag succeeds")
+        XCTAssertEqual(all.compactMap(\.error).map(\.code), Array(repeating: .conflict, count: writers - 1))
+        XCTAssertEqual(try lookup(dev, "contested")?.changeTag, winners.first?.changeTag)
     }
 
     func testUpdateReplaceAndDeleteOfAMissingRecordAreNotFound() throws {
@@ -192,5 +220,23 @@ final class RecordOperationTests: StoreTestCase {
         assertThrows(.zoneNotFound) { try store.zoneChanges(dev, zone: zone, syncToken: nil, resultsLimit: 10, recordTypes: nil) }
         let query = try RecordQuery(json: ["recordType": "Game"])
         assertThrows(.zoneNotFound) { try store.queryRecords(dev, zone: zone, query: query, resultsLimit: 10, continuationMarker: nil) }
+    }
+}
+
+/// An array appended to from several threads.
+final class LockedArray<Element>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var elements: [Element] = []
+
+    func append(_ element: Element) {
+        lock.lock()
+        elements.append(element)
+        lock.unlock()
+    }
+
+    var values: [Element] {
+        lock.lock()
+        defer { lock.unlock() }
+        return elements
     }
 }
