@@ -95,6 +95,39 @@ final class DaemonLifecycleTests: XCTestCase {
         try daemon.stop()
     }
 
+    func testWritesAcknowledgedWhileSIGTERMArrivesAreKept() throws {
+        let daemon = try DaemonProcess.start()
+        let client = APIClient(daemon: daemon, token: try daemon.createUser("ann"))
+        let acknowledged = AcknowledgedNames()
+        let finished = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            defer { finished.signal() }
+            for index in 0..<5_000 {
+                let name = "w\(index)"
+                let body: JSONValue = ["operations": [["operationType": "create", "record": ["recordName": .string(name), "recordType": "Thing"]]]]
+                guard let answer = try? client.call("records/modify", body), answer.status == 200,
+                      answer.body["records"]?.arrayValue?.first?["recordChangeTag"] != nil
+                else { return }  // the daemon has stopped accepting
+                acknowledged.add(name)
+            }
+        }
+        let deadline = Date().addingTimeInterval(20)
+        while acknowledged.count < 20 && Date() < deadline { usleep(5_000) }
+        XCTAssertGreaterThanOrEqual(acknowledged.count, 20, "the writer got going")
+        try daemon.stop()  // SIGTERM while the writer is mid-stream: exit 0
+        XCTAssertEqual(finished.wait(timeout: .now() + 30), .success, "the writer saw the daemon go")
+
+        try daemon.restart()
+        let names = acknowledged.names
+        for chunk in stride(from: 0, to: names.count, by: 400) {
+            let slice = names[chunk..<min(chunk + 400, names.count)]
+            let lookup = try client.ok("records/lookup", ["records": .array(slice.map { ["recordName": .string($0)] })])
+            let missing = lookup["records"]?.arrayValue?.filter { $0["serverErrorCode"] != nil }.compactMap { $0["recordName"]?.stringValue }
+            XCTAssertEqual(missing, [], "every write answered 200 before the shutdown is stored")
+        }
+        try daemon.stop()
+    }
+
     func testUserAndAPITokenCommandsWorkWhileTheDaemonServesTheSameDirectory() throws {
         let daemon = try DaemonProcess.start()
         let (recordName, token) = try daemon.createUserInfo("ann")
@@ -208,4 +241,24 @@ struct APIClient {
         XCTAssertEqual(answer.status, 200, "\(operation): \(answer.body.serializedString().prefix(400))", file: file, line: line)
         return answer.body
     }
+}
+
+/// Record names a background writer got a 200 for.
+final class AcknowledgedNames: @unchecked Sendable {
+    private let lock = NSLock()
+    private var list: [String] = []
+
+    func add(_ name: String) {
+        lock.lock()
+        list.append(name)
+        lock.unlock()
+    }
+
+    var names: [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        return list
+    }
+
+    var count: Int { names.count }
 }
