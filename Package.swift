@@ -19,6 +19,7 @@ let package = Package(
         // Already in Hummingbird's graph; named so the daemon can set shutdown and logging policy.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-atomics", from: "1.3.0"),
     ],
     targets: [
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
@@ -31,6 +32,7 @@ let package = Package(
                 "RecordModel", "RecordStore", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Atomics", package: "swift-atomics"),
             ],
             swiftSettings: settings),
         .target(name: "RecordClient", dependencies: ["RecordModel"], swiftSettings: settings),

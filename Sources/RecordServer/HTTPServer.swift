@@ -1,3 +1,4 @@
+import Atomics
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -16,6 +17,8 @@ public struct HTTPServerConfiguration: Sendable {
     public var maximumBodyBytes: Int = 32 * 1024 * 1024
     /// A connection that sends nothing (or half a request) for this long is closed.
     public var idleTimeoutSeconds: Int64 = 30
+    /// Connections beyond this are closed on arrival.
+    public var maximumConnections = 4096
 
     public init(host: String, port: Int) {
         self.host = host
@@ -95,9 +98,13 @@ public struct HTTPServer {
     public func run(onReady: @escaping @Sendable (_ host: String, _ port: Int) -> Void) async throws {
         let responder = APIResponder(api: api, maximumBodyBytes: configuration.maximumBodyBytes)
         let host = configuration.host
+        let openConnections = ManagedAtomic(0)
+        let maximumConnections = configuration.maximumConnections
         let app = Application(
             responder: responder,
-            server: .http1(configuration: .init(idleTimeout: .seconds(configuration.idleTimeoutSeconds))),
+            server: .http1(configuration: .init(
+                additionalChannelHandlers: [ConnectionLimiter(open: openConnections, maximum: maximumConnections)],
+                idleTimeout: .seconds(configuration.idleTimeoutSeconds))),
             configuration: .init(address: .hostname(host, port: configuration.port), serverName: nil),
             onServerRunning: { channel in onReady(host, channel.localAddress?.port ?? 0) },
             logger: logger)

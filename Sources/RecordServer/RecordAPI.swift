@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Logging
 import RecordModel
 import RecordStore
 
@@ -12,8 +13,14 @@ public final class RecordAPI: Sendable {
     /// Store calls block (SQLite), so they run here rather than on the server's event loops.
     private let storeQueue = DispatchQueue(label: "scorebookd.store", attributes: .concurrent)
 
-    public init(store: any RecordStorage) {
+    let rateLimiter: RateLimiter
+    let logger: Logger
+
+    /// `requestsPerSecond` (with bursts of twice that) is the per-user rate limit.
+    public init(store: any RecordStorage, requestsPerSecond: Double = 2000, logger: Logger = Logger(label: "scorebookd")) {
         self.store = store
+        self.rateLimiter = RateLimiter(ratePerSecond: requestsPerSecond, burst: requestsPerSecond * 2)
+        self.logger = logger
         let hub = PushHub(store: store)
         self.pushHub = hub
         store.setCommitObserver { hub.commitLanded($0) }
@@ -36,10 +43,24 @@ public final class RecordAPI: Sendable {
     /// Answers one request and counts it in the metrics under its operation.
     public func handle(_ request: APIRequest) async -> APIResponse {
         let started = ContinuousClock.now
-        let response = await answer(request)
+        let requestID = UUID().uuidString.lowercased()
+        let response = await answer(request, requestID: requestID)
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        metrics.record(operation: RecordAPI.operationLabel(request.path), status: response.status, seconds: seconds)
+        let operation = RecordAPI.operationLabel(request.path)
+        metrics.record(operation: operation, status: response.status, seconds: seconds)
+        // One structured line per request; errors at info so they show by default.
+        let metadata: Logger.Metadata = [
+            "request": .string(requestID), "operation": .string(operation), "status": .stringConvertible(response.status),
+            "ms": .string(String(format: "%.2f", seconds * 1000)),
+        ]
+        if response.status >= 500 {
+            logger.error("request failed", metadata: metadata)
+        } else if response.status >= 400 {
+            logger.info("request rejected", metadata: metadata)
+        } else {
+            logger.debug("request", metadata: metadata)
+        }
         return response
     }
 
@@ -53,13 +74,15 @@ public final class RecordAPI: Sendable {
         return knownOperations.contains(operation) ? operation : "other"
     }
 
-    func answer(_ request: APIRequest) async -> APIResponse {
-        let uuid = UUID().uuidString.lowercased()
+    func answer(_ request: APIRequest, requestID uuid: String) async -> APIResponse {
         do {
             if request.path == "/health" { return APIResponse(status: 200, json: ["status": "ok"]) }
             if request.path == "/metrics" { return try await metricsResponse() }
             let route = try parseRoute(request.path)
             let user = try await authenticate(request)
+            if let wait = rateLimiter.acquire(userID: user.id) {
+                throw ServerError(.throttled, "too many requests; retry after \(wait) s", retryAfter: wait)
+            }
             let scope = DatabaseScope(user: user, container: route.container, environment: route.environment)
             switch route.database {
             case "tokens":

@@ -68,9 +68,15 @@ struct Serve: AsyncParsableCommand {
     var tombstoneRetention = 30
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
+    @Option(name: .customLong("rate-limit"), help: "Requests per second allowed per user (bursts of twice that); more are THROTTLED.")
+    var rateLimit = 2000
+    @Option(name: .customLong("max-connections"), help: "Connections beyond this are closed on arrival.")
+    var maxConnections = 4096
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535") }
+        guard rateLimit >= 1 else { throw ValidationError("--rate-limit must be at least 1") }
+        guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
         guard tombstoneRetention >= 1 else { throw ValidationError("--tombstone-retention must be at least 1 day") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
     }
@@ -86,8 +92,10 @@ struct Serve: AsyncParsableCommand {
         let logger = Logger(label: "scorebookd")
         let loadedSchema = try loadSchema()
         let store = try data.openStore(schema: loadedSchema)
-        let api = RecordAPI(store: store)
-        var server = HTTPServer(api: api, configuration: HTTPServerConfiguration(host: host, port: port), logger: logger)
+        let api = RecordAPI(store: store, requestsPerSecond: Double(rateLimit), logger: logger)
+        var configuration = HTTPServerConfiguration(host: host, port: port)
+        configuration.maximumConnections = maxConnections
+        var server = HTTPServer(api: api, configuration: configuration, logger: logger)
         server.services = [
             TombstonePurger(store: store, retentionDays: tombstoneRetention, logger: logger), PushHubCloser(hub: api.pushHub),
         ]
