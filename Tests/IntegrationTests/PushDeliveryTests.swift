@@ -71,6 +71,9 @@ final class PushDeliveryTests: PushTestCase {
             XCTAssertEqual(reply.status, 400, bad)
             XCTAssertEqual(reply.body["serverErrorCode"], "BAD_REQUEST", bad)
         }
+        let badResume = try daemon.request("GET", courier, token: token, headers: [("Accept", "text/event-stream"),
+                                                                                 ("Last-Event-ID", "garbage")], timeout: 5).parsed()
+        XCTAssertEqual(badResume.status, 400, "a malformed Last-Event-ID is refused")
         let unknown = try daemon.request("GET", "/database/1/\(Self.container)/development/courier/\(String(repeating: "ab", count: 32))?timeout=0",
                                          token: token).parsed()
         XCTAssertEqual(unknown.status, 404)
@@ -129,6 +132,93 @@ final class PushDeliveryTests: PushTestCase {
         }
     }
 
+    /// The SSE heartbeat (a comment at least every 15 s) takes a quarter of a minute to observe,
+    /// so this runs only with SCOREBOOK_SLOW_TESTS=1.
+    func testEventStreamSendsAHeartbeatWithinFifteenSeconds() throws {
+        try XCTSkipUnless(ProcessInfo.processInfo.environment["SCOREBOOK_SLOW_TESTS"] == "1", "set SCOREBOOK_SLOW_TESTS=1 to run")
+        let courier = try createCourier()
+        let stream = try openEventStream(courier)
+        XCTAssertTrue(stream.waitForComment("connected", timeout: 5))
+        let opened = Date()
+        XCTAssertTrue(stream.waitForComment("heartbeat", timeout: 17), "a comment heartbeat at least every 15 s")
+        XCTAssertLessThan(Date().timeIntervalSince(opened), 16.5)
+    }
+
+    /// Two writers committing concurrently while one client follows the event stream and another
+    /// follows long-poll cursors: neither skips a notification (cursors follow commit order).
+    func testConcurrentWritersNeverMakeAFollowerSkip() throws {
+        let perWriter = 60
+        try subscribe(querySubscription("games", type: "Game", firesOn: ["create"]))
+        let courier = try createCourier()
+        let start = try startCursor(courier)
+        let stream = try openEventStream(courier, lastEventID: start)
+        XCTAssertTrue(stream.waitForComment("connected", timeout: 5))
+        let follower = background { () -> [String] in
+            var nids: [String] = []
+            var cursor = start
+            let end = Date().addingTimeInterval(20)
+            while nids.count < 2 * perWriter && Date() < end {
+                let answer = try self.poll(courier, since: cursor, timeout: 5)
+                nids += answer.notifications.compactMap { $0["nid"]?.stringValue }
+                cursor = answer.cursor
+            }
+            return nids
+        }
+        let writers = (0..<2).map { writer in
+            background { () -> Int in
+                for index in 0..<perWriter { try self.create(self.newName("Game"), "Game", ["name": .string("w\(writer)-\(index)")]) }
+                return perWriter
+            }
+        }
+        var streamed: [String] = []
+        let deadline = Date().addingTimeInterval(20)
+        while streamed.count < 2 * perWriter && Date() < deadline {
+            guard let event = stream.nextEvent(timeout: max(0.1, deadline.timeIntervalSinceNow)) else { break }
+            if let nid = try? JSONValue.parse(event.data)["ck"]?["nid"]?.stringValue { streamed.append(nid) }
+        }
+        stream.closeConnection()
+        for writer in writers {
+            guard case .success? = writer.wait(timeout: 30) else { return XCTFail("a writer failed or did not finish") }
+        }
+        let full = try drain(courier, since: start, count: 2 * perWriter).notifications.compactMap { $0["nid"]?.stringValue }
+        XCTAssertEqual(full.count, 2 * perWriter)
+        XCTAssertEqual(streamed, full, "the event stream saw every notification, in cursor order")
+        guard case .success(let polled)? = follower.wait(timeout: 25) else { return XCTFail("the long-poll follower failed") }
+        XCTAssertEqual(polled, full, "the long-poll follower saw every notification, in cursor order")
+    }
+
+    /// subscriptions/modify, list and lookup over HTTP, and a firesOnce subscription that is gone
+    /// from the list once it fired.
+    func testSubscriptionsOverHTTPAndFiresOnce() throws {
+        var once = querySubscription("once", type: "Game", firesOn: ["create"])
+        if case .object(var members) = once { members["firesOnce"] = true; once = .object(members) }
+        try subscribe(once, ["subscriptionID": "db", "subscriptionType": "database"])
+        let listed = try call("subscriptions/list", [:])["subscriptions"]?.arrayValue ?? []
+        XCTAssertEqual(Set(listed.compactMap { $0["subscriptionID"]?.stringValue }), ["once", "db"])
+        let lookedUp = try call("subscriptions/lookup", ["subscriptions": [["subscriptionID": "once"], ["subscriptionID": "nope"]]])
+        let entries = lookedUp["subscriptions"]?.arrayValue ?? []
+        XCTAssertEqual(entries.first?["firesOnce"], true)
+        XCTAssertEqual(entries.first?["query"]?["recordType"], "Game")
+        XCTAssertEqual(entries.last?["serverErrorCode"], "NOT_FOUND")
+
+        let courier = try createCourier()
+        let start = try startCursor(courier)
+        let first = newName("Game")
+        try create(first, "Game")
+        try create(newName("Game"), "Game")
+        let fired = try drain(courier, since: start, count: 3).notifications
+        XCTAssertEqual(fired.compactMap { $0["qry"]?["rid"]?.stringValue }, [first], "firesOnce fired for the first creation only")
+        XCTAssertEqual(fired.filter { $0["met"] != nil }.count, 2)
+        let after = try call("subscriptions/list", [:])["subscriptions"]?.arrayValue ?? []
+        XCTAssertEqual(after.compactMap { $0["subscriptionID"]?.stringValue }, ["db"], "the firesOnce subscription removed itself")
+
+        let deleted = try call("subscriptions/modify", ["operations": [["operationType": "delete", "subscription": ["subscriptionID": "db"]]]])
+        XCTAssertEqual(deleted["subscriptions"]?.arrayValue?.first?["deleted"], true)
+        let quietFrom = try poll(courier, since: start, timeout: 1).cursor
+        try create(newName("Game"), "Game")
+        XCTAssertEqual(try poll(courier, since: quietFrom, timeout: 1).notifications.count, 0, "no subscription, no notification")
+    }
+
     /// A device that drops its event stream in the middle of a burst resumes from its last event
     /// id (SSE `Last-Event-ID`, or a long-poll's `since`) and gets every remaining notification
     /// once, in commit order.
@@ -140,9 +230,13 @@ final class PushDeliveryTests: PushTestCase {
 
         let first = try openEventStream(courier, lastEventID: start)
         XCTAssertTrue(first.waitForComment("connected", timeout: 5))
+        // The writer makes 20 changes, waits for the reader to disconnect, then makes the rest:
+        // so the burst certainly spans the disconnect and the reconnect.
+        let disconnected = DispatchSemaphore(value: 0)
         let writer = background { () -> [String] in
             var names: [String] = []
             for index in 0..<total {
+                if index == 20 { _ = disconnected.wait(timeout: .now() + 10) }
                 let name = self.newName("Game")
                 try self.create(name, "Game", ["name": .string("g\(index)")])
                 names.append(name)
@@ -155,10 +249,12 @@ final class PushDeliveryTests: PushTestCase {
             early.append(event)
         }
         first.closeConnection()
+        disconnected.signal()
         XCTAssertEqual(early.count, 5, "five events before the disconnect")
         guard let resumeFrom = early.last?.id else { return XCTFail("no event id to resume from") }
+        Thread.sleep(forTimeInterval: 0.2)  // changes land while no one is connected
 
-        // Resume over SSE while the writer is (most likely) still writing.
+        // Resume over SSE while the writer is still writing.
         let second = try openEventStream(courier, lastEventID: resumeFrom)
         var resumed: [ServerSentEvent] = []
         let deadline = Date().addingTimeInterval(25)
