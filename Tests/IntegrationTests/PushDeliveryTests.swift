@@ -28,11 +28,12 @@ final class PushDeliveryTests: PushTestCase {
         let waiting = background { try self.poll(courier, since: start, timeout: 30) }
         Thread.sleep(forTimeInterval: 0.4)
         let game = newName("Game")
-        let written = Date()
         try create(game, "Game", ["name": "Catan"])
+        let acknowledged = Date()
         guard case .success(let answer)? = waiting.wait(timeout: 10) else { return XCTFail("the long-poll did not answer within 10 s") }
-        let latency = (waiting.finishedAt ?? Date()).timeIntervalSince(written)
+        let latency = (waiting.finishedAt ?? Date()).timeIntervalSince(acknowledged)
         XCTAssertLessThan(latency, 2, "a long-poll answers as soon as a notification exists, not at its timeout")
+        XCTAssertLessThan(answer.elapsed, 10, "timeout=30, yet it answered at the change")
         XCTAssertEqual(answer.notifications.count, 1)
         let qry = answer.notifications.first?["qry"]
         XCTAssertEqual(qry?["rid"], .string(game))
