@@ -49,13 +49,18 @@ let package = Package(
         .executableTarget(
             name: "scorebook-bench",
             dependencies: [
-                "RecordServer", "RecordStore", "RecordModel", "SQLiteDB", "CSQLite",
+                "RecordServer", "RecordStore", "RecordModel", "SQLiteDB", "CSQLite", "RecordClient", "SyncEngine", "Scorebook",
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: settings),
         .testTarget(name: "RecordModelTests", dependencies: ["RecordModel", "RecordStore"], swiftSettings: settings),
         .testTarget(name: "RecordStoreTests", dependencies: ["RecordStore", "RecordModel"], swiftSettings: settings),
         .testTarget(name: "ScorebookTests", dependencies: ["Scorebook", "SyncEngine", "RecordClient", "RecordModel"], swiftSettings: settings),
+        // The sync engine against a real store through a fault-injecting in-process transport.
+        .testTarget(
+            name: "ReliabilityTests",
+            dependencies: ["RecordServer", "RecordStore", "RecordModel", "RecordClient", "SyncEngine", "Scorebook"],
+            swiftSettings: settings),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["RecordModel", "RecordClient", "scorebookd", "scorebook"],
