@@ -27,6 +27,7 @@
 # 180), API_CONFORMANCE_DEADLINE (seconds for the whole script, default 280),
 # API_CONFORMANCE_KEEP=1 keeps the work directory (daemon log, schemathesis log and JUnit report).
 set -uo pipefail
+export PYTHONDONTWRITEBYTECODE=1  # no __pycache__ in scripts/ (schemathesis imports the hooks from there)
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SPEC="${API_SPEC:-$ROOT/Schemas/openapi.yaml}"
