@@ -170,6 +170,28 @@ final class APIRecordsTests: DaemonTestCase {
         XCTAssertEqual(answer.first?["serverErrorCode"], "LIMIT_EXCEEDED", "a record over 1 MB")
     }
 
+    func testResultsLimitsAreCappedAndOversizedListsRefused() throws {
+        for batch in 0..<2 {
+            try modify(token, (0..<225).map { ("create", record("r\(batch)-\($0)", "Thing", ["i": ["value": .int(Int64($0))], "j": ["value": 1]])) })
+        }
+        let feed = try ok("records/changes", token, ["zoneID": ["zoneName": "ScorebookData"], "resultsLimit": 1000, "desiredKeys": ["i"]])
+        XCTAssertEqual(feed["records"]?.arrayValue?.count, 400, "resultsLimit is capped at 400")
+        XCTAssertEqual(feed["moreComing"], true)
+        XCTAssertEqual(feed["records"]?.arrayValue?.first?["fields"]?.objectValue?.keys.sorted(), ["i"], "desiredKeys applies to feeds")
+        let defaultFeed = try ok("records/changes", token, ["zoneID": ["zoneName": "ScorebookData"]])
+        XCTAssertEqual(defaultFeed["records"]?.arrayValue?.count, 400, "and defaults to 400")
+
+        let query = try ok("records/query", token, ["zoneID": ["zoneName": "ScorebookData"], "resultsLimit": 500, "query": ["recordType": "Thing"]])
+        XCTAssertEqual(query["records"]?.arrayValue?.count, 200, "query results are capped at 200")
+        XCTAssertNotNil(query["continuationMarker"]?.stringValue)
+
+        let names: [JSONValue] = (0..<401).map { ["recordName": .string("r0-\($0)")] }
+        assertError(try call("records/lookup", token, ["zoneID": ["zoneName": "ScorebookData"], "records": .array(names)]), 413,
+                    "LIMIT_EXCEEDED", "401 lookups")
+        let zones: [JSONValue] = (0..<101).map { _ in ["zoneID": ["zoneName": "ScorebookData"]] }
+        assertError(try call("changes/zone", token, ["zones": .array(zones)]), 413, "LIMIT_EXCEEDED", "101 zones in changes/zone")
+    }
+
     /// What an existing CloudKit Web Services client sends: pretty-printed JSON, field values
     /// without `type`, no `zoneID` (the default zone), `zones/changes`, unknown keys.
     func testACloudKitWebServicesStyleClient() throws {

@@ -74,4 +74,62 @@ final class DaemonKnownBugs: DaemonTestCase {
             XCTAssertEqual(answer.first?["serverErrorCode"], "BAD_REQUEST", "\(type) with \"recordChangeTag\": 5")
         }
     }
+
+    /// Concurrent first saves of a new field with different types (development environment).
+    ///
+    /// Request: three `records/modify` requests at once, each creating a record of a new type
+    /// `RaceN` whose field `f` is STRING in one, INT64 in another, DOUBLE in the third.
+    /// Expected: the container's schema learns one type for `RaceN.f`; the other two creates fail
+    /// with BAD_REQUEST naming the field (CONTRACT §3), as they do when sent one after another.
+    /// Actual: all three usually succeed — each request validated against the schema it read
+    /// before waiting for the writer — leaving `f` stored with three types; the persisted schema
+    /// keeps the first type and the in-memory one the last, so enforcement changes on restart.
+    /// (Store-level form: StoreKnownBugs.testConcurrentFirstSavesOfANewFieldAgreeOnOneType.)
+    func testConcurrentFirstSavesOfANewFieldLearnOneType() throws {
+        let (_, token) = try makeUser("race")
+        let daemon = try self.daemon
+        var roundsWithSeveralWinners: [Int] = []
+        for round in 0..<8 {
+            let statuses = BugResults()
+            let start = DispatchSemaphore(value: 0)
+            let group = DispatchGroup()
+            for (index, wire) in ["STRING", "INT64", "DOUBLE"].enumerated() {
+                group.enter()
+                Thread.detachNewThread {
+                    defer { group.leave() }
+                    start.wait()
+                    let value: JSONValue = wire == "STRING" ? "text" : wire == "INT64" ? 1 : 1.5
+                    let body: JSONValue = ["operations": [["operationType": "create", "record": [
+                        "recordName": .string("race-\(round)-\(index)"), "recordType": .string("Race\(round)"),
+                        "fields": ["f": ["value": value, "type": .string(wire)]],
+                    ]]]]
+                    let answer = try? daemon.post("/database/1/\(DaemonTestCase.container)/development/private/records/modify",
+                                                  token: token, json: body.serializedString())
+                    statuses.add(answer?.body["records"]?.arrayValue?.first?["recordChangeTag"] != nil)
+                }
+            }
+            for _ in 0..<3 { start.signal() }
+            XCTAssertEqual(group.wait(timeout: .now() + 30), .success)
+            if statuses.saved > 1 { roundsWithSeveralWinners.append(round) }
+        }
+        XCTAssertEqual(roundsWithSeveralWinners, [], "rounds in which a new field was learned with more than one type")
+    }
+}
+
+/// Counts saves reported by several threads.
+final class BugResults: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    func add(_ saved: Bool) {
+        lock.lock()
+        if saved { count += 1 }
+        lock.unlock()
+    }
+
+    var saved: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return count
+    }
 }

@@ -162,6 +162,33 @@ final class DaemonLifecycleTests: XCTestCase {
         try daemon.stop()
     }
 
+    func testASchemaFileReplacesTheBuiltInProductionSchema() throws {
+        let directory = DaemonProcess.makeTemporaryDirectory(prefix: "scorebookd-schema")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let schemaFile = directory.appendingPathComponent("widgets.ckdb")
+        try Data("DEFINE SCHEMA\n    RECORD TYPE Widget (\n        size INT64 QUERYABLE,\n        label STRING\n    );\n".utf8).write(to: schemaFile)
+        let daemon = try DaemonProcess.start(extraArguments: ["--schema", schemaFile.path])
+        var client = APIClient(daemon: daemon, token: try daemon.createUser("ann"))
+        client.environment = "production"
+
+        let widget = try client.ok("records/modify", ["operations": [["operationType": "create", "record": [
+            "recordName": "w1", "recordType": "Widget", "fields": ["size": ["value": 3], "label": ["value": "small"]],
+        ]]]])
+        XCTAssertEqual(widget["records"]?.arrayValue?.first?["fields"]?["size"], ["value": 3, "type": "INT64"], "types come from the file")
+        let game = try client.ok("records/modify", ["operations": [["operationType": "create", "record": [
+            "recordName": "Game|~|1", "recordType": "Game", "fields": ["name": ["value": "Catan"]],
+        ]]]])
+        let error = game["records"]?.arrayValue?.first
+        XCTAssertEqual(error?["serverErrorCode"], "BAD_REQUEST", "Game is not in this schema")
+        XCTAssertTrue(error?["reason"]?.stringValue?.contains("Game") ?? false, "\(String(describing: error))")
+        try daemon.stop()
+
+        try Data("RECORD TYPE Broken (size NOTATYPE".utf8).write(to: schemaFile)
+        let broken = try DaemonProcess.run("scorebookd", ["serve", "--data-dir", directory.path, "--port", "0", "--schema", schemaFile.path])
+        XCTAssertNotEqual(broken.status, 0)
+        assertOneLine(broken.stderr, "an invalid schema file")
+    }
+
     func testBadFlagsFailWithOneLineOnStandardError() throws {
         let directory = DaemonProcess.makeTemporaryDirectory(prefix: "scorebookd-flags")
         defer { try? FileManager.default.removeItem(at: directory) }
