@@ -96,4 +96,17 @@ final class AtomicBatchTests: StoreTestCase {
         XCTAssertNotNil(try modify(dev, [(.create, record("p2", "Person", ["mood": field(7, "INT64")]))]).first?.savedRecord,
                         "mood is still free to be INT64")
     }
+
+    func testARolledBackBatchRestoresEveryRecordItsCascadeDeleted() throws {
+        try modify(dev, [
+            (.create, record("game", "Game")), (.create, record("match", "Match", ["game": ref("game", .deleteSelf)])),
+            (.create, record("player", "Player", ["match": ref("match", .deleteSelf)])),
+        ])
+        let token = try fetchChanges(dev).token
+        let results = try modify(dev, [(.forceDelete, record("game")), (.update, record("missing", "Thing", [:], tag: "x"))])
+        assertError(results[0], .atomicError)
+        assertError(results[1], .notFound)
+        for name in ["game", "match", "player"] { XCTAssertNotNil(try lookup(dev, name), "\(name) is back") }
+        XCTAssertTrue(try fetchChanges(dev, from: token).state.isEmpty, "no cascaded tombstone reached the change feed")
+    }
 }

@@ -152,4 +152,26 @@ final class ReferenceTests: StoreTestCase {
         ])
         assertError(reversed[0], .validatingReferenceError, "a parent saved later in the request does not count")
     }
+
+    func testReferencesSavedEarlierInTheSameBatchAreSeenByLaterDeletesAndSaves() throws {
+        try save(dev, zone: zone, record("m", "Match"))
+        let guarded = try modify(dev, zone: zone, [
+            (.create, record("n", "Note", ["match": ref("m", .validate)])), (.forceDelete, record("m")),
+        ])
+        assertError(guarded[1], .validatingReferenceError, "a VALIDATE reference made earlier in the batch blocks the delete")
+        assertError(guarded[0], .atomicError)
+        XCTAssertNotNil(try lookup(dev, zone: zone, "m"))
+
+        let dangling = try modify(dev, zone: zone, [
+            (.forceDelete, record("m")), (.create, record("p", "Player", ["match": ref("m", .deleteSelf)])),
+        ])
+        assertError(dangling[1], .validatingReferenceError, "a DELETE_SELF reference to a record deleted earlier in the batch")
+        XCTAssertNotNil(try lookup(dev, zone: zone, "m"), "the atomic batch was rolled back")
+    }
+
+    func testDeletingAParentDoesNotDeleteItsChildren() throws {
+        try modify(dev, zone: zone, [(.create, record("mom", "Thing")), (.create, record("kid", "Thing", [:], parent: "mom"))])
+        XCTAssertTrue(try modify(dev, zone: zone, [(.forceDelete, record("mom"))]).first?.isDeleted ?? false)
+        XCTAssertEqual(try lookup(dev, zone: zone, "kid")?.parent, "mom", "parent is a NONE reference")
+    }
 }
