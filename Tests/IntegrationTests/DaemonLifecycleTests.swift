@@ -96,6 +96,18 @@ final class DaemonLifecycleTests: XCTestCase {
     }
 
     func testWritesAcknowledgedWhileSIGTERMArrivesAreKept() throws {
+        try assertAcknowledgedWritesSurvive { try $0.stop() }  // SIGTERM mid-stream: exit 0
+    }
+
+    func testWritesAcknowledgedBeforeASIGKILLMidStreamAreKept() throws {
+        try assertAcknowledgedWritesSurvive { $0.kill() }
+    }
+
+    /// A writer creates records one request at a time; once it has 20 answers, `interrupt` ends the
+    /// daemon under it. After a restart every record that was answered 200 must be stored.
+    func assertAcknowledgedWritesSurvive(interrupt: (DaemonProcess) throws -> Void, file: StaticString = #filePath,
+                                         line: UInt = #line) throws
+    {
         let daemon = try DaemonProcess.start()
         let client = APIClient(daemon: daemon, token: try daemon.createUser("ann"))
         let acknowledged = AcknowledgedNames()
@@ -107,15 +119,15 @@ final class DaemonLifecycleTests: XCTestCase {
                 let body: JSONValue = ["operations": [["operationType": "create", "record": ["recordName": .string(name), "recordType": "Thing"]]]]
                 guard let answer = try? client.call("records/modify", body), answer.status == 200,
                       answer.body["records"]?.arrayValue?.first?["recordChangeTag"] != nil
-                else { return }  // the daemon has stopped accepting
+                else { return }  // the daemon has gone
                 acknowledged.add(name)
             }
         }
         let deadline = Date().addingTimeInterval(20)
         while acknowledged.count < 20 && Date() < deadline { usleep(5_000) }
-        XCTAssertGreaterThanOrEqual(acknowledged.count, 20, "the writer got going")
-        try daemon.stop()  // SIGTERM while the writer is mid-stream: exit 0
-        XCTAssertEqual(finished.wait(timeout: .now() + 30), .success, "the writer saw the daemon go")
+        XCTAssertGreaterThanOrEqual(acknowledged.count, 20, "the writer got going", file: file, line: line)
+        try interrupt(daemon)
+        XCTAssertEqual(finished.wait(timeout: .now() + 30), .success, "the writer saw the daemon go", file: file, line: line)
 
         try daemon.restart()
         let names = acknowledged.names
@@ -123,7 +135,7 @@ final class DaemonLifecycleTests: XCTestCase {
             let slice = names[chunk..<min(chunk + 400, names.count)]
             let lookup = try client.ok("records/lookup", ["records": .array(slice.map { ["recordName": .string($0)] })])
             let missing = lookup["records"]?.arrayValue?.filter { $0["serverErrorCode"] != nil }.compactMap { $0["recordName"]?.stringValue }
-            XCTAssertEqual(missing, [], "every write answered 200 before the shutdown is stored")
+            XCTAssertEqual(missing, [], "every write answered 200 before the daemon went is stored", file: file, line: line)
         }
         try daemon.stop()
     }
