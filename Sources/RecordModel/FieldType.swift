@@ -22,8 +22,15 @@ public indirect enum FieldType: Hashable, Sendable, CustomStringConvertible {
 
     public var wireName: String {
         switch self {
+        case .string: return "STRING"
+        case .int64: return "INT64"
+        case .double: return "DOUBLE"
+        case .timestamp: return "TIMESTAMP"
+        case .bytes: return "BYTES"
+        case .reference: return "REFERENCE"
+        case .location: return "LOCATION"
+        case .asset: return "ASSETID"
         case .list(let element): return element.wireName + "_LIST"
-        default: return FieldType.scalarNames.first(where: { $0.0 == self })!.1
         }
     }
 

@@ -104,7 +104,21 @@ extension Record {
 
     /// The serialized `fields` dictionary, as the server stores it.
     public func fieldsJSONBytes() -> [UInt8] {
-        JSONValue.object(fields.mapValues(\.json)).serialized()
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(256)
+        var first = true
+        for (name, field) in fields {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            JSONValue.appendString(name, to: &out)
+            out.append(contentsOf: #":{"value":"#.utf8)
+            field.value.serialize(into: &out)
+            out.append(contentsOf: #","type":""#.utf8)
+            out.append(contentsOf: field.type.wireName.utf8)
+            out.append(contentsOf: #""}"#.utf8)
+        }
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 
     /// The record dictionary. With `desiredKeys`, only those fields are included.

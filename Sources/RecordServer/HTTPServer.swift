@@ -104,7 +104,10 @@ public struct HTTPServer {
             responder: responder,
             server: .http1(configuration: .init(
                 additionalChannelHandlers: [ConnectionLimiter(open: openConnections, maximum: maximumConnections)],
-                idleTimeout: .seconds(configuration.idleTimeoutSeconds))),
+                idleTimeout: .seconds(configuration.idleTimeoutSeconds),
+                // Room for long CloudKit-style query strings and tokens; beyond this the HTTP
+                // parser itself refuses the request (400 without a body).
+                httpDecoderConfiguration: .init(maxHeaderFieldSize: 256 * 1024, maxHeaderListSize: 512 * 1024))),
             configuration: .init(address: .hostname(host, port: configuration.port), serverName: nil),
             onServerRunning: { channel in onReady(host, channel.localAddress?.port ?? 0) },
             logger: logger)

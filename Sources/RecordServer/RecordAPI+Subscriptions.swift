@@ -76,6 +76,9 @@ extension RecordAPI {
             guard let seconds = Int(text), seconds >= 0 else { throw ServerError.badRequest("timeout must be a whole number of seconds") }
             timeout = min(seconds, 60)
         }
+        // Answer at once when something is already waiting (also for timeout=0).
+        let pending = try await run { try self.store.notifications(databaseID: channel.databaseID, after: cursor, limit: PushHub.batchLimit) }
+        if !pending.isEmpty { return APIResponse(status: 200, json: RecordAPI.notificationsAnswer(pending, cursor: cursor)) }
         let deadline = ContinuousClock.now + .seconds(timeout)
         var generation: Int?
         while true {

@@ -33,7 +33,7 @@ extension SQLiteRecordStore {
         let limit = SQLiteRecordStore.clampLimit(resultsLimit, maximum: SQLiteRecordStore.maximumResultsLimit)
         return try database.readSync { connection in
             try connection.readTransaction {
-                let databaseID = try databaseID(scope, connection)
+                let databaseID = try databaseID(scope)
                 let zoneRow = try requireZone(databaseID, zone, connection)
                 var since: Int64 = 0
                 if let syncToken {
@@ -82,7 +82,7 @@ extension SQLiteRecordStore {
         let limit = SQLiteRecordStore.clampLimit(resultsLimit, maximum: SQLiteRecordStore.maximumResultsLimit)
         return try database.readSync { connection in
             try connection.readTransaction {
-                let databaseID = try databaseID(scope, connection)
+                let databaseID = try databaseID(scope)
                 let (current, purged) = try connection.first("SELECT db_seq, purged_seq FROM databases WHERE id = ?", [.int(databaseID)]) {
                     ($0.int64(0), $0.int64(1))
                 } ?? (0, 0)
@@ -121,7 +121,7 @@ extension SQLiteRecordStore {
         }
         return try database.readSync { connection in
             try connection.readTransaction {
-                let zoneRow = try requireZone(try databaseID(scope, connection), zone, connection)
+                let zoneRow = try requireZone(try databaseID(scope), zone, connection)
                 let zoneID = zoneID(zoneRow.name, scope)
                 return try recordNames.map { name in
                     let record = try connection.first(

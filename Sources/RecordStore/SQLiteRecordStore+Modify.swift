@@ -63,15 +63,14 @@ extension SQLiteRecordStore {
                 throw ServerError.badRequest("record '\(name)' appears in more than one operation")
             }
         }
-        let (databaseID, development) = try database.readSync { connection -> (Int64, Schema) in
-            let id = try self.databaseID(scope, connection)
-            guard scope.environment == .development else { return (id, Schema()) }
-            return (id, try self.developmentSchemas.schema(container: scope.container, connection))
-        }
-        let enforcer = SchemaEnforcer(environment: scope.environment, production: productionSchema, development: development)
+        let databaseID = try self.databaseID(scope)
         let outcome: (results: [RecordOperationResult], transaction: ModifyTransaction?) = try database.writeSync { connection in
             try connection.execute("BEGIN IMMEDIATE")
             do {
+                // Read under the write lock, so a concurrent request cannot add the same field first.
+                let development = scope.environment == .development
+                    ? try developmentSchemas.schema(container: scope.container, connection) : Schema()
+                let enforcer = SchemaEnforcer(environment: scope.environment, production: productionSchema, development: development)
                 let zoneRow = try requireZone(databaseID, zone, connection)
                 var transaction = ModifyTransaction(scope: scope, zone: zoneRow, zoneID: zoneID(zoneRow.name, scope), now: clock(),
                                                     deviceID: deviceID, sequence: zoneRow.seq, enforcer: enforcer)
@@ -100,6 +99,10 @@ extension SQLiteRecordStore {
                                             scope: scope, zoneChanged: false, connection)
                 }
                 try connection.execute("COMMIT")
+                // Still under the write lock: the next writer must see the fields this one added.
+                for (type, fields) in transaction.enforcer.additions where !fields.isEmpty {
+                    developmentSchemas.commit(container: scope.container, recordType: type, fields: Array(fields))
+                }
                 return (results, transaction)
             } catch {
                 try? connection.execute("ROLLBACK")
@@ -107,9 +110,6 @@ extension SQLiteRecordStore {
             }
         }
         if let transaction = outcome.transaction, !transaction.changes.isEmpty {
-            for (type, fields) in transaction.enforcer.additions where !fields.isEmpty {
-                developmentSchemas.commit(container: scope.container, recordType: type, fields: Array(fields))
-            }
             onCommit?([databaseID])
         }
         return outcome.results
@@ -154,9 +154,13 @@ extension SQLiteRecordStore {
         let existing = try loadRecord(zoneRowID, name, connection)
         let live = existing.flatMap { $0.deleted ? nil : $0 }
 
+        let tagJSON = operation.record["recordChangeTag"]
+        if let tagJSON, !tagJSON.isNull, tagJSON.stringValue == nil {
+            throw ServerError.badRequest("recordChangeTag must be a string")
+        }
         func conflictIfStale() throws {
             guard let live, operation.type.needsTag else { return }
-            let sentTag = operation.record["recordChangeTag"]?.stringValue
+            let sentTag = tagJSON?.stringValue
             guard sentTag == live.tag else {
                 var error = ServerError(.conflict, sentTag == nil
                     ? "\(operation.type.rawValue) needs the record's recordChangeTag"

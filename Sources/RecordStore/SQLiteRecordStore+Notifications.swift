@@ -80,7 +80,7 @@ extension SQLiteRecordStore {
 
     public func listSubscriptions(_ scope: DatabaseScope) throws -> [Subscription] {
         try database.readSync { connection in
-            let databaseID = try databaseID(scope, connection)
+            let databaseID = try databaseID(scope)
             return try connection.map("SELECT definition FROM subscriptions WHERE database_id = ? ORDER BY subscription_id",
                                       [.int(databaseID)]) { try Subscription(json: try JSONValue.parse($0.blob(0))) }
         }
@@ -102,7 +102,7 @@ extension SQLiteRecordStore {
 
     public func pushToken(_ scope: DatabaseScope, token: String) throws -> PushToken {
         try database.readSync { connection in
-            let databaseID = try databaseID(scope, connection)
+            let databaseID = try databaseID(scope)
             guard let row = try connection.first(
                 "SELECT database_id, user_id, apns_environment, start_cursor FROM push_tokens WHERE token = ?", [.text(token)], {
                     (database: $0.int64(0), user: $0.int64(1), environment: $0.text(2), start: $0.int64(3))
@@ -157,7 +157,9 @@ extension SQLiteRecordStore {
                     let trigger: Subscription.Trigger = change.kind == .created ? .create : change.kind == .updated ? .update : .delete
                     guard subscription.firesOn.contains(trigger) else { continue }
                     let values = ((try? JSONValue.parse(change.record.fieldsJSON).objectValue) ?? [:]).mapValues { $0["value"] ?? .null }
-                    guard try query.filters.allSatisfy({ try SQLiteRecordStore.matches($0, record: change.record, values: values) })
+                    // Filters are validated when saved; one that still cannot be evaluated never fires,
+                    // and never fails the write that is being committed.
+                    guard query.filters.allSatisfy({ (try? SQLiteRecordStore.matches($0, record: change.record, values: values)) ?? false })
                     else { continue }
                     var desired: [String: JSONValue] = [:]
                     if trigger != .delete {

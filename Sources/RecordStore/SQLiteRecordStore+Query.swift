@@ -43,6 +43,14 @@ extension RecordQuery {
                 throw ServerError.badRequest("unknown comparator \(filter["comparator"]?.serializedString() ?? "(none)")")
             }
             guard let value = filter["fieldValue"]?["value"] else { throw ServerError.badRequest("a filter needs fieldValue.value") }
+            switch comparator {
+            case .in, .notIn:
+                guard case .array = value else { throw ServerError.badRequest("\(name) needs a list value") }
+            case .beginsWith:
+                guard case .string = value else { throw ServerError.badRequest("BEGINS_WITH needs a string value") }
+            default:
+                guard ComparableValue(value) != nil else { throw ServerError.badRequest("\(name) needs a string, number or reference value") }
+            }
             return QueryFilter(comparator: comparator, field: try QueryField(json: filter), value: value)
         }
         self.sorts = try (json["sortBy"]?.arrayValue ?? []).map { sort in
@@ -81,7 +89,7 @@ extension SQLiteRecordStore {
         let limit = SQLiteRecordStore.clampLimit(resultsLimit, maximum: SQLiteRecordStore.maximumQueryResults)
         return try database.readSync { connection in
             try connection.readTransaction {
-                let zoneRow = try requireZone(try databaseID(scope, connection), zone, connection)
+                let zoneRow = try requireZone(try databaseID(scope), zone, connection)
                 var offset = 0
                 if let continuationMarker {
                     let parts = OpaqueToken.decode(continuationMarker)?.split(separator: "|") ?? []

@@ -158,14 +158,16 @@ public final class SQLiteRecordStore: RecordStorage, @unchecked Sendable {
     // MARK: Databases
 
     /// The row id of the scope's database, creating it (with its `_defaultZone`) on first use.
-    func databaseID(_ scope: DatabaseScope, _ connection: SQLiteConnection) throws -> Int64 {
+    /// It uses connections of its own, so callers must not hold the writer; a caller's read
+    /// transaction that has not read yet still sees a database created here.
+    func databaseID(_ scope: DatabaseScope) throws -> Int64 {
         cacheLock.lock()
         let cached = databaseIDs[scope]
         cacheLock.unlock()
         if let cached { return cached }
         let arguments: [SQLValue] = [.int(scope.userID), .text(scope.container), .text(scope.environment.rawValue)]
         let select = "SELECT id FROM databases WHERE user_id = ? AND container = ? AND environment = ?"
-        var id = try connection.scalarInt(select, arguments)
+        var id = try database.readSync { try $0.scalarInt(select, arguments) }
         if id == nil {
             id = try database.writeSync { writer -> Int64 in
                 try writer.transaction {
@@ -213,7 +215,7 @@ public final class SQLiteRecordStore: RecordStorage, @unchecked Sendable {
 
     /// Runs a write transaction for `scope`, then tells observers the database changed.
     func writeTransaction<T>(_ scope: DatabaseScope, _ body: (SQLiteConnection, Int64) throws -> T) throws -> T {
-        let databaseID = try database.readSync { try self.databaseID(scope, $0) }
+        let databaseID = try self.databaseID(scope)
         let result = try database.writeSync { connection in
             try connection.transaction { try body(connection, databaseID) }
         }
@@ -225,7 +227,7 @@ public final class SQLiteRecordStore: RecordStorage, @unchecked Sendable {
 
     public func listZones(_ scope: DatabaseScope) throws -> [ZoneInfo] {
         try database.readSync { connection in
-            let databaseID = try databaseID(scope, connection)
+            let databaseID = try databaseID(scope)
             return try connection.map("SELECT id, name, seq, purged_seq FROM zones WHERE database_id = ? AND deleted = 0 ORDER BY name",
                                       [.int(databaseID)]) {
                 ZoneRow(id: $0.int64(0), name: $0.text(1), seq: $0.int64(2), purgedSeq: $0.int64(3))
@@ -235,7 +237,7 @@ public final class SQLiteRecordStore: RecordStorage, @unchecked Sendable {
 
     public func lookupZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo {
         try database.readSync { connection in
-            let zone = try requireZone(try databaseID(scope, connection), ZoneID(zoneName: zoneName), connection)
+            let zone = try requireZone(try databaseID(scope), ZoneID(zoneName: zoneName), connection)
             return ZoneInfo(zoneID: zoneID(zone.name, scope), syncToken: zoneToken(zone))
         }
     }

@@ -69,16 +69,56 @@ public struct StoredRecord: Sendable {
     public var modified: ChangeStamp
     public var zoneID: ZoneID
 
+    /// The record dictionary, serialized straight into bytes: feeds and batch answers carry
+    /// hundreds of records, and building a dictionary per record would cost more than the query.
     public func json(desiredKeys: Set<String>? = nil) -> JSONValue {
-        var fields: JSONValue = .raw(fieldsJSON)
+        var out: [UInt8] = []
+        out.reserveCapacity(fieldsJSON.count + 320)
+        out.append(contentsOf: #"{"recordName":"#.utf8)
+        JSONValue.appendString(recordName, to: &out)
+        out.append(contentsOf: #","recordType":"#.utf8)
+        JSONValue.appendString(recordType, to: &out)
+        out.append(contentsOf: #","recordChangeTag":"#.utf8)
+        JSONValue.appendString(changeTag, to: &out)
+        out.append(contentsOf: #","fields":"#.utf8)
         if let desiredKeys {
             let all = (try? JSONValue.parse(fieldsJSON).objectValue) ?? [:]
-            fields = .object(all.filter { desiredKeys.contains($0.key) })
+            JSONValue.object(all.filter { desiredKeys.contains($0.key) }).serialize(into: &out)
+        } else {
+            out.append(contentsOf: fieldsJSON)
         }
-        var record = Record(recordName: recordName, recordType: recordType, recordChangeTag: changeTag, parent: parent, zoneID: zoneID)
-        record.created = created
-        record.modified = modified
-        return record.json(fieldsJSON: fields)
+        out.append(contentsOf: #","created":"#.utf8)
+        StoredRecord.write(created, to: &out)
+        out.append(contentsOf: #","modified":"#.utf8)
+        StoredRecord.write(modified, to: &out)
+        out.append(contentsOf: #","zoneID":{"zoneName":"#.utf8)
+        JSONValue.appendString(zoneID.zoneName, to: &out)
+        if let owner = zoneID.ownerRecordName {
+            out.append(contentsOf: #","ownerRecordName":"#.utf8)
+            JSONValue.appendString(owner, to: &out)
+        }
+        out.append(UInt8(ascii: "}"))
+        if let parent {
+            out.append(contentsOf: #","parent":{"recordName":"#.utf8)
+            JSONValue.appendString(parent, to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "}"))
+        return .raw(out)
+    }
+
+    private static func write(_ stamp: ChangeStamp, to out: inout [UInt8]) {
+        out.append(contentsOf: #"{"timestamp":"#.utf8)
+        out.append(contentsOf: String(stamp.timestamp).utf8)
+        if let user = stamp.userRecordName {
+            out.append(contentsOf: #","userRecordName":"#.utf8)
+            JSONValue.appendString(user, to: &out)
+        }
+        if let device = stamp.deviceID {
+            out.append(contentsOf: #","deviceID":"#.utf8)
+            JSONValue.appendString(device, to: &out)
+        }
+        out.append(UInt8(ascii: "}"))
     }
 
     public func record() throws -> Record {
