@@ -1011,11 +1011,9 @@ class Checker:
                     problems.append(f"POST {operation} {json.dumps(body)} on a never-used database: {answer!r}")
             return problems
 
-        check("courier: timeout=0 returns notifications already pending", courier_timeout_zero_pending,
-              known_bug="long-poll with timeout=0 never reads the store")
-        check("records/*: _defaultZone exists in a never-used database", default_zone_fresh_database,
-              known_bug="_defaultZone is only created by zones/list, zones/lookup or a write; reads before answer "
-                        "404 ZONE_NOT_FOUND")
+        # Both were daemon bugs found by this script (fixed): they guard against regressions.
+        check("courier: timeout=0 returns notifications already pending", courier_timeout_zero_pending)
+        check("records/*: _defaultZone exists in a never-used database", default_zone_fresh_database)
 
     def _get_on_post_only(self) -> Answer:
         # records/modify documents only POST: check the answer against the common error schema.
