@@ -54,7 +54,7 @@ final class APIMalformedInputTests: DaemonTestCase {
                 XCTAssertNotNil(item["reason"]?.stringValue, what, file: file, line: line)
             }
         } else {
-            assertError(answer, code == "BAD_REQUEST" ? 400 : ServerStatus.of(code), code, what, file: file, line: line)
+            assertError(answer, ServerErrorCode(rawValue: code)?.httpStatus ?? 0, code, what, file: file, line: line)
         }
     }
 
@@ -239,9 +239,4 @@ final class APIMalformedInputTests: DaemonTestCase {
         }
         try assertHealthy()
     }
-}
-
-/// The HTTP status of an error code (CONTRACT §3.9).
-enum ServerStatus {
-    static func of(_ code: String) -> Int { ServerErrorCode(rawValue: code)?.httpStatus ?? 0 }
 }

@@ -41,8 +41,8 @@ class DaemonTestCase: XCTestCase {
 
     /// POSTs `body` to an operation of the private database and parses the JSON answer.
     @discardableResult
-    func call(_ operation: String, _ token: String?, _ body: JSONValue = [:], environment: String = "development",
-              file: StaticString = #filePath, line: UInt = #line) throws -> (status: Int, body: JSONValue)
+    func call(_ operation: String, _ token: String?, _ body: JSONValue = [:], environment: String = "development") throws
+        -> (status: Int, body: JSONValue)
     {
         try daemon.post(path(operation, environment: environment), token: token, json: body.serializedString())
     }
@@ -90,6 +90,7 @@ class DaemonTestCase: XCTestCase {
     }
 
     /// The `records` entries of a modify answer.
+    @discardableResult
     func modify(_ token: String, _ operations: [(String, JSONValue)], zone: String? = "ScorebookData", atomic: Bool? = nil,
                 environment: String = "development", file: StaticString = #filePath, line: UInt = #line) throws -> [JSONValue]
     {

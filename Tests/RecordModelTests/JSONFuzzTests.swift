@@ -104,7 +104,7 @@ final class JSONFuzzTests: XCTestCase {
 
     func randomDouble(_ generator: inout Xorshift) -> Double {
         switch generator.next() % 5 {
-        case 0: return [0.5, -0.0, 1e15, 1e-7, 5e-324, .greatestFiniteMagnitude, 123456789.125, 2.0][Int(generator.next() % 8)]
+        case 0: return [0.5, -0.0, 1e15, 1e-7, Double.leastNonzeroMagnitude, .greatestFiniteMagnitude, 123456789.125, 2.0][Int(generator.next() % 8)]
         case 1:
             let bits = Double(bitPattern: generator.next())
             return bits.isFinite ? bits : 1.25

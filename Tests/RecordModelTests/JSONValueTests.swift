@@ -113,7 +113,7 @@ final class JSONValueTests: XCTestCase {
         XCTAssertEqual(JSONValue.double(.nan).serializedString(), "null")
         XCTAssertEqual(JSONValue.object(["k": .raw(Array(#"{"x":1}"#.utf8))]).serializedString(), #"{"k":{"x":1}}"#)
         XCTAssertEqual(try parse(JSONValue.double(1e300).serializedString()), .double(1e300))
-        XCTAssertEqual(try parse(JSONValue.double(5e-324).serializedString()), .double(5e-324))
+        XCTAssertEqual(try parse(JSONValue.double(Double.leastNonzeroMagnitude).serializedString()), .double(Double.leastNonzeroMagnitude))
         XCTAssertEqual(try parse(JSONValue.int(.min).serializedString()), .int(.min))
     }
 
