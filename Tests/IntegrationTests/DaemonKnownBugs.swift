@@ -32,19 +32,33 @@ final class DaemonKnownBugs: DaemonTestCase {
                      "changes/zone as the first request: \(zones.body.serializedString())")
     }
 
-    /// A request whose header block is larger than the HTTP parser accepts.
+    /// Requests the HTTP parser itself refuses, before they reach the API.
     ///
-    /// Request: `GET /database/1/{c}/development/private/zones/list` with an `Authorization: Bearer`
-    /// header of 100,000 characters.
+    /// Requests: (1) `GET …/private/zones/list` with an `Authorization: Bearer` header of 100,000
+    /// characters; (2) a request line with a 100,000-character path; (3) 3,000 header fields;
+    /// (4) `Content-Length: abc`; (5) a raw non-ASCII byte (UTF-8 `ç`) in the path, as a client
+    /// that does not percent-encode a container name sends it.
     /// Expected: a JSON error dictionary (CONTRACT §3.9: "No input, however malformed, makes the
-    /// daemon … answer with anything but JSON"), e.g. 401 `AUTHENTICATION_FAILED` or 413/400.
-    /// Actual: `400 Bad Request` with `Content-Length: 0` and no JSON, written by the HTTP layer
-    /// before the request reaches the API. (A 50,000-character header gets the proper JSON 401.)
-    func testAnOversizedHeaderGetsAJSONError() throws {
-        let answer = try daemon.request("GET", path("zones/list"), token: String(repeating: "a", count: 100_000))
-        XCTAssertTrue((400..<500).contains(answer.status), "status \(answer.status)")
-        let json = try? JSONValue.parse(answer.body)
-        XCTAssertNotNil(json?["serverErrorCode"]?.stringValue, "the answer is a JSON error dictionary, got \(answer.text.debugDescription)")
+    /// daemon … answer with anything but JSON"), e.g. 400 `BAD_REQUEST` or 413 `LIMIT_EXCEEDED`.
+    /// Actual: `400 Bad Request`, `Content-Length: 0`, no body, `Connection: close` — written by the
+    /// HTTP decoder, so no `serverErrorCode`. (A 50,000-character header or a 20,000-character
+    /// path get the API's proper JSON answer.) The daemon keeps serving.
+    func testRequestsTheHTTPParserRefusesGetAJSONError() throws {
+        let target = path("zones/list")
+        let requests: [(String, [UInt8])] = [
+            ("a 100 KB Authorization header",
+             Array("GET \(target) HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer \(String(repeating: "a", count: 100_000))\r\nConnection: close\r\n\r\n".utf8)),
+            ("a 100 KB path", Array("GET /database/1/\(String(repeating: "a", count: 100_000))/development/private/zones/list HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)),
+            ("3000 header fields", Array(("GET /health HTTP/1.1\r\nHost: x\r\n" + (0..<3000).map { "X-H\($0): v\r\n" }.joined() + "Connection: close\r\n\r\n").utf8)),
+            ("Content-Length: abc", Array("POST \(target) HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\nConnection: close\r\n\r\n".utf8)),
+            ("a raw UTF-8 byte in the path", Array("GET /database/1/\u{E7}/development/private/zones/list HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8)),
+        ]
+        for (what, request) in requests {
+            let answer = try RawHTTP.parse(try RawHTTP.sendBytes(port: daemon.port, request, timeout: 10))
+            XCTAssertTrue((400..<500).contains(answer.status), "\(what): status \(answer.status)")
+            let json = try? JSONValue.parse(answer.body)
+            XCTAssertNotNil(json?["serverErrorCode"]?.stringValue, "\(what): the answer is a JSON error dictionary, got \(answer.text.debugDescription)")
+        }
         try assertHealthy()
     }
 
