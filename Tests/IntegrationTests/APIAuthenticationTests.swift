@@ -89,6 +89,25 @@ final class APIAuthenticationTests: DaemonTestCase {
         XCTAssertEqual(try fetchChanges(ann).state.count, 1, "Ann's feed shows none of Bob's writes")
     }
 
+    func testNamingAnotherUsersZoneOwnerReachesOnlyOnesOwnDatabase() throws {
+        let (_, ann) = try makeUser("ann")
+        let (bobRecordName, bob) = try makeUser("bob")
+        try createZone("BobOnly", bob)
+        try modify(bob, [("create", record("diary", "Diary", ["text": ["value": "Bob's"]]))], zone: "BobOnly")
+        let bobToken = try fetchChanges(bob, zone: "BobOnly").syncToken
+
+        let foreignZone: JSONValue = ["zoneName": "BobOnly", "ownerRecordName": .string(bobRecordName)]
+        let write: JSONValue = ["zoneID": foreignZone, "operations": [["operationType": "forceDelete", "record": ["recordName": "diary"]]]]
+        assertError(try call("records/modify", ann, write), 404, "ZONE_NOT_FOUND", "Ann writing to Bob's zone by owner name")
+        assertError(try call("records/lookup", ann, ["zoneID": foreignZone, "records": [["recordName": "diary"]]]), 404, "ZONE_NOT_FOUND",
+                    "Ann reading Bob's zone by owner name")
+        let deleteZone: JSONValue = ["operations": [["operationType": "delete", "zone": ["zoneID": foreignZone]]]]
+        XCTAssertEqual(try ok("zones/modify", ann, deleteZone)["zones"]?.arrayValue?.first?["serverErrorCode"], "ZONE_NOT_FOUND")
+
+        XCTAssertNotNil(try lookup(bob, "diary", zone: "BobOnly"), "Bob's record is untouched")
+        XCTAssertTrue(try fetchChanges(bob, zone: "BobOnly", from: bobToken).state.isEmpty, "and so is his feed")
+    }
+
     func testASyncTokenOfAnotherUserIsBadRequest() throws {
         let (_, ann) = try makeUser("ann")
         let (_, bob) = try makeUser("bob")

@@ -91,4 +91,15 @@ final class ZoneTests: StoreTestCase {
         let prodToken = try store.databaseChanges(prod, syncToken: nil, resultsLimit: 10).syncToken
         assertThrows(.badRequest) { try store.databaseChanges(dev, syncToken: prodToken, resultsLimit: 10) }
     }
+
+    func testTheTokensOfZonesListAndZoneCreationResumeTheZonesFeed() throws {
+        let created = try store.createZone(dev, zoneName: "Z")
+        let zone = ZoneID(zoneName: "Z")
+        try save(dev, zone: zone, record("a", "Thing"))
+        let listed = try XCTUnwrap(try store.listZones(dev).first { $0.zoneID.zoneName == "Z" })
+        try save(dev, zone: zone, record("b", "Thing"))
+        XCTAssertEqual(Set(try fetchChanges(dev, zone: zone, from: created.syncToken).state.keys), ["a", "b"])
+        XCTAssertEqual(Set(try fetchChanges(dev, zone: zone, from: listed.syncToken).state.keys), ["b"])
+        XCTAssertEqual(Set(try fetchChanges(dev, zone: zone, from: try store.lookupZone(dev, zoneName: "Z").syncToken).state.keys), [])
+    }
 }
