@@ -24,7 +24,9 @@ sb account login --server "$URL" --token "$TOKEN"
 sb person add Ada Lovelace
 sb person add Alan Turing
 sb game add Catan
-MATCH=$(sb match start --game Catan --players Ada,Alan | tail -1)
+echo "\$ scorebook match start --game Catan --players Ada,Alan"
+MATCH=$("$BIN/scorebook" --store "$DEMO_DIR/laptop.sqlite" match start --game Catan --players Ada,Alan)
+echo "$MATCH"
 sb score add --match "$MATCH" --player Ada 10
 sb score add --match "$MATCH" --player Alan 8
 sb match finish "$MATCH"
