@@ -239,4 +239,22 @@ final class APIMalformedInputTests: DaemonTestCase {
         }
         try assertHealthy()
     }
+
+    /// A `recordChangeTag` of the wrong JSON type is BAD_REQUEST like every other wrong type, not
+    /// CONFLICT, which would send a client into merge-and-retry (regression).
+    func testAChangeTagOfTheWrongTypeIsBadRequestNotConflict() throws {
+        let (_, token) = try makeUser("tag")
+        try createZone("ScorebookData", token)
+        let saved = try modify(token, [("create", record("Game|~|1", "Game", ["name": ["value": "Catan"]]))])
+        XCTAssertNotNil(saved.first?["recordChangeTag"]?.stringValue)
+        for type in ["update", "replace", "delete"] {
+            var wrong = record("Game|~|1", "Game", ["name": ["value": "Changed"]])
+            if case .object(var members) = wrong {
+                members["recordChangeTag"] = 5
+                wrong = .object(members)
+            }
+            let answer = try modify(token, [(type, wrong)])
+            XCTAssertEqual(answer.first?["serverErrorCode"], "BAD_REQUEST", "\(type) with \"recordChangeTag\": 5")
+        }
+    }
 }

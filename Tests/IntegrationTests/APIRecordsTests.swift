@@ -240,4 +240,72 @@ final class APIRecordsTests: DaemonTestCase {
         let syncToken = try XCTUnwrap(oldStyle.body["syncToken"]?.stringValue)
         XCTAssertNotNil(Data(base64Encoded: syncToken), "sync tokens are standard base64")
     }
+
+    /// What a CloudKit client does first — fetch changes without a token and without `zoneID` —
+    /// works for a brand-new user: the default zone always exists (regression: the first read of a
+    /// new database once answered 404 ZONE_NOT_FOUND).
+    func testTheFirstReadOfTheDefaultZoneByANewUserSucceeds() throws {
+        let (_, token) = try makeUser("fresh")
+        let first = try call("records/changes", token, [:])
+        XCTAssertEqual(first.status, 200, "records/changes as the first request: \(first.body.serializedString())")
+        XCTAssertEqual(first.body["records"]?.arrayValue?.count, 0)
+
+        let lookup = try call("records/lookup", token, ["records": [["recordName": "x"]]], environment: "production")
+        XCTAssertEqual(lookup.status, 200, "records/lookup as the first request in production: \(lookup.body.serializedString())")
+
+        let (_, other) = try makeUser("fresh")
+        let zones = try call("changes/zone", other, ["zones": [["zoneID": ["zoneName": "_defaultZone"]]]])
+        XCTAssertNil(zones.body["zones"]?.arrayValue?.first?["serverErrorCode"],
+                     "changes/zone as the first request: \(zones.body.serializedString())")
+    }
+
+    /// Concurrent first saves of a new development field with different types: exactly one type
+    /// is learned, the other creates are refused (regression: all three once succeeded).
+    func testConcurrentFirstSavesOfANewFieldLearnOneType() throws {
+        let (_, token) = try makeUser("race")
+        let daemon = try self.daemon
+        var roundsWithSeveralWinners: [Int] = []
+        for round in 0..<8 {
+            let statuses = SaveCounter()
+            let start = DispatchSemaphore(value: 0)
+            let group = DispatchGroup()
+            for (index, wire) in ["STRING", "INT64", "DOUBLE"].enumerated() {
+                group.enter()
+                Thread.detachNewThread {
+                    defer { group.leave() }
+                    start.wait()
+                    let value: JSONValue = wire == "STRING" ? "text" : wire == "INT64" ? 1 : 1.5
+                    let body: JSONValue = ["operations": [["operationType": "create", "record": [
+                        "recordName": .string("race-\(round)-\(index)"), "recordType": .string("Race\(round)"),
+                        "fields": ["f": ["value": value, "type": .string(wire)]],
+                    ]]]]
+                    let answer = try? daemon.post("/database/1/\(DaemonTestCase.container)/development/private/records/modify",
+                                                  token: token, json: body.serializedString())
+                    statuses.add(answer?.body["records"]?.arrayValue?.first?["recordChangeTag"] != nil)
+                }
+            }
+            for _ in 0..<3 { start.signal() }
+            XCTAssertEqual(group.wait(timeout: .now() + 30), .success)
+            if statuses.saved != 1 { roundsWithSeveralWinners.append(round) }
+        }
+        XCTAssertEqual(roundsWithSeveralWinners, [], "rounds in which a new field was not learned with exactly one type")
+    }
+}
+
+/// Counts saves reported by several threads.
+final class SaveCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    func add(_ saved: Bool) {
+        lock.lock()
+        if saved { count += 1 }
+        lock.unlock()
+    }
+
+    var saved: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return count
+    }
 }

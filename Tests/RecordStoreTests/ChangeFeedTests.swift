@@ -144,7 +144,6 @@ final class ChangeFeedTests: StoreTestCase {
         defer { other.close() }
         let otherAlice = try other.createUser(name: "alice").user
         let otherScope = DatabaseScope(user: otherAlice, container: Self.container, environment: .development)
-        _ = try other.listZones(otherScope)  // see StoreTestCase.scope
         let foreign = try other.zoneChanges(otherScope, zone: .default, syncToken: nil, resultsLimit: 10, recordTypes: nil).syncToken
         assertThrows(.badRequest) { try store.zoneChanges(dev, zone: .default, syncToken: foreign, resultsLimit: 10, recordTypes: nil) }
     }

@@ -1,3 +1,4 @@
+import Foundation
 import RecordModel
 import RecordStore
 import XCTest
@@ -69,5 +70,43 @@ final class SchemaEnforcementTests: StoreTestCase {
         XCTAssertNil(try lookup(prod, "Game|~|1"))
         let other = try scope(alice, .development, container: "iCloud.other")
         XCTAssertNil(try lookup(other, "Game|~|1"), "containers are separate namespaces")
+    }
+
+    /// Requests racing to be the first to save a new field with different types (development):
+    /// the schema learns one type, so exactly one succeeds and records of the type never hold the
+    /// field with several types (a regression test: each request once validated against the schema
+    /// it had read before taking the writer, and all of them succeeded).
+    func testConcurrentFirstSavesOfANewFieldAgreeOnOneType() throws {
+        var roundsWithoutOneWinner: [Int] = []
+        var roundsWithMixedTypes: [Int] = []
+        for round in 0..<8 {
+            let type = "Race\(round)"
+            let results = LockedArray<RecordOperationResult>()
+            let start = DispatchSemaphore(value: 0)
+            let group = DispatchGroup()
+            for (index, wire) in ["STRING", "INT64", "DOUBLE"].enumerated() {
+                group.enter()
+                Thread.detachNewThread { [store, dev] in
+                    defer { group.leave() }
+                    start.wait()
+                    let value: JSONValue = wire == "STRING" ? "text" : wire == "INT64" ? 1 : 1.5
+                    let record: JSONValue = ["recordName": .string("r\(round)-\(index)"), "recordType": .string(type),
+                                             "fields": ["f": ["value": value, "type": .string(wire)]]]
+                    if let result = try? store!.modifyRecords(dev!, zone: .default, operations: [RecordOperation(type: .create, record: record)],
+                                                              atomic: true, deviceID: nil).first {
+                        results.append(result)
+                    }
+                }
+            }
+            for _ in 0..<3 { start.signal() }
+            XCTAssertEqual(group.wait(timeout: .now() + 30), .success)
+            XCTAssertEqual(results.values.count, 3, "every request was answered")
+            if results.values.filter({ $0.savedRecord != nil }).count != 1 { roundsWithoutOneWinner.append(round) }
+            let stored = try store.queryRecords(dev, zone: .default, query: try RecordQuery(json: ["recordType": .string(type)]),
+                                                resultsLimit: 10, continuationMarker: nil).records
+            if Set(try stored.compactMap { try $0.record().fields["f"]?.type }).count > 1 { roundsWithMixedTypes.append(round) }
+        }
+        XCTAssertEqual(roundsWithoutOneWinner, [], "rounds in which not exactly one first type was accepted")
+        XCTAssertEqual(roundsWithMixedTypes, [], "rounds after which one record type holds field f with several types")
     }
 }

@@ -65,13 +65,9 @@ class StoreTestCase: XCTestCase {
         prod = try scope(alice, .production)
     }
 
-    /// A user's private database. It is touched once through `listZones` before use, because the
-    /// first read of a brand-new database inside a read transaction does not see its `_defaultZone`
-    /// (StoreKnownBugs.swift); the tests here are about other behaviour.
+    /// A user's private database in the test container (or `container`).
     func scope(_ user: User, _ environment: Environment, container: String = StoreTestCase.container) throws -> DatabaseScope {
-        let scope = DatabaseScope(user: user, container: container, environment: environment)
-        _ = try store.listZones(scope)
-        return scope
+        DatabaseScope(user: user, container: container, environment: environment)
     }
 
     override func tearDownWithError() throws {

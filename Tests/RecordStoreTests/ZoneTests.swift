@@ -102,4 +102,19 @@ final class ZoneTests: StoreTestCase {
         XCTAssertEqual(Set(try fetchChanges(dev, zone: zone, from: listed.syncToken).state.keys), ["b"])
         XCTAssertEqual(Set(try fetchChanges(dev, zone: zone, from: try store.lookupZone(dev, zoneName: "Z").syncToken).state.keys), [])
     }
+
+    /// The first read of a database that does not exist yet (a new user, container or environment)
+    /// sees its `_defaultZone`, whichever operation it is (a regression test: it once answered
+    /// ZONE_NOT_FOUND because the zone was created after the read's snapshot began).
+    func testTheFirstReadOfANewDatabaseSeesItsDefaultZone() throws {
+        let bob = try store.createUser(name: "bob").user
+        let fresh = { (container: String) in DatabaseScope(user: bob, container: container, environment: .development) }
+
+        XCTAssertNoThrow(try store.zoneChanges(fresh("c1"), zone: .default, syncToken: nil, resultsLimit: 10, recordTypes: nil),
+                         "records/changes as the first request")
+        XCTAssertNoThrow(try store.lookupRecords(fresh("c2"), zone: .default, recordNames: ["x"]), "records/lookup as the first request")
+        XCTAssertNoThrow(try store.queryRecords(fresh("c3"), zone: .default, query: try RecordQuery(json: ["recordType": "Game"]),
+                                                resultsLimit: 10, continuationMarker: nil), "records/query as the first request")
+        XCTAssertNoThrow(try store.lookupZone(fresh("c4"), zoneName: ZoneID.defaultZoneName), "zones/lookup as the first request")
+    }
 }
