@@ -198,6 +198,47 @@ final class RecordOperationTests: StoreTestCase {
         XCTAssertEqual(stored["tl"]?.type, .list(.timestamp))
     }
 
+    /// Every answer's record dictionary is valid JSON that reads back to what was saved, for any
+    /// valid name and any string: quotes, backslashes, control characters, U+2028, emoji.
+    func testRecordDictionariesAreValidJSONForAnyNameAndString() throws {
+        var generator = SplitMix64(seed: 99)
+        let printable = (0x20...0x7E).map { Character(Unicode.Scalar(UInt8($0))) }
+        let extra: [Character] = ["\u{0}", "\u{1}", "\n", "\t", "\u{1F}", "\u{7F}", "é", "\u{2028}", "🎲", "\"", "\\"]
+        var names: [String] = []
+        var operations: [(RecordOperationType, JSONValue)] = []
+        for index in 0..<60 {
+            var name = String((0..<(1 + Int(generator.next() % 20))).map { _ in printable[Int(generator.next() % UInt64(printable.count))] })
+            if name.hasPrefix("_") { name = "x" + name }
+            name = String("\(index)\(name)".prefix(255))
+            let text = String((0..<Int(generator.next() % 30)).map { _ in
+                generator.next() % 3 == 0 ? extra[Int(generator.next() % UInt64(extra.count))] : printable[Int(generator.next() % UInt64(printable.count))]
+            })
+            names.append(name)
+            operations.append((.create, record(name, "Thing", ["text": field(.string(text), "STRING"), "list": field([.string(text), "b"], "STRING_LIST")],
+                                               parent: index > 0 ? names[index - 1] : nil)))
+        }
+        let results = try store.modifyRecords(dev, zone: .default, operations: operations.map { RecordOperation(type: $0.0, record: $0.1) },
+                                              atomic: true, deviceID: "device \"quoted\" \\ \u{1}")
+        var answers: [StoredRecord] = results.compactMap(\.savedRecord)
+        XCTAssertEqual(answers.count, 60, "\(results.compactMap(\.error).first.map(\.description) ?? "")")
+        answers += try store.lookupRecords(dev, zone: .default, recordNames: names).compactMap { try? $0.get() }
+        answers += try fetchChanges(dev).state.values.compactMap { $0 }
+        answers += try store.queryRecords(dev, zone: .default, query: try RecordQuery(json: ["recordType": "Thing"]), resultsLimit: 200,
+                                          continuationMarker: nil).records
+        XCTAssertEqual(answers.count, 240)
+        let sent = Dictionary(uniqueKeysWithValues: operations.map { ($0.1["recordName"]!.stringValue!, $0.1) })
+        for stored in answers {
+            let wire = try JSONValue.parse(stored.json().serialized())
+            let name = try XCTUnwrap(wire["recordName"]?.stringValue)
+            XCTAssertEqual(name, stored.recordName)
+            XCTAssertEqual(wire["fields"]?["text"]?["value"], sent[name]?["fields"]?["text"]?["value"], name.debugDescription)
+            XCTAssertEqual(wire["fields"]?["list"]?["type"], "STRING_LIST")
+            XCTAssertEqual(wire["parent"]?["recordName"], sent[name]?["parent"]?["recordName"])
+            XCTAssertEqual(wire["modified"]?["deviceID"], "device \"quoted\" \\ \u{1}")
+            XCTAssertEqual(try Record(responseJSON: wire).fields, try stored.record().fields)
+        }
+    }
+
     func testARecordOverOneMegabyteIsLimitExceeded() throws {
         let big = String(repeating: "x", count: 1_000_001)
         assertError(try modify(dev, [(.create, record("big", "Blob", ["text": field(.string(big), "STRING")]))]).first, .limitExceeded)
