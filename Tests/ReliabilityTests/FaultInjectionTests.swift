@@ -1,0 +1,85 @@
+import Foundation
+import RecordClient
+import RecordModel
+import XCTest
+
+/// Issue 6: the sync engine against a real store through a transport that loses requests and
+/// answers, delivers requests twice, throttles, and delays and reorders notification polls.
+/// After the faults stop and every machine syncs, every machine equals the server, nothing
+/// acknowledged is lost, nothing is duplicated or invented, and no record is orphaned.
+///
+/// Seeds 1–20 run by default; `SCOREBOOK_FAULT_SEEDS=200` runs seeds 1–200, and
+/// `SCOREBOOK_FAULT_SEEDS=7,42` runs exactly those (`SCOREBOOK_FAULT_VERBOSE=1` prints every
+/// step). Records resurrected by the bug of `SyncEngineKnownBugs` are counted and reported, not
+/// failed here (`SCOREBOOK_FAULT_STRICT=1` fails them too).
+final class FaultInjectionTests: XCTestCase {
+    static var environment: [String: String] { ProcessInfo.processInfo.environment }
+
+    static var seeds: [UInt64] {
+        let text = (environment["SCOREBOOK_FAULT_SEEDS"] ?? "").trimmingCharacters(in: .whitespaces)
+        if text.contains(",") { return text.split(separator: ",").compactMap { UInt64($0.trimmingCharacters(in: .whitespaces)) } }
+        if let count = UInt64(text), count > 0 { return Array(1...count) }
+        return Array(1...20)
+    }
+
+    /// Seeds run this many at a time: each spends most of its second waiting on the watcher.
+    static let parallelSeeds = 4
+
+    func testMachinesConvergeWithTheServerThroughInjectedFaults() async throws {
+        let started = Date()
+        let seeds = Self.seeds
+        var reports: [ScenarioReport] = []
+        try await withThrowingTaskGroup(of: ScenarioReport.self) { group in
+            var next = 0
+            func startNext() {
+                guard next < seeds.count else { return }
+                let seed = seeds[next]
+                next += 1
+                group.addTask { try await FaultScenario(seed: seed).run() }
+            }
+            for _ in 0..<Self.parallelSeeds { startNext() }
+            while let report = try await group.next() {
+                reports.append(report)
+                startNext()
+            }
+        }
+        reports.sort { $0.seed < $1.seed }
+
+        var totals: [Fault: Int] = [:]
+        var converged = 0
+        var knownBugSeeds: [UInt64] = []
+        for report in reports {
+            print(report.summary)
+            if Self.environment["SCOREBOOK_FAULT_VERBOSE"] == "1" { print(report.log.joined(separator: "\n")) }
+            for (fault, count) in report.faults { totals[fault, default: 0] += count }
+            if !report.resurrectedByKnownBug.isEmpty {
+                knownBugSeeds.append(report.seed)
+                let text = "seed \(report.seed): known bug (SyncEngineKnownBugs): resurrected after a create's answer was lost: "
+                    + report.resurrectedByKnownBug.joined(separator: ", ")
+                if Self.environment["SCOREBOOK_FAULT_STRICT"] == "1" { XCTFail(text) } else { print(text) }
+            }
+            if report.problems.isEmpty {
+                converged += 1
+            } else {
+                XCTFail("seed \(report.seed) (replay: SCOREBOOK_FAULT_SEEDS=\(report.seed),\(report.seed)):\n"
+                        + report.problems.joined(separator: "\n"))
+            }
+        }
+        let faultText = totals.sorted { $0.key < $1.key }.map { "\($0.key.rawValue)=\($0.value)" }.joined(separator: " ")
+        let requests = reports.reduce(0) { $0 + $1.requests }
+        let polls = reports.reduce(0) { $0 + $1.polls }
+        let records = reports.reduce(0) { $0 + $1.serverRecords }
+        let edits = reports.reduce(0) { $0 + $1.edits }
+        let syncs = reports.reduce(0) { $0 + $1.syncs }
+        let failed = reports.reduce(0) { $0 + $1.failedSyncs }
+        print("fault injection: \(converged) of \(seeds.count) seeds converged (seeds \(seeds.first ?? 0)…\(seeds.last ?? 0)); "
+              + "\(edits) edits, \(syncs) syncs (\(failed) failed under faults), \(requests) requests (\(polls) notification polls), "
+              + "\(records) records at the end; faults injected [\(faultText)], \(totals.values.reduce(0, +)) in all; "
+              + "known-bug resurrections in \(knownBugSeeds.count) seeds \(knownBugSeeds); "
+              + String(format: "%.1f s", Date().timeIntervalSince(started)))
+        // Every kind of fault struck over the run.
+        for fault in Fault.allCases where seeds.count >= 5 {
+            XCTAssertGreaterThan(totals[fault] ?? 0, 0, "\(fault.rawValue) never injected")
+        }
+    }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import RecordClient
+import RecordModel
+
+/// The faults `FaultyTransport` injects.
+enum Fault: String, CaseIterable, Comparable {
+    /// The request never reached the server; the client sees a transport error.
+    case requestLost
+    /// The server applied the request, then the answer was lost; the client sees a transport error.
+    case responseLost
+    /// The request reached the server twice in a row (a retrying proxy); the client gets one answer.
+    case duplicated
+    /// `429 THROTTLED` with `retryAfter` 0 or 1, without reaching the server.
+    case throttled
+    /// `503 TRY_AGAIN_LATER` with `retryAfter` 0 or 1, without reaching the server.
+    case tryAgainLater
+    /// A notification poll answered late (0–40 ms on top of its own wait).
+    case pollDelayed
+    /// A notification poll answered with an earlier poll's answer (older cursor, older
+    /// notifications); the fresh answer is kept back and given to the next poll.
+    case pollReordered
+
+    static func < (lhs: Fault, rhs: Fault) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// How often each fault strikes, per request (polls have their own two).
+struct FaultRates {
+    var requestLost = 0.04
+    var responseLost = 0.08
+    var duplicated = 0.06
+    var throttled = 0.04
+    var tryAgainLater = 0.04
+    var pollDelayed = 0.3
+    var pollReordered = 0.2
+}
+
+/// Wraps a transport and, driven by a seeded generator, loses requests and answers, delivers
+/// requests twice, throttles, and delays and reorders notification polls. Long polls are cut to
+/// `timeout=0` plus a short real wait, so a watching engine neither blocks nor spins.
+final class FaultyTransport: HTTPTransport, @unchecked Sendable {
+    private let inner: any HTTPTransport
+    private let lock = NSLock()
+    private var random: SeededGenerator
+    private var heldPollAnswer: HTTPResponse?
+    private var enabled = true
+    private var currentRates: FaultRates
+    private var counts: [Fault: Int] = [:]
+    private var requestCount = 0
+    private var pollCount = 0
+    private var fetchCount = 0
+    private var unseenCreates: Set<String> = []
+
+    init(_ inner: any HTTPTransport, seed: UInt64, rates: FaultRates = FaultRates()) {
+        self.inner = inner
+        self.random = SeededGenerator(seed: seed)
+        self.currentRates = rates
+    }
+
+    /// The fault rates in force (settable mid-run).
+    var rates: FaultRates {
+        get { locked { currentRates } }
+        set { locked { currentRates = newValue } }
+    }
+
+    /// Turns every fault on or off.
+    var isEnabled: Bool {
+        get { locked { enabled } }
+        set { locked { enabled = newValue; if !newValue { heldPollAnswer = nil } } }
+    }
+
+    /// How many times each fault struck.
+    var injected: [Fault: Int] { locked { counts } }
+    var requests: Int { locked { requestCount } }
+    /// Notification polls among the requests.
+    var polls: Int { locked { pollCount } }
+    /// Records created by a `records/modify` whose answer the client never saw as sent (answer
+    /// lost, or the answer of a duplicate delivery given instead).
+    var createsWithLostAnswers: Set<String> { locked { unseenCreates } }
+    /// `changes/zone` requests among them: at least one per sync.
+    var fetches: Int { locked { fetchCount } }
+
+    private func locked<T>(_ body: () -> T) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        return body()
+    }
+
+    /// Draws the fault for one request (nil: deliver normally) and counts it.
+    private func draw(isPoll: Bool, isFetch: Bool) -> (fault: Fault?, retryAfter: Int, answerFirst: Bool, delay: Double) {
+        locked {
+            requestCount += 1
+            if isPoll { pollCount += 1 }
+            if isFetch { fetchCount += 1 }
+            guard enabled else { return (nil, 0, true, 0) }
+            let roll = Double.random(in: 0..<1, using: &random)
+            let retryAfter = Int.random(in: 0...1, using: &random)
+            let answerFirst = Bool.random(using: &random)
+            let delay = Double.random(in: 0..<0.04, using: &random)
+            var fault: Fault?
+            var threshold = 0.0
+            let rates = currentRates
+            let ordered: [(Fault, Double)] = [
+                (.requestLost, rates.requestLost), (.responseLost, rates.responseLost), (.duplicated, rates.duplicated),
+                (.throttled, rates.throttled), (.tryAgainLater, rates.tryAgainLater),
+            ]
+            for (candidate, rate) in ordered {
+                threshold += rate
+                if roll < threshold { fault = candidate; break }
+            }
+            if fault == nil, isPoll {
+                let pollRoll = Double.random(in: 0..<1, using: &random)
+                if pollRoll < rates.pollReordered { fault = .pollReordered }
+                else if pollRoll < rates.pollReordered + rates.pollDelayed { fault = .pollDelayed }
+            }
+            if let fault { counts[fault, default: 0] += 1 }
+            return (fault, retryAfter, answerFirst, delay)
+        }
+    }
+
+    func send(_ original: HTTPRequest) async throws -> HTTPResponse {
+        let isPoll = original.url.path.contains("/courier/")
+        let request = isPoll ? Self.shortened(original) : original
+        let (fault, retryAfter, answerFirst, delay) = draw(isPoll: isPoll, isFetch: original.url.path.hasSuffix("/changes/zone"))
+        switch fault {
+        case .requestLost?:
+            throw RecordClientError.unreachable("injected: the request was lost")
+        case .responseLost?:
+            _ = try await deliver(request, isPoll: isPoll)
+            noteCreatesWithLostAnswer(request)
+            throw RecordClientError.unreachable("injected: the answer was lost")
+        case .duplicated?:
+            let first = try await deliver(request, isPoll: isPoll)
+            let second = try await deliver(request, isPoll: isPoll)
+            if !answerFirst { noteCreatesWithLostAnswer(request) }
+            return answerFirst ? first : second
+        case .throttled?:
+            return Self.errorAnswer(ServerError(.throttled, "injected: slow down", retryAfter: retryAfter))
+        case .tryAgainLater?:
+            return Self.errorAnswer(ServerError(.tryAgainLater, "injected: try again later", retryAfter: retryAfter))
+        case .pollDelayed?:
+            let answer = try await deliver(request, isPoll: isPoll)
+            try await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+            return answer
+        case .pollReordered?:
+            let fresh = try await deliver(request, isPoll: isPoll)
+            return locked {
+                guard let held = heldPollAnswer else { heldPollAnswer = fresh; return fresh }
+                heldPollAnswer = fresh
+                return held
+            }
+        case nil:
+            return try await deliver(request, isPoll: isPoll)
+        }
+    }
+
+    private func noteCreatesWithLostAnswer(_ request: HTTPRequest) {
+        guard request.url.path.hasSuffix("/records/modify"), let body = request.body, let json = try? JSONValue.parse(body) else { return }
+        let names = (json["operations"]?.arrayValue ?? []).compactMap { operation -> String? in
+            operation["operationType"]?.stringValue == "create" ? operation["record"]?["recordName"]?.stringValue : nil
+        }
+        locked { unseenCreates.formUnion(names) }
+    }
+
+    /// Sends to the server. A poll that found nothing waits a moment, as a long poll would.
+    private func deliver(_ request: HTTPRequest, isPoll: Bool) async throws -> HTTPResponse {
+        let answer = try await inner.send(request)
+        if isPoll, answer.status == 200, (try? JSONValue.parse(answer.body))?["notifications"]?.arrayValue?.isEmpty ?? false {
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
+        return answer
+    }
+
+    /// The same poll with `timeout=0`: answered at once, with what is waiting.
+    static func shortened(_ request: HTTPRequest) -> HTTPRequest {
+        guard var components = URLComponents(url: request.url, resolvingAgainstBaseURL: true) else { return request }
+        components.percentEncodedQuery = (components.percentEncodedQuery ?? "").split(separator: "&")
+            .map { $0.hasPrefix("timeout=") ? "timeout=0" : String($0) }.joined(separator: "&")
+        var copy = request
+        copy.url = components.url ?? request.url
+        return copy
+    }
+
+    static func errorAnswer(_ error: ServerError) -> HTTPResponse {
+        HTTPResponse(status: error.code.httpStatus, body: error.json(uuid: UUID().uuidString.lowercased()).serialized())
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import RecordClient
+import RecordModel
+import RecordServer
+
+/// An `HTTPTransport` that hands each request straight to a real `RecordAPI` (over a real
+/// `SQLiteRecordStore`): the whole wire path of the client (URLs, headers, JSON) and of the
+/// server (routing, authentication, error mapping), without sockets.
+final class InProcessTransport: HTTPTransport, @unchecked Sendable {
+    let api: RecordAPI
+    /// What `tokens/create` names as the host of the courier URL.
+    static let host = "reliability.invalid"
+
+    init(api: RecordAPI) {
+        self.api = api
+    }
+
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        let components = URLComponents(url: request.url, resolvingAgainstBaseURL: true)
+        let method: APIRequest.Method = request.method == "GET" ? .get : request.method == "POST" ? .post : .other
+        var apiRequest = APIRequest(
+            method: method, path: request.url.path, query: APIRequest.parseQuery(components?.percentEncodedQuery ?? ""),
+            authorization: header("Authorization", in: request), deviceID: header("X-Device-ID", in: request),
+            body: request.body ?? [])
+        apiRequest.host = Self.host
+        apiRequest.accept = header("Accept", in: request)
+        let response = await api.handle(apiRequest)
+        guard response.eventStream == nil else {
+            throw RecordClientError.invalidResponse("the in-process transport does not carry event streams")
+        }
+        return HTTPResponse(status: response.status, body: response.body)
+    }
+
+    private func header(_ name: String, in request: HTTPRequest) -> String? {
+        request.headers.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+}
+
+/// A small deterministic generator (SplitMix64): a seed always replays the same choices.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// True with probability `p`.
+    mutating func chance(_ p: Double) -> Bool { Double.random(in: 0..<1, using: &self) < p }
+}

@@ -1,1 +1,0 @@
-// The fault-injection suite lands here.
