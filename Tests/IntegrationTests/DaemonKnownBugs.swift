@@ -37,4 +37,21 @@ final class DaemonKnownBugs: DaemonTestCase {
         }
         try assertHealthy()
     }
+
+    /// The authentication scheme's case.
+    ///
+    /// Request: `GET …/private/users/current` with `Authorization: bearer TOKEN` (or `BEARER TOKEN`)
+    /// and a valid token.
+    /// Expected: 200 with the user, as for `Bearer TOKEN` — an HTTP authentication scheme is a
+    /// case-insensitive token (RFC 9110 §11.1), and some HTTP clients and proxies send it lower-case.
+    /// Actual: 401 `AUTHENTICATION_FAILED` "Authorization must be 'Bearer TOKEN'"
+    /// (`RecordAPI.authenticate` compares the prefix `"Bearer "` exactly).
+    func testTheBearerSchemeIsCaseInsensitive() throws {
+        let (recordName, token) = try makeUser("scheme")
+        for scheme in ["bearer", "BEARER", "bEaReR"] {
+            let answer = try daemon.request("GET", path("users/current"), headers: [("Authorization", "\(scheme) \(token)")]).parsed()
+            XCTAssertEqual(answer.status, 200, "\(scheme): \(answer.body.serializedString())")
+            XCTAssertEqual(answer.body["userRecordName"]?.stringValue, recordName, scheme)
+        }
+    }
 }
