@@ -59,6 +59,12 @@ extension LocalRecordStore {
         }
     }
 
+    /// True when some entry was sent before without an answer: the server may hold it already,
+    /// and may since have deleted it.
+    public func hasUnacknowledgedSends() throws -> Bool {
+        try withConnection { try $0.scalarInt("SELECT 1 FROM outbox WHERE attempts > 0 LIMIT 1") != nil }
+    }
+
     /// Removes an entry if it is still the one that was sent (no edit since).
     static func dequeue(_ change: PendingChange, in connection: SQLiteConnection) throws {
         try connection.run("DELETE FROM outbox WHERE name = ? AND sequence = ?", [.text(change.recordName), .int(change.sequence)])

@@ -35,13 +35,20 @@ public final class ZoneSynchronizer: @unchecked Sendable {
         self.sleep = sleep
     }
 
-    /// One full cycle: send local changes, fetch remote ones, send what merging produced.
+    /// One full cycle: send local changes, fetch remote ones, send what merging produced (after a
+    /// lost answer, fetch first).
     /// Records the time of success, or the error, in the store.
     @discardableResult
     public func sync(onChange: (AppliedChange) -> Void = { _ in }) async throws -> SyncSummary {
         var summary = SyncSummary()
         do {
             try await ensureZone()
+            if try store.hasUnacknowledgedSends() {
+                // A send whose answer was lost may have been applied, and the record deleted by
+                // another machine since: fetch first, so its tombstone drops the entry instead of
+                // a resent create bringing the record back.
+                try await fetchChanges(&summary, onChange: onChange)
+            }
             try await sendOutbox(&summary, onChange: onChange)
             try await fetchChanges(&summary, onChange: onChange)
             if try !store.sendableChanges().isEmpty {
