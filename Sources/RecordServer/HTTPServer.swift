@@ -103,7 +103,9 @@ public struct HTTPServer {
         let app = Application(
             responder: responder,
             server: .http1(configuration: .init(
-                additionalChannelHandlers: [ConnectionLimiter(open: openConnections, maximum: maximumConnections)],
+                additionalChannelHandlers: [
+                    ConnectionLimiter(open: openConnections, maximum: maximumConnections), MalformedRequestResponder(),
+                ],
                 idleTimeout: .seconds(configuration.idleTimeoutSeconds),
                 // Room for long CloudKit-style query strings and tokens; beyond this the HTTP
                 // parser itself refuses the request (400 without a body).

@@ -144,9 +144,12 @@ public final class RecordAPI: Sendable {
 
     func authenticate(_ request: APIRequest) async throws -> User {
         if let header = request.authorization {
-            let prefix = "Bearer "
-            guard header.hasPrefix(prefix) else { throw ServerError(.authenticationFailed, "Authorization must be 'Bearer TOKEN'") }
-            let token = String(header.dropFirst(prefix.count)).trimmingCharacters(in: .whitespaces)
+            // The scheme name is case-insensitive (RFC 9110 §11.1).
+            let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+            guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+                throw ServerError(.authenticationFailed, "Authorization must be 'Bearer TOKEN'")
+            }
+            let token = parts[1].trimmingCharacters(in: .whitespaces)
             guard let user = try await run({ try self.store.authenticate(bearerToken: token) }) else {
                 throw ServerError(.authenticationFailed, "unknown or revoked token")
             }
