@@ -59,7 +59,12 @@ final class DaemonProcess {
     /// prints its readiness line.
     static func start(dataDirectory: URL? = nil, extraArguments: [String] = []) throws -> DaemonProcess {
         let directory = dataDirectory ?? makeTemporaryDirectory(prefix: "scorebookd")
-        return try DaemonProcess(dataDirectory: directory, ownsDataDirectory: dataDirectory == nil, extraArguments: extraArguments)
+        do {
+            return try DaemonProcess(dataDirectory: directory, ownsDataDirectory: dataDirectory == nil, extraArguments: extraArguments)
+        } catch {
+            if dataDirectory == nil { try? FileManager.default.removeItem(at: directory) }
+            throw error
+        }
     }
 
     private static func launch(dataDirectory: URL, extraArguments: [String]) throws
