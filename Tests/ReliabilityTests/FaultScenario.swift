@@ -24,9 +24,9 @@ struct ScenarioReport {
     var deletedRecords = 0
     var secondsOfBackOff = 0.0
     var problems: [String] = []
-    /// Records brought back to life by SyncEngineKnownBugs' bug (a create resent after its
-    /// answer was lost, once another machine had deleted the record); reported, not failed.
-    var resurrectedByKnownBug: [String] = []
+    /// Fields where SyncEngineKnownBugs' bug struck: a machine's latest edit lost to its own
+    /// earlier write whose answer was lost; reported, not failed (unless strict).
+    var knownBug: [String] = []
     /// Every step, sync and watch problem, in order.
     var log: [String] = []
 
@@ -163,10 +163,10 @@ final class FaultScenario {
         let serverRecords = try await Self.serverRecords(inProcess, token: token)
         report.serverRecords = serverRecords.count
         report.deletedRecords = log.created.keys.filter { log.shouldBeGone($0) }.count
-        let lostAnswers = machines.reduce(into: Set<String>()) { $0.formUnion($1.transport.createsWithLostAnswers) }
-        let outcome = try check(server: serverRecords, machines: machines, log: log, createsWithLostAnswers: lostAnswers)
+        let lostAnswers = machines.map(\.transport.savesWithLostAnswers)
+        let outcome = try check(server: serverRecords, machines: machines, log: log, savesWithLostAnswers: lostAnswers)
         report.problems += outcome.problems
-        report.resurrectedByKnownBug = outcome.knownBug
+        report.knownBug = outcome.knownBug
         report.log = log.lines
         if !report.problems.isEmpty {
             report.problems.append("edit log (last 150 lines):\n" + log.lines.suffix(150).joined(separator: "\n"))
@@ -266,9 +266,10 @@ final class FaultScenario {
         throw SyncError("changes/zone never ended")
     }
 
-    /// The problems found, and the records resurrected by the known bug (which are not problems
-    /// here: SyncEngineKnownBugs fails for them).
-    func check(server: [String: Record], machines: [SyncMachine], log: EditLog, createsWithLostAnswers: Set<String>) throws
+    /// The problems found, and the fields where the known bug struck (not problems here:
+    /// SyncEngineKnownBugs fails for it). `savesWithLostAnswers[m]`: records machine m saved in
+    /// a request whose answer it lost.
+    func check(server: [String: Record], machines: [SyncMachine], log: EditLog, savesWithLostAnswers: [Set<String>]) throws
         -> (problems: [String], knownBug: [String])
     {
         var problems: [String] = []
@@ -302,9 +303,8 @@ final class FaultScenario {
         if !lost.isEmpty { problems.append("lost (created, never deleted, missing on the server): \(lost.sorted())") }
         let extra = serverNames.subtracting(expected)
         let resurrected = extra.filter { log.created[$0] != nil }
-        let knownBug = resurrected.filter(createsWithLostAnswers.contains)
-        let unexplained = resurrected.subtracting(knownBug)
-        if !unexplained.isEmpty { problems.append("resurrected (deleted, yet on the server): \(unexplained.sorted())") }
+        if !resurrected.isEmpty { problems.append("resurrected (deleted, yet on the server): \(resurrected.sorted())") }
+        var knownBug: [String] = []
         let invented = extra.filter { log.created[$0] == nil }
         if !invented.isEmpty { problems.append("invented (no machine created them): \(invented.sorted())") }
 
@@ -317,7 +317,7 @@ final class FaultScenario {
 
         // Field values: each one was written by some machine; a field only one machine ever
         // wrote holds that machine's last value.
-        for (name, record) in server where !knownBug.contains(name) {
+        for (name, record) in server {
             let writes = log.lastWrite[name] ?? [:]
             for (field, value) in record.fields where field != RecordMerge.modificationDateField {
                 if !(log.everWritten[name]?[field] ?? []).contains(value) {
@@ -326,7 +326,13 @@ final class FaultScenario {
             }
             for (field, byMachine) in writes where byMachine.count == 1 {
                 let (machine, last) = byMachine.first!
-                if record.fields[field] != last {
+                let earlier = (log.history[name]?[field]?[machine] ?? []).dropLast()
+                if record.fields[field] != last, savesWithLostAnswers[machine].contains(name),
+                   earlier.contains(where: { $0 == record.fields[field] })
+                {
+                    knownBug.append("\(name).\(field): m\(machine)'s latest edit (\(last.map { $0.value.serializedString() } ?? "removed")) "
+                                    + "lost to its own earlier write \(record.fields[field].map { $0.value.serializedString() } ?? "removal")")
+                } else if record.fields[field] != last {
                     problems.append("\(name).\(field): only m\(machine) wrote it, last \(last.map { $0.value.serializedString() } ?? "removed"), "
                                     + "server has \(record.fields[field].map { $0.value.serializedString() } ?? "nothing")")
                 }

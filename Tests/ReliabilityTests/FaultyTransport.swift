@@ -48,7 +48,7 @@ final class FaultyTransport: HTTPTransport, @unchecked Sendable {
     private var requestCount = 0
     private var pollCount = 0
     private var fetchCount = 0
-    private var unseenCreates: Set<String> = []
+    private var unseenWrites: Set<String> = []
 
     init(_ inner: any HTTPTransport, seed: UInt64, rates: FaultRates = FaultRates()) {
         self.inner = inner
@@ -73,9 +73,9 @@ final class FaultyTransport: HTTPTransport, @unchecked Sendable {
     var requests: Int { locked { requestCount } }
     /// Notification polls among the requests.
     var polls: Int { locked { pollCount } }
-    /// Records created by a `records/modify` whose answer the client never saw as sent (answer
-    /// lost, or the answer of a duplicate delivery given instead).
-    var createsWithLostAnswers: Set<String> { locked { unseenCreates } }
+    /// Records saved (created or updated) by a `records/modify` whose answer the client never saw
+    /// as sent (answer lost, or the answer of a duplicate delivery given instead).
+    var savesWithLostAnswers: Set<String> { locked { unseenWrites } }
     /// `changes/zone` requests among them: at least one per sync.
     var fetches: Int { locked { fetchCount } }
 
@@ -126,12 +126,12 @@ final class FaultyTransport: HTTPTransport, @unchecked Sendable {
             throw RecordClientError.unreachable("injected: the request was lost")
         case .responseLost?:
             _ = try await deliver(request, isPoll: isPoll)
-            noteCreatesWithLostAnswer(request)
+            noteSavesWithLostAnswer(request)
             throw RecordClientError.unreachable("injected: the answer was lost")
         case .duplicated?:
             let first = try await deliver(request, isPoll: isPoll)
             let second = try await deliver(request, isPoll: isPoll)
-            if !answerFirst { noteCreatesWithLostAnswer(request) }
+            if !answerFirst { noteSavesWithLostAnswer(request) }
             return answerFirst ? first : second
         case .throttled?:
             return Self.errorAnswer(ServerError(.throttled, "injected: slow down", retryAfter: retryAfter))
@@ -153,12 +153,16 @@ final class FaultyTransport: HTTPTransport, @unchecked Sendable {
         }
     }
 
-    private func noteCreatesWithLostAnswer(_ request: HTTPRequest) {
+    private func noteSavesWithLostAnswer(_ request: HTTPRequest) {
         guard request.url.path.hasSuffix("/records/modify"), let body = request.body, let json = try? JSONValue.parse(body) else { return }
-        let names = (json["operations"]?.arrayValue ?? []).compactMap { operation -> String? in
-            operation["operationType"]?.stringValue == "create" ? operation["record"]?["recordName"]?.stringValue : nil
+        let operations = json["operations"]?.arrayValue ?? []
+        func names(_ types: Set<String>) -> [String] {
+            operations.compactMap { operation in
+                types.contains(operation["operationType"]?.stringValue ?? "") ? operation["record"]?["recordName"]?.stringValue : nil
+            }
         }
-        locked { unseenCreates.formUnion(names) }
+        let saves = names(["create", "update", "forceUpdate", "replace", "forceReplace"])
+        locked { unseenWrites.formUnion(saves) }
     }
 
     /// Sends to the server. A poll that found nothing waits a moment, as a long poll would.

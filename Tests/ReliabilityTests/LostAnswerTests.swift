@@ -1,0 +1,67 @@
+import Foundation
+import RecordClient
+import RecordModel
+import RecordServer
+import RecordStore
+@testable import Scorebook
+import SyncEngine
+import XCTest
+
+/// Lost answers, one at a time, in exchanges the fault-injection runs found wrong once.
+final class LostAnswerTests: XCTestCase {
+    /// A record whose creation reached the server but whose answer was lost (a dropped
+    /// connection, or the CLI killed mid-sync) stays deleted after another machine deletes it.
+    /// Found by the fault-injection runs, fixed in 033ee0e (fetch before sending after a lost
+    /// answer); this was SyncEngineKnownBugs' first test.
+    ///
+    /// Exchange: machine A saves a new Person and syncs; the server applies A's
+    /// `records/modify` `create` but the answer never reaches A (A's outbox keeps the entry,
+    /// with no server copy). Machine B syncs (gets the Person), deletes it and syncs (the server
+    /// deletes it; its change feed now holds a tombstone). A syncs again.
+    /// Expected: the Person stays deleted everywhere — DESIGN: "A record deleted on the server
+    /// stays deleted unless the user recreates it"; CONTRACT §4.2: "nothing is lost and nothing
+    /// is duplicated, even if the process is killed mid-sync".
+    /// The bug was: A resent `create` (it had no server copy), the server accepted it because the
+    /// name was free again, and the Person was live on the server again.
+    func testACreateWhoseAnswerWasLostDoesNotResurrectTheRecordAfterAnotherMachineDeletesIt() async throws {
+        let root = FaultScenario.temporaryRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let server = try SQLiteRecordStore(directory: root.appendingPathComponent("server").path)
+        defer { server.close() }
+        let api = InProcessTransport(api: RecordAPI(store: server, requestsPerSecond: 1_000_000, logger: FaultScenario.quietLogger))
+        let token = try server.createUser(name: "resurrection").token
+        let clock = EditClock()
+        let log = EditLog()
+        let noFaults = FaultRates(requestLost: 0, responseLost: 0, duplicated: 0, throttled: 0, tryAgainLater: 0, pollDelayed: 0,
+                                  pollReordered: 0)
+        let a = try SyncMachine(index: 0, directory: root, api: api, token: token, seed: 1, rates: noFaults, clock: clock, log: log)
+        let b = try SyncMachine(index: 1, directory: root, api: api, token: token, seed: 2, rates: noFaults, clock: clock, log: log)
+        try await a.engine.sync()
+        try await b.engine.sync()
+
+        let person = Person(firstName: "Ann", modificationDate: clock.now())
+        try a.create([person], requiring: [])
+        a.transport.rates.responseLost = 1  // every answer to A is lost from now on
+        do {
+            try await a.engine.sync()
+            XCTFail("the sync cannot succeed without answers")
+        } catch {}
+        a.transport.rates.responseLost = 0
+        let afterCreate = try await FaultScenario.serverRecords(api, token: token)
+        XCTAssertNotNil(afterCreate[person.recordName], "the create reached the server")
+
+        try await b.engine.sync()
+        XCTAssertNotNil(try b.store.record(named: person.recordName), "B received the Person")
+        try b.delete(person.recordName)
+        try await b.engine.sync()
+        let afterDelete = try await FaultScenario.serverRecords(api, token: token)
+        XCTAssertNil(afterDelete[person.recordName], "B's deletion reached the server")
+
+        try await a.engine.sync()
+        try await b.engine.sync()
+        let onServer = try await FaultScenario.serverRecords(api, token: token)
+        XCTAssertNil(onServer[person.recordName], "the Person B deleted is live on the server again")
+        XCTAssertNil(try a.store.record(named: person.recordName), "A still shows the Person B deleted")
+        XCTAssertNil(try b.store.record(named: person.recordName), "B got the Person it deleted back")
+    }
+}
