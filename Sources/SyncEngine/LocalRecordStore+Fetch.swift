@@ -94,7 +94,7 @@ extension LocalRecordStore {
     /// server any more, so every local record is queued to be sent again.
     func resetForRecreatedZone(tokenKey: String, flagKey: String) throws {
         try transaction { connection in
-            try connection.execute("DELETE FROM server_copies; DELETE FROM waiting_records; DELETE FROM outbox WHERE operation = 'delete';")
+            try connection.execute("DELETE FROM server_copies; DELETE FROM sent_states; DELETE FROM waiting_records; DELETE FROM outbox WHERE operation = 'delete';")
             try connection.run("UPDATE outbox SET attempts = 0, parked_reason = NULL")
             let records = try connection.map("SELECT name, type FROM records ORDER BY rowid") { ($0.text(0), $0.text(1)) }
             for (name, type) in records { try Self.queue(name, type: type, operation: .save, in: connection) }
@@ -107,7 +107,7 @@ extension LocalRecordStore {
     /// local records, and queues them all: for a store adopted by a new account.
     func forgetServerState(keepingSettings keep: Set<String>) throws {
         try transaction { connection in
-            try connection.execute("DELETE FROM server_copies; DELETE FROM waiting_records; DELETE FROM outbox WHERE operation = 'delete';")
+            try connection.execute("DELETE FROM server_copies; DELETE FROM sent_states; DELETE FROM waiting_records; DELETE FROM outbox WHERE operation = 'delete';")
             try connection.run("UPDATE outbox SET attempts = 0, parked_reason = NULL")
             let keys = try connection.map("SELECT key FROM settings") { $0.text(0) }
             for key in keys where !keep.contains(key) && key != "outboxSequence" {

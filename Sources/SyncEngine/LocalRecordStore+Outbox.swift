@@ -1,3 +1,4 @@
+import RecordClient
 import RecordModel
 import SQLiteDB
 
@@ -50,13 +51,39 @@ extension LocalRecordStore {
     }
 
     /// Counts a send attempt before the request goes out, so a later local deletion knows the
-    /// record may have reached the server even if the answer is never recorded.
-    func markAttempted(_ changes: [PendingChange]) throws {
+    /// record may have reached the server even if the answer is never recorded; and remembers
+    /// the state the server will hold if a save applies (its sent state), the merge ancestor
+    /// should the answer be lost: the server then holding our own write is not a remote change.
+    func markAttempted(_ sending: [(change: PendingChange, operation: RecordOperation)]) throws {
         try transaction { connection in
-            for change in changes {
+            for (change, operation) in sending {
                 try connection.run("UPDATE outbox SET attempts = attempts + 1 WHERE name = ?", [.text(change.recordName)])
+                guard change.operation == .save else { continue }
+                var state = try Self.serverCopy(named: change.recordName, in: connection)
+                    ?? Record(recordName: change.recordName, recordType: change.recordType)
+                for name in operation.record.removedFieldNames { state.fields[name] = nil }
+                for (name, value) in operation.record.fields { state.fields[name] = value }
+                state.removedFieldNames = []
+                try connection.run("INSERT OR REPLACE INTO sent_states(name, record) VALUES(?, ?)",
+                                   [.text(change.recordName), .blob(state.json().serialized())])
             }
         }
+    }
+
+    static func sentState(named name: String, in connection: SQLiteConnection) throws -> Record? {
+        try connection.first("SELECT record FROM sent_states WHERE name = ?", [.text(name)]) { row in
+            try Record(responseJSON: try JSONValue.parse(row.blob(0)))
+        }
+    }
+
+    func forgetSentStates(_ names: [String]) throws {
+        try transaction { connection in
+            for name in names { try Self.forgetSentState(name, in: connection) }
+        }
+    }
+
+    static func forgetSentState(_ name: String, in connection: SQLiteConnection) throws {
+        try connection.run("DELETE FROM sent_states WHERE name = ?", [.text(name)])
     }
 
     /// True when some entry was sent before without an answer: the server may hold it already,
@@ -86,6 +113,7 @@ extension LocalRecordStore {
             copy.fields = fields
             if copy.recordType.isEmpty { copy.recordType = change.recordType }
             try Self.writeServerCopy(copy, in: connection)
+            try Self.forgetSentState(change.recordName, in: connection)
             try Self.dequeue(change, in: connection)
         }
     }
@@ -94,6 +122,7 @@ extension LocalRecordStore {
     func acknowledgeDelete(_ change: PendingChange) throws {
         try transaction { connection in
             try connection.run("DELETE FROM server_copies WHERE name = ?", [.text(change.recordName)])
+            try Self.forgetSentState(change.recordName, in: connection)
             try Self.dequeue(change, in: connection)
         }
     }
@@ -144,9 +173,13 @@ extension LocalRecordStore {
             try writeServerCopy(server, in: connection)
             return MergeOutcome(applied: AppliedChange(kind: .saved, record: server), hadConflict: false)
         }
-        // The ancestor is only meaningful if it was a copy of this record; without one (an
-        // unacknowledged create), every difference is a conflict.
-        let result = RecordMerge.merge(ancestor: ancestor?.fields, local: local, server: server)
+        // The ancestor is what the server held as far as this machine knows: its last copy, or,
+        // after a send whose answer was lost, the state that send produces (so our own write
+        // coming back is not taken for a remote change). Without either (an unacknowledged create
+        // whose send never started), every difference is a conflict.
+        let sent = try sentState(named: name, in: connection)
+        try forgetSentState(name, in: connection)
+        let result = RecordMerge.merge(ancestor: sent?.fields ?? ancestor?.fields, local: local, server: server)
         var merged = local
         merged.fields = result.fields
         if merged.parent == nil { merged.parent = server.parent }

@@ -6,8 +6,14 @@ extension LocalRecordStore {
         try withConnection { try Self.setting(key, in: $0) }
     }
 
+    /// Stores a setting; a value equal to the stored one writes nothing. Each write is a
+    /// transaction with its fsync, and most syncs would otherwise rewrite `lastError` as nil and
+    /// the notification cursor unchanged.
     public func setSetting(_ key: String, _ value: String?) throws {
-        try transaction { try Self.setSetting(key, value, in: $0) }
+        try withConnection { connection in
+            guard try Self.setting(key, in: connection) != value else { return }
+            try connection.transaction { try Self.setSetting(key, value, in: connection) }
+        }
     }
 
     static func setting(_ key: String, in connection: SQLiteConnection) throws -> String? {

@@ -59,6 +59,7 @@ public final class LocalRecordStore: @unchecked Sendable {
                 CREATE TABLE IF NOT EXISTS waiting_records(
                     name TEXT PRIMARY KEY, record BLOB NOT NULL, missing TEXT NOT NULL);
                 CREATE TABLE IF NOT EXISTS settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                CREATE TABLE IF NOT EXISTS sent_states(name TEXT PRIMARY KEY, record BLOB NOT NULL);
                 PRAGMA user_version = \(Self.schemaVersion);
                 """)
         }
@@ -122,7 +123,7 @@ public final class LocalRecordStore: @unchecked Sendable {
     public func deleteAllData() throws {
         try transaction { connection in
             try connection.execute("""
-                DELETE FROM records; DELETE FROM record_references; DELETE FROM server_copies;
+                DELETE FROM records; DELETE FROM record_references; DELETE FROM server_copies; DELETE FROM sent_states;
                 DELETE FROM outbox; DELETE FROM waiting_records; DELETE FROM settings;
                 """)
         }
@@ -183,6 +184,7 @@ public final class LocalRecordStore: @unchecked Sendable {
             try connection.run("DELETE FROM records WHERE name = ?", [.text(name)])
             try connection.run("DELETE FROM record_references WHERE name = ?", [.text(name)])
             try connection.run("DELETE FROM waiting_records WHERE name = ?", [.text(name)])
+            try connection.run("DELETE FROM sent_states WHERE name = ?", [.text(name)])
         }
     }
 }

@@ -61,8 +61,11 @@ extension ZoneSynchronizer {
             }
         }
         guard !sending.isEmpty else { return }
-        try store.markAttempted(sending.map(\.change))
+        try store.markAttempted(sending)
         let results = try await modify(sending.map(\.operation), attempt: 1)
+        // An answer arrived, so every sent state is settled (applied or refused): only a lost
+        // answer leaves them as merge ancestors.
+        try store.forgetSentStates(sending.map(\.change.recordName))
         let unsent = try store.unsentRecordNames()
         var toLookUp: [PendingChange] = []
         for ((change, operation), result) in zip(sending, results) {
