@@ -39,7 +39,10 @@ struct APIResponder: HTTPResponder {
         do {
             body = try await request.body.collect(upTo: maximumBodyBytes)
         } catch {
-            return Self.response(.error(ServerError(.limitExceeded, "request body is larger than \(maximumBodyBytes) bytes"), uuid: uuid))
+            // The rest of the body is never read, so the connection cannot be reused: close it.
+            var response = Self.response(.error(ServerError(.limitExceeded, "request body is larger than \(maximumBodyBytes) bytes"), uuid: uuid))
+            response.headers[.connection] = "close"
+            return response
         }
         let method: APIRequest.Method = request.method == .get ? .get : request.method == .post ? .post : .other
         var apiRequest = APIRequest(

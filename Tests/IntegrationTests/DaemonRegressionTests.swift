@@ -2,11 +2,9 @@ import Foundation
 import RecordModel
 import XCTest
 
-/// Contract behaviour the daemon does not have yet, found by the integration suite. Each test
-/// fails until its bug is fixed; the doc comment gives the request, what the contract expects and
-/// what the daemon does. A fixed bug's test moves to the suite where it belongs, as a regression
-/// test.
-final class DaemonKnownBugs: DaemonTestCase {
+/// Daemon bugs found by the integration suite, since fixed: each doc comment gives the request,
+/// what the contract expects and what the daemon used to do.
+final class DaemonRegressionTests: DaemonTestCase {
     /// Requests the HTTP parser itself refuses, before they reach the API.
     ///
     /// Requests: (1) `GET …/private/zones/list` with an `Authorization: Bearer` header of 100,000

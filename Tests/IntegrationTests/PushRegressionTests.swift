@@ -2,9 +2,9 @@ import Foundation
 import RecordModel
 import XCTest
 
-/// Daemon bugs found while writing the push suite, each as a failing test that states the
-/// request, what the contract expects and what the daemon does. Fix the daemon, not the test.
-final class PushKnownBugs: PushTestCase {
+/// Daemon bugs found while writing the push suite, fixed since; each test states the
+/// request, what the contract expects and what the daemon used to do.
+final class PushRegressionTests: PushTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()
         try createZone(zone)
