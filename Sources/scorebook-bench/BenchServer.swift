@@ -4,8 +4,19 @@ import RecordModel
 import RecordServer
 import RecordStore
 
+/// A server the HTTP scenarios talk to: in-process (`BenchServer`) or a real `scorebookd`
+/// subprocess (`DaemonUnderTest`).
+protocol BenchTarget {
+    var port: Int { get }
+    var token: String { get }
+    /// `/database/1/{container}/{environment}/private`
+    var databasePath: String { get }
+    /// `/database/1/{container}/{environment}`
+    var environmentPath: String { get }
+}
+
 /// A scorebookd served in-process on a free loopback port, with one user, for the HTTP scenarios.
-final class BenchServer: @unchecked Sendable {
+final class BenchServer: BenchTarget, @unchecked Sendable {
     let store: SQLiteRecordStore
     let api: RecordAPI
     let directory: String
@@ -41,6 +52,7 @@ final class BenchServer: @unchecked Sendable {
     }
 
     var databasePath: String { "/database/1/iCloud.bench/development/private" }
+    var environmentPath: String { "/database/1/iCloud.bench/development" }
 }
 
 /// A ~200-byte record of the benchmark type.

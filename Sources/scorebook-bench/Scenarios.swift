@@ -177,10 +177,10 @@ func incrementalSync(_ options: BenchOptions, _ context: inout [String: JSONValu
     return figures
 }
 
-/// Opens an SSE connection on a new courier token of the server's user.
-func openEventStream(_ server: BenchServer) throws -> RawHTTPConnection {
+/// Opens an SSE connection on a new courier token of the target's user.
+func openEventStream(_ server: any BenchTarget) throws -> RawHTTPConnection {
     let control = try RawHTTPConnection(port: server.port)
-    let (_, answer) = try control.request("POST", "/database/1/iCloud.bench/development/tokens/create", token: server.token,
+    let (_, answer) = try control.request("POST", server.environmentPath + "/tokens/create", token: server.token,
                                           body: Array(#"{"apnsEnvironment":"development"}"#.utf8))
     guard let url = try JSONValue.parse(answer)["webcourierURL"]?.stringValue, let path = URL(string: url)?.path else {
         throw RawHTTPConnection.Failure(description: "tokens/create failed")
@@ -192,9 +192,9 @@ func openEventStream(_ server: BenchServer) throws -> RawHTTPConnection {
     return stream
 }
 
-func subscribe(_ server: BenchServer, zone: String) throws {
+func subscribe(_ server: any BenchTarget, zone: String, recordType: String = "Bench") throws {
     let connection = try RawHTTPConnection(port: server.port)
-    let body = #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"bench","subscriptionType":"query","zoneID":{"zoneName":"\#(zone)"},"query":{"recordType":"Bench"},"firesOn":["create","update","delete"],"notificationInfo":{"desiredKeys":["value"]}}}]}"#
+    let body = #"{"operations":[{"operationType":"create","subscription":{"subscriptionID":"bench","subscriptionType":"query","zoneID":{"zoneName":"\#(zone)"},"query":{"recordType":"\#(recordType)"},"firesOn":["create","update","delete"],"notificationInfo":{"desiredKeys":["value"]}}}]}"#
     let (status, _) = try connection.request("POST", server.databasePath + "/subscriptions/modify", token: server.token, body: Array(body.utf8))
     guard status == 200 else { throw RawHTTPConnection.Failure(description: "subscriptions/modify failed") }
 }
@@ -234,10 +234,7 @@ func pushLatency(_ options: BenchOptions, _ context: inout [String: JSONValue]) 
 
 /// (6) One commit, many connected SSE subscribers: time until the last one has the event.
 func fanOut(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
-    var limit = rlimit()
-    getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
-    limit.rlim_cur = limit.rlim_max
-    setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+    raiseOpenFileLimit()
     let server = try BenchServer(directory: temporaryDirectory("fanout"))
     _ = try server.store.createZone(server.scope, zoneName: "Bench")
     try await server.start()
@@ -251,27 +248,9 @@ func fanOut(_ options: BenchOptions, _ context: inout [String: JSONValue]) async
     let rounds = max(5, options.rounds / 10)
     for round in 0..<rounds {
         let body = modifyBody(zone: "Bench", records: [benchRecord(round)], operation: "forceReplace")
-        var waiting = Set(0..<streams.count)
-        var buffers = [[UInt8]](repeating: [], count: streams.count)
         let start = now()
         _ = try writer.request("POST", server.databasePath + "/records/modify", token: server.token, body: body)
-        var first = Double.nan
-        let deadline = start + 10
-        while !waiting.isEmpty, now() < deadline {
-            var descriptors = waiting.map { pollfd(fd: streams[$0].fd, events: Int16(POLLIN), revents: 0) }
-            let indices = Array(waiting)
-            guard poll(&descriptors, nfds_t(descriptors.count), 1000) > 0 else { continue }
-            for (position, descriptor) in descriptors.enumerated() where descriptor.revents != 0 {
-                let index = indices[position]
-                _ = try streams[index].fill(timeoutMilliseconds: 0)
-                buffers[index] += streams[index].drain()
-                if containsCompleteEvent(buffers[index]) {
-                    waiting.remove(index)
-                    if first.isNaN { first = (now() - start) * 1000 }
-                }
-            }
-        }
-        guard waiting.isEmpty else { throw RawHTTPConnection.Failure(description: "\(waiting.count) subscribers got nothing in 10 s") }
+        let first = try awaitEventOnAll(streams, start: start)
         lastArrivals.append((now() - start) * 1000)
         firstArrivals.append(first)
     }
@@ -282,6 +261,31 @@ func fanOut(_ options: BenchOptions, _ context: inout [String: JSONValue]) async
         "lastDeliveryMillisecondsMedian": .double(last.median), "lastDeliveryMillisecondsP99": .double(last.p99),
         "firstDeliveryMillisecondsMedian": .double(firstStats.median),
     ]
+}
+
+/// Waits until every stream holds one event (at most 10 s); returns the milliseconds from
+/// `start` to the first arrival.
+func awaitEventOnAll(_ streams: [RawHTTPConnection], start: Double) throws -> Double {
+    var waiting = Set(0..<streams.count)
+    var buffers = [[UInt8]](repeating: [], count: streams.count)
+    var first = Double.nan
+    let deadline = start + 10
+    while !waiting.isEmpty, now() < deadline {
+        let indices = Array(waiting)
+        var descriptors = indices.map { pollfd(fd: streams[$0].fd, events: Int16(POLLIN), revents: 0) }
+        guard poll(&descriptors, nfds_t(descriptors.count), 1000) > 0 else { continue }
+        for (position, descriptor) in descriptors.enumerated() where descriptor.revents != 0 {
+            let index = indices[position]
+            _ = try streams[index].fill(timeoutMilliseconds: 0)
+            buffers[index] += streams[index].drain()
+            if containsCompleteEvent(buffers[index]) {
+                waiting.remove(index)
+                if first.isNaN { first = (now() - start) * 1000 }
+            }
+        }
+    }
+    guard waiting.isEmpty else { throw RawHTTPConnection.Failure(description: "\(waiting.count) subscribers got nothing in 10 s") }
+    return first
 }
 
 /// True once the bytes hold a `data:` line ended by the blank line that closes an event (the

@@ -8,13 +8,15 @@ import SQLiteDB
 /// scorebook-bench: the benchmark scenarios of BENCHMARKS.md. Every figure is printed next to a
 /// baseline measured in the same run (raw SQLite for writes), because machines here are noisy.
 ///
-///   swift run -c release scorebook-bench [--json] [--records N] [--large N] [--subscribers N] [scenario …]
+///   swift build -c release --product scorebook-bench (and scorebook, scorebookd: the subprocess scenarios run them)
+///   .build/release/scorebook-bench [--json] [--records N] [--large N] [--subscribers N] [--rounds N] [--runs N] [scenario …]
 struct BenchOptions {
     var json = false
     var records = 100_000
     var largeZone = 1_000_000
     var subscribers = 1000
     var rounds = 200
+    var runs = 100
     var scenarios: [String] = []
 }
 
@@ -27,8 +29,9 @@ while let argument = arguments.popFirst() {
     case "--large": options.largeZone = Int(arguments.popFirst() ?? "") ?? options.largeZone
     case "--subscribers": options.subscribers = Int(arguments.popFirst() ?? "") ?? options.subscribers
     case "--rounds": options.rounds = Int(arguments.popFirst() ?? "") ?? options.rounds
+    case "--runs": options.runs = Int(arguments.popFirst() ?? "") ?? options.runs
     case "--help", "-h":
-        print("usage: scorebook-bench [--json] [--records N] [--large N] [--subscribers N] [--rounds N] [scenario …]")
+        print("usage: scorebook-bench [--json] [--records N] [--large N] [--subscribers N] [--rounds N] [--runs N] [scenario …]")
         print("scenarios: \(Scenario.all.map(\.name).joined(separator: " "))")
         exit(0)
     default: options.scenarios.append(argument)
@@ -45,7 +48,11 @@ struct Scenario {
         Scenario(name: "change-feed", run: changeFeed),
         Scenario(name: "incremental-sync", run: incrementalSync),
         Scenario(name: "push-latency", run: pushLatency),
+        Scenario(name: "ping-pong", run: pingPong),
         Scenario(name: "fan-out", run: fanOut),
+        Scenario(name: "cli-cold-start", run: cliColdStart),
+        Scenario(name: "daemon-memory", run: daemonMemory),
+        Scenario(name: "cli-memory", run: cliMemory),
     ]
 }
 

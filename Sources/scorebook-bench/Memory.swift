@@ -1,0 +1,159 @@
+import Foundation
+import RecordModel
+
+/// (8a) Peak RSS of a real release `scorebookd serve` (VmHWM from /proc/PID/status) as it
+/// takes `largeZone` records over HTTP, then holds them with `subscribers` connected SSE
+/// subscribers while a few changes fan out. The idle daemon's figure is the baseline.
+func daemonMemory(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
+    raiseOpenFileLimit()
+    let directory = temporaryDirectory("daemon-memory")
+    // The rate limit would throttle the bench's burst of 2,000 requests to open 1,000 streams.
+    let daemon = try DaemonUnderTest(directory: directory, extraArguments: ["--rate-limit", "1000000"])
+    var figures: [String: JSONValue] = ["records": .int(Int64(options.largeZone)), "subscribers": .int(Int64(options.subscribers))]
+    func sample(_ phase: String) {
+        guard let memory = Subprocess.memory(of: daemon.process.pid) else { return }
+        figures["\(phase)ResidentMegabytes"] = .double(Double(memory.resident) / 1_048_576)
+        figures["\(phase)PeakMegabytes"] = .double(Double(memory.peak) / 1_048_576)
+    }
+    sample("idle")
+    let connection = try RawHTTPConnection(port: daemon.port)
+    try createZone("Bench", on: daemon, connection)
+    let start = now()
+    var index = 0
+    while index < options.largeZone {
+        let records = (index..<min(index + batchSize, options.largeZone)).map { benchRecord($0) }
+        try post(modifyBody(zone: "Bench", records: records), to: "/records/modify", on: daemon, connection)
+        index += records.count
+    }
+    figures["fillRecordsPerSecond"] = .double(Double(options.largeZone) / (now() - start))
+    sample("filled")
+
+    try subscribe(daemon, zone: "Bench")
+    var streams: [RawHTTPConnection] = []
+    for _ in 0..<options.subscribers { streams.append(try openEventStream(daemon)) }
+    for stream in streams { _ = stream.drain() }
+    var lastArrivals: [Double] = []
+    for round in 0..<5 {
+        let body = modifyBody(zone: "Bench", records: [benchRecord(round)], operation: "forceReplace")
+        let sent = now()
+        try post(body, to: "/records/modify", on: daemon, connection)
+        _ = try awaitEventOnAll(streams, start: sent)
+        lastArrivals.append((now() - sent) * 1000)
+    }
+    figures["fanOutLastDeliveryMillisecondsMedian"] = .double(Stats(samples: lastArrivals).median)
+    sample("subscribed")
+    streams.removeAll()
+    let exit = try daemon.stop()
+    figures["exitStatus"] = .int(Int64(exit.status))
+    figures["maxrssMegabytes"] = .double(Double(exit.maxResidentBytes) / 1_048_576)
+    figures["databaseMegabytes"] = .double(Double(directorySize(directory)) / 1_048_576)
+    try? FileManager.default.removeItem(atPath: directory)
+    return figures
+}
+
+/// (8b) Peak RSS (`ru_maxrss` from wait4) and time of the release `scorebook` CLI during the
+/// initial sync of `records` Person records from a real scorebookd into an empty store.
+/// Baselines: `scorebook --help`, and a no-op sync of the then full store.
+func cliMemory(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
+    let scorebook = try siblingBinary("scorebook")
+    let directory = temporaryDirectory("cli-memory")
+    let daemon = try DaemonUnderTest(directory: directory + "/daemon", container: "iCloud.scorebook", environment: "production",
+                                     extraArguments: ["--rate-limit", "1000000"])
+    defer { _ = try? daemon.stop() }
+    let connection = try RawHTTPConnection(port: daemon.port)
+    try createZone("ScorebookData", on: daemon, connection)
+    var index = 0
+    while index < options.records {
+        let people = (index..<min(index + batchSize, options.records)).map(personRecord)
+        try post(modifyBody(zone: "ScorebookData", records: people), to: "/records/modify", on: daemon, connection)
+        index += people.count
+    }
+    let store = directory + "/cli/scorebook.sqlite"
+    _ = try Subprocess.run(scorebook, ["--store", store, "account", "login", "--server", daemon.baseURL, "--token", daemon.token])
+
+    let help = try Subprocess(scorebook, ["--help"]).wait()
+    let child = try Subprocess(scorebook, ["--store", store, "--json", "sync"], captureOutput: true, keepStandardError: true)
+    // VmHWM while it runs, as a cross-check of ru_maxrss.
+    let sampled = PeakSampler(pid: child.pid)
+    let output = child.readToEnd()
+    let sampledPeak = sampled.finish()
+    let initial = try child.wait()
+    let summary = try JSONValue.parse(output.trimmingCharacters(in: .whitespacesAndNewlines))
+    let received = summary["received"]?["saved"]?.int64Value ?? -1
+    guard initial.status == 0, received == Int64(options.records) else {
+        throw Subprocess.Failure(description: "initial sync exited \(initial.status) having received \(received): \(output)")
+    }
+    let noop = try Subprocess(scorebook, ["--store", store, "sync"]).wait()
+    let figures: [String: JSONValue] = [
+        "records": .int(Int64(options.records)),
+        "initialSyncPeakMegabytes": .double(Double(initial.maxResidentBytes) / 1_048_576),
+        "initialSyncSampledPeakMegabytes": .double(Double(sampledPeak) / 1_048_576),
+        "initialSyncSeconds": .double(initial.seconds),
+        "initialSyncRecordsPerSecond": .double(Double(options.records) / initial.seconds),
+        "noopSyncPeakMegabytes": .double(Double(noop.maxResidentBytes) / 1_048_576),
+        "helpPeakMegabytes": .double(Double(help.maxResidentBytes) / 1_048_576),
+        "storeMegabytes": .double(Double(directorySize(directory + "/cli")) / 1_048_576),
+    ]
+    try? FileManager.default.removeItem(atPath: directory)
+    return figures
+}
+
+/// A Person record as the Scorebook writes it (CONTRACT §5), about 250 bytes.
+func personRecord(_ index: Int) -> JSONValue {
+    [
+        "recordName": .string("Person|~|" + String(format: "%08X-5B1D-4BAD-9BDD-%012X", index, index)),
+        "recordType": "Person",
+        "fields": [
+            "firstName": ["value": .string("Player\(index)")],
+            "lastName": ["value": .string("of the benchmark league")],
+            "emailAddress": ["value": .string("player\(index)@bench.example")],
+            "modificationDate": ["value": .int(1_763_800_000_000 + Int64(index)), "type": "TIMESTAMP"],
+        ],
+    ]
+}
+
+func createZone(_ zone: String, on target: any BenchTarget, _ connection: RawHTTPConnection) throws {
+    try post(Array(#"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"\#(zone)"}}}]}"#.utf8),
+             to: "/zones/modify", on: target, connection)
+}
+
+/// POSTs to a database operation; throws unless 200 and every record saved.
+func post(_ body: [UInt8], to operation: String, on target: any BenchTarget, _ connection: RawHTTPConnection) throws {
+    let (status, answer) = try connection.request("POST", target.databasePath + operation, token: target.token, body: body)
+    guard status == 200, !String(decoding: answer, as: UTF8.self).contains("serverErrorCode") else {
+        throw RawHTTPConnection.Failure(description: "\(operation) answered \(status): \(String(decoding: answer.prefix(300), as: UTF8.self))")
+    }
+}
+
+func directorySize(_ path: String) -> Int {
+    guard let enumerator = FileManager.default.enumerator(atPath: path) else { return 0 }
+    var total = 0
+    while let name = enumerator.nextObject() as? String {
+        total += (try? FileManager.default.attributesOfItem(atPath: path + "/" + name)[.size] as? Int) ?? 0
+    }
+    return total
+}
+
+/// Samples a running process's VmHWM every 20 ms on a thread of its own.
+final class PeakSampler: @unchecked Sendable {
+    private let lock = NSLock()
+    private var peak = 0
+    private var stopped = false
+
+    init(pid: pid_t) {
+        Thread.detachNewThread { [self] in
+            while let memory = Subprocess.memory(of: pid), !lock.withLock({ stopped }) {
+                lock.withLock { peak = max(peak, memory.peak) }
+                usleep(20_000)
+            }
+        }
+    }
+
+    /// Call before reaping the process (its /proc entry goes then).
+    func finish() -> Int {
+        lock.withLock {
+            stopped = true
+            return peak
+        }
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import RecordClient
+import RecordModel
+import SyncEngine
+
+/// (5) Ping-pong: two sync engines on two local stores, both watching the same zone of one
+/// user (two machines). A ball record carries a counter; each engine, as soon as the
+/// notification of the other's edit has been followed by a sync that applied it, answers with
+/// its own edit (counter + 1). A hop is the time from one engine's local edit to the other
+/// engine applying it: local commit, send, server commit, notification, long-poll answer,
+/// changes/zone, local apply. A round is two hops (ping and pong).
+func pingPong(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
+    let server = try BenchServer(directory: temporaryDirectory("pingpong-server"))
+    try await server.start()
+    let directory = temporaryDirectory("pingpong-stores")
+    let endpoint = ServerEndpoint(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, container: "iCloud.bench",
+                                  environment: "development", token: server.token)
+    let zone = ZoneID(zoneName: "PingPong")
+    let warmupRounds = 5
+    let rally = Rally(lastCount: Int64(2 * (options.rounds + warmupRounds)), warmupHops: Int64(2 * warmupRounds))
+    var tasks: [Task<Void, any Error>] = []
+    for (index, name) in ["a", "b"].enumerated() {
+        let store = try LocalRecordStore(path: "\(directory)/\(name).sqlite")
+        let engine = ZoneSynchronizer(store: store, database: RecordClient(endpoint: endpoint), zoneID: zone)
+        let player = RallyPlayer(rally: rally, store: store, answersParity: Int64(index))
+        tasks.append(Task {
+            try await engine.watch(until: nil, pollTimeout: 5, onChange: player.receive, onProblem: { player.problem($0) })
+        })
+    }
+    // Both engines sync, subscribe and start polling; then the ball is served from outside.
+    try await Task.sleep(nanoseconds: 2_000_000_000)
+    let serve = try RawHTTPConnection(port: server.port)
+    let (status, answer) = try serve.request(
+        "POST", server.databasePath + "/records/modify", token: server.token,
+        body: modifyBody(zone: zone.zoneName, records: [["recordName": .string(Rally.ballName), "recordType": "Rally",
+                                                         "fields": ["count": ["value": 0]]]], operation: "forceReplace"))
+    guard status == 200 else { throw RawHTTPConnection.Failure(description: "serve failed: \(status) \(String(decoding: answer, as: UTF8.self))") }
+
+    let deadline = now() + 30 + Double(options.rounds)
+    while !rally.isFinished, now() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+    for task in tasks { task.cancel() }
+    server.stop()
+    for task in tasks { _ = try? await task.value }
+    try? FileManager.default.removeItem(atPath: directory)
+    try? FileManager.default.removeItem(atPath: server.directory)
+    let (hops, rounds, problems) = rally.results()
+    guard rally.isFinished else {
+        throw RawHTTPConnection.Failure(description: "the rally stalled after \(hops.count) hops; problems: \(problems)")
+    }
+    let hopStats = Stats(samples: hops), roundStats = Stats(samples: rounds)
+    return [
+        "rounds": .int(Int64(rounds.count)), "hops": .int(Int64(hops.count)),
+        "hopMillisecondsMedian": .double(hopStats.median), "hopMillisecondsP99": .double(hopStats.p99),
+        "roundMillisecondsMedian": .double(roundStats.median), "roundMillisecondsP99": .double(roundStats.p99),
+        "problems": .int(Int64(problems.count)), "firstProblem": .string(problems.first ?? ""),
+    ]
+}
+
+/// The shared score sheet of a rally: when each count was edited and when it arrived.
+final class Rally: @unchecked Sendable {
+    static let ballName = "Rally|~|BALL-5B1DEB4D-3B7D-4BAD-9BDD-2B0D7B3DCB6D"
+    private let lock = NSLock()
+    private var edited: [Int64: Double] = [:]
+    private var hops: [Double] = []
+    private var rounds: [Double] = []
+    private var problems: [String] = []
+    private var highest: Int64 = 0
+    let lastCount: Int64
+    let warmupHops: Int64
+
+    init(lastCount: Int64, warmupHops: Int64) {
+        self.lastCount = lastCount
+        self.warmupHops = warmupHops
+    }
+
+    var isFinished: Bool { lock.withLock { highest >= lastCount } }
+
+    func willEdit(_ count: Int64, at time: Double) { lock.withLock { edited[count] = time } }
+
+    /// Count `count` reached the other engine at `time`.
+    func arrived(_ count: Int64, at time: Double) {
+        lock.withLock {
+            guard count > highest else { return }
+            highest = count
+            guard count > warmupHops, let sent = edited[count] else { return }
+            hops.append((time - sent) * 1000)
+            // The round that started with this engine's own edit two counts ago.
+            if count % 2 == 0, let ping = edited[count - 1] { rounds.append((time - ping) * 1000) }
+        }
+    }
+
+    func problem(_ text: String) { lock.withLock { problems.append(text) } }
+
+    func results() -> (hops: [Double], rounds: [Double], problems: [String]) { lock.withLock { (hops, rounds, problems) } }
+}
+
+/// One engine's side: applies the other's count and answers with the next one.
+final class RallyPlayer: @unchecked Sendable {
+    let rally: Rally
+    let store: LocalRecordStore
+    /// This engine answers counts of this parity (0: even, 1: odd).
+    let answersParity: Int64
+
+    init(rally: Rally, store: LocalRecordStore, answersParity: Int64) {
+        self.rally = rally
+        self.store = store
+        self.answersParity = answersParity
+    }
+
+    func receive(_ change: AppliedChange) {
+        guard change.kind == .saved, change.recordName == Rally.ballName,
+              let count = change.record?.fields["count"]?.int64Value
+        else { return }
+        rally.arrived(count, at: now())
+        guard count % 2 == answersParity, count < rally.lastCount else { return }
+        rally.willEdit(count + 1, at: now())
+        do {
+            try store.edit { editor in
+                try editor.save(Record(recordName: Rally.ballName, recordType: "Rally", fields: ["count": .int64(count + 1)]))
+            }
+        } catch {
+            rally.problem("edit failed: \(error)")
+        }
+    }
+
+    func problem(_ text: String) { rally.problem(text) }
+}

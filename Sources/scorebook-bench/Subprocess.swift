@@ -1,0 +1,199 @@
+import Foundation
+import RecordModel
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A child process started with `posix_spawn`, reaped with `wait4` so its peak resident set
+/// (`ru_maxrss`) is known. Foundation's `Process` reaps children itself and loses that figure,
+/// and costs more per start than the processes whose start is being measured.
+final class Subprocess {
+    let pid: pid_t
+    /// The read end of the child's standard output, when it was captured.
+    let output: Int32?
+    private var pending: [UInt8] = []
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    /// How a child ended.
+    struct Exit {
+        var status: Int32
+        /// Peak resident set size in bytes (from `wait4`'s `ru_maxrss`, which is in KiB).
+        var maxResidentBytes: Int
+        var seconds: Double
+    }
+
+    private let started: Double
+
+    /// Starts `path` with `arguments`. Standard error goes to /dev/null unless `keepStandardError`;
+    /// standard output is captured (`output`) or discarded.
+    init(_ path: String, _ arguments: [String], captureOutput: Bool = false, keepStandardError: Bool = false) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        var pipeEnds: [Int32] = [-1, -1]
+        if captureOutput {
+            guard pipe(&pipeEnds) == 0 else { throw Failure(description: "pipe() failed: \(errno)") }
+            posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
+            posix_spawn_file_actions_addclose(&actions, pipeEnds[0])
+            posix_spawn_file_actions_addclose(&actions, pipeEnds[1])
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        }
+        if !keepStandardError { posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var child: pid_t = 0
+        started = now()
+        let rc = posix_spawn(&child, path, &actions, nil, argv, environ)
+        if captureOutput { close(pipeEnds[1]) }
+        guard rc == 0 else {
+            if captureOutput { close(pipeEnds[0]) }
+            throw Failure(description: "cannot start \(path): \(String(cString: strerror(rc)))")
+        }
+        pid = child
+        output = captureOutput ? pipeEnds[0] : nil
+    }
+
+    deinit { if let output { close(output) } }
+
+    /// Waits for the child to end.
+    func wait() throws -> Exit {
+        var status: Int32 = 0
+        var usage = rusage()
+        while wait4(pid, &status, 0, &usage) < 0 {
+            guard errno == EINTR else { throw Failure(description: "wait4 failed: \(errno)") }
+        }
+        let seconds = now() - started
+        // WIFEXITED / WEXITSTATUS, which Swift does not import.
+        let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        return Exit(status: code, maxResidentBytes: usage.ru_maxrss * 1024, seconds: seconds)
+    }
+
+    /// The next line of standard output, or nil at its end or after `timeout` seconds.
+    func readLine(timeout: Double = 30) -> String? {
+        guard let output else { return nil }
+        let deadline = now() + timeout
+        while true {
+            if let newline = pending.firstIndex(of: 0x0A) {
+                let line = String(decoding: pending[..<newline], as: UTF8.self)
+                pending.removeFirst(newline + 1)
+                return line
+            }
+            let left = Int32(max(0, (deadline - now()) * 1000))
+            var descriptor = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
+            guard left > 0, poll(&descriptor, 1, left) > 0 else { return nil }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let count = chunk.withUnsafeMutableBytes { read(output, $0.baseAddress, $0.count) }
+            guard count > 0 else { return nil }
+            pending += chunk[0..<count]
+        }
+    }
+
+    /// Everything left on standard output, until the child closes it.
+    func readToEnd() -> String {
+        var text = ""
+        while let line = readLine(timeout: 3600) { text += line + "\n" }
+        text += String(decoding: pending, as: UTF8.self)
+        pending = []
+        return text
+    }
+
+    func signal(_ number: Int32) { kill(pid, number) }
+
+    /// `VmRSS` and `VmHWM` (peak) of a running process, in bytes, from /proc/PID/status.
+    static func memory(of pid: pid_t) -> (resident: Int, peak: Int)? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        func kilobytes(_ key: String) -> Int? {
+            guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(key + ":") }) else { return nil }
+            return Int(line.dropFirst(key.count + 1).trimmingCharacters(in: .whitespaces).split(separator: " ").first ?? "")
+        }
+        guard let resident = kilobytes("VmRSS"), let peak = kilobytes("VmHWM") else { return nil }
+        return (resident * 1024, peak * 1024)
+    }
+
+    /// Runs a command to its end and returns its standard output; throws on a non-zero exit.
+    static func run(_ path: String, _ arguments: [String]) throws -> String {
+        let child = try Subprocess(path, arguments, captureOutput: true, keepStandardError: true)
+        let text = child.readToEnd()
+        let exit = try child.wait()
+        guard exit.status == 0 else {
+            throw Failure(description: "\((path as NSString).lastPathComponent) \(arguments.joined(separator: " ")) exited \(exit.status)")
+        }
+        return text
+    }
+}
+
+/// Where the release binaries are: `SCOREBOOK_BIN_DIR`, else the directory of this executable
+/// (SwiftPM puts every product of a build side by side).
+func siblingBinary(_ name: String) throws -> String {
+    var directories: [String] = []
+    if let fromEnvironment = ProcessInfo.processInfo.environment["SCOREBOOK_BIN_DIR"], !fromEnvironment.isEmpty {
+        directories.append(fromEnvironment)
+    }
+    if let own = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+        directories.append((own as NSString).deletingLastPathComponent)
+    }
+    directories.append((CommandLine.arguments[0] as NSString).deletingLastPathComponent)
+    for directory in directories {
+        let path = directory + "/" + name
+        if FileManager.default.isExecutableFile(atPath: path) { return path }
+    }
+    throw Subprocess.Failure(description: "no \(name) binary next to scorebook-bench (build it: swift build -c release --product \(name)); looked in \(directories)")
+}
+
+/// Raises the open-file limit to its maximum (children inherit it): 1,000 event streams need
+/// more than the usual 1,024 descriptors.
+func raiseOpenFileLimit() {
+    var limit = rlimit()
+    getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+    limit.rlim_cur = limit.rlim_max
+    setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
+}
+
+/// A real release `scorebookd serve` on a free loopback port, with one user.
+final class DaemonUnderTest: BenchTarget {
+    let process: Subprocess
+    let directory: String
+    let port: Int
+    let token: String
+    let container: String
+    let environment: String
+
+    init(directory: String, container: String = "iCloud.bench", environment: String = "development",
+         extraArguments: [String] = []) throws
+    {
+        let binary = try siblingBinary("scorebookd")
+        self.directory = directory
+        self.container = container
+        self.environment = environment
+        let created = try Subprocess.run(binary, ["user", "create", "bench", "--data-dir", directory])
+        guard let token = try JSONValue.parse(Array(created.utf8))["token"]?.stringValue else {
+            throw Subprocess.Failure(description: "scorebookd user create printed \(created)")
+        }
+        self.token = token
+        process = try Subprocess(binary, ["serve", "--data-dir", directory, "--port", "0", "--log-level", "error"] + extraArguments,
+                                 captureOutput: true, keepStandardError: true)
+        guard let line = process.readLine(timeout: 60), let range = line.range(of: "http://127.0.0.1:"),
+              let port = Int(line[range.upperBound...])
+        else {
+            process.signal(SIGKILL)
+            _ = try? process.wait()
+            throw Subprocess.Failure(description: "scorebookd did not announce its port")
+        }
+        self.port = port
+    }
+
+    var baseURL: String { "http://127.0.0.1:\(port)" }
+    var databasePath: String { "/database/1/\(container)/\(environment)/private" }
+    var environmentPath: String { "/database/1/\(container)/\(environment)" }
+
+    /// SIGTERM, then the exit (with the peak RSS as the kernel counted it).
+    func stop() throws -> Subprocess.Exit {
+        process.signal(SIGTERM)
+        return try process.wait()
+    }
+}
