@@ -64,7 +64,7 @@ final class ReliabilityCLICrashTests: XCTestCase {
 
         var killedRunning = 0
         var killedTotal = 0
-        var partialMatchStarts = 0
+        var uncommittedMatchStarts = 0
         func killAfter(_ process: BackgroundCLI, _ delay: Double, _ what: String) {
             Thread.sleep(forTimeInterval: delay)
             killedTotal += 1
@@ -104,7 +104,7 @@ final class ReliabilityCLICrashTests: XCTestCase {
                     let shown = try machine.json("match", "show", match)
                     XCTAssertEqual(shown["players"]?.arrayValue?.count, local.count, "a killed match start saves all its players or none")
                 }
-                if made.isEmpty { partialMatchStarts += 1 }
+                if made.isEmpty { uncommittedMatchStarts += 1 }
             case 3:
                 // sync --watch killed while another machine's changes are announced to it.
                 let watch = try BackgroundCLI(["--store", machine.storePath, "sync", "--watch", "--for", "10", "--json"])
@@ -172,7 +172,7 @@ final class ReliabilityCLICrashTests: XCTestCase {
             XCTAssertEqual(snapshot, first, "\(machine.name) differs from \(machines[0].name); \(context)")
             XCTAssertEqual(try machine.json("status")["pending"]?.int64Value, 0, machine.name)
         }
-        print("CLI crash safety: seed \(seed), \(killedTotal) kills (\(killedRunning) while running, \(partialMatchStarts) match starts "
+        print("CLI crash safety: seed \(seed), \(killedTotal) kills (\(killedRunning) while running, \(uncommittedMatchStarts) match starts "
               + "killed before commit), \(server.records.count) records converged on 3 machines; "
               + String(format: "%.1f s", Date().timeIntervalSince(started)))
     }

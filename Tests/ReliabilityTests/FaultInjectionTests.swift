@@ -10,9 +10,9 @@ import XCTest
 ///
 /// Seeds 1–20 run by default; `SCOREBOOK_FAULT_SEEDS=200` runs seeds 1–200, and
 /// `SCOREBOOK_FAULT_SEEDS=7,42` runs exactly those (`SCOREBOOK_FAULT_VERBOSE=1` prints every
-/// step). Fields where the bug of `SyncEngineKnownBugs` struck (a machine's latest edit lost to
-/// its own earlier write whose answer was lost) are reported, not failed here: that test fails
-/// for it (`SCOREBOOK_FAULT_STRICT=1` fails them here too).
+/// step). Fields where the bug of `SyncEngineKnownBugs` struck (a machine's edit lost after a
+/// request of it got no answer) are reported, not failed here: that test fails for
+/// it (`SCOREBOOK_FAULT_STRICT=1` fails them here too).
 final class FaultInjectionTests: XCTestCase {
     static var environment: [String: String] { ProcessInfo.processInfo.environment }
 

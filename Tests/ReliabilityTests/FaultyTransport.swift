@@ -49,6 +49,10 @@ final class FaultyTransport: HTTPTransport, @unchecked Sendable {
     private var pollCount = 0
     private var fetchCount = 0
     private var unseenWrites: Set<String> = []
+    private var unsentWrites: Set<String> = []
+
+    /// Told of every request with the fault it got, for the scenario's log.
+    var trace: (@Sendable (String) -> Void)?
 
     init(_ inner: any HTTPTransport, seed: UInt64, rates: FaultRates = FaultRates()) {
         self.inner = inner
@@ -73,9 +77,10 @@ final class FaultyTransport: HTTPTransport, @unchecked Sendable {
     var requests: Int { locked { requestCount } }
     /// Notification polls among the requests.
     var polls: Int { locked { pollCount } }
-    /// Records saved (created or updated) by a `records/modify` whose answer the client never saw
-    /// as sent (answer lost, or the answer of a duplicate delivery given instead).
+    /// Records saved (created or updated) by a `records/modify` whose answer was lost.
     var savesWithLostAnswers: Set<String> { locked { unseenWrites } }
+    /// Records saved by a `records/modify` that was lost before reaching the server.
+    var savesWithLostRequests: Set<String> { locked { unsentWrites } }
     /// `changes/zone` requests among them: at least one per sync.
     var fetches: Int { locked { fetchCount } }
 
@@ -121,17 +126,18 @@ final class FaultyTransport: HTTPTransport, @unchecked Sendable {
         let isPoll = original.url.path.contains("/courier/")
         let request = isPoll ? Self.shortened(original) : original
         let (fault, retryAfter, answerFirst, delay) = draw(isPoll: isPoll, isFetch: original.url.path.hasSuffix("/changes/zone"))
+        if let trace, !isPoll || fault != nil { trace(Self.describe(request, fault: fault, answerFirst: answerFirst)) }
         switch fault {
         case .requestLost?:
+            noteSaves(request, answerLost: false)
             throw RecordClientError.unreachable("injected: the request was lost")
         case .responseLost?:
             _ = try await deliver(request, isPoll: isPoll)
-            noteSavesWithLostAnswer(request)
+            noteSaves(request, answerLost: true)
             throw RecordClientError.unreachable("injected: the answer was lost")
         case .duplicated?:
             let first = try await deliver(request, isPoll: isPoll)
             let second = try await deliver(request, isPoll: isPoll)
-            if !answerFirst { noteSavesWithLostAnswer(request) }
             return answerFirst ? first : second
         case .throttled?:
             return Self.errorAnswer(ServerError(.throttled, "injected: slow down", retryAfter: retryAfter))
@@ -153,7 +159,7 @@ final class FaultyTransport: HTTPTransport, @unchecked Sendable {
         }
     }
 
-    private func noteSavesWithLostAnswer(_ request: HTTPRequest) {
+    private func noteSaves(_ request: HTTPRequest, answerLost: Bool) {
         guard request.url.path.hasSuffix("/records/modify"), let body = request.body, let json = try? JSONValue.parse(body) else { return }
         let operations = json["operations"]?.arrayValue ?? []
         func names(_ types: Set<String>) -> [String] {
@@ -162,7 +168,9 @@ final class FaultyTransport: HTTPTransport, @unchecked Sendable {
             }
         }
         let saves = names(["create", "update", "forceUpdate", "replace", "forceReplace"])
-        locked { unseenWrites.formUnion(saves) }
+        locked {
+            if answerLost { unseenWrites.formUnion(saves) } else { unsentWrites.formUnion(saves) }
+        }
     }
 
     /// Sends to the server. A poll that found nothing waits a moment, as a long poll would.
@@ -172,6 +180,24 @@ final class FaultyTransport: HTTPTransport, @unchecked Sendable {
             try await Task.sleep(nanoseconds: 20_000_000)
         }
         return answer
+    }
+
+    /// One line: the operation, its fault, and for `records/modify` each operation with its fields.
+    static func describe(_ request: HTTPRequest, fault: Fault?, answerFirst: Bool) -> String {
+        let parts = request.url.path.split(separator: "/")
+        var line = parts.suffix(2).joined(separator: "/")
+        if let fault { line += " [\(fault.rawValue)\(fault == .duplicated ? (answerFirst ? ", first answer" : ", second answer") : "")]" }
+        if request.url.path.hasSuffix("/records/modify"), let body = request.body, let json = try? JSONValue.parse(body) {
+            for operation in json["operations"]?.arrayValue ?? [] {
+                let record = operation["record"]
+                let fields = (record?["fields"]?.objectValue ?? [:]).map { name, value in
+                    "\(name)=\(value["value"].map { $0.serializedString() } ?? "null")"
+                }.sorted().filter { !$0.hasPrefix("modificationDate") }
+                line += "\n    \(operation["operationType"]?.stringValue ?? "?") \(record?["recordName"]?.stringValue ?? "?") "
+                    + "tag \(record?["recordChangeTag"]?.stringValue ?? "-") \(fields.joined(separator: " "))"
+            }
+        }
+        return line
     }
 
     /// The same poll with `timeout=0`: answered at once, with what is waiting.

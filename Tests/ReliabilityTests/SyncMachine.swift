@@ -34,8 +34,6 @@ final class EditLog: @unchecked Sendable {
     private(set) var deleted: Set<String> = []
     /// Per record and field: the last value each machine wrote (nil: removed).
     private(set) var lastWrite: [String: [String: [Int: FieldValue?]]] = [:]
-    /// Per record and field: every value each machine wrote, in order (nil: removed).
-    private(set) var history: [String: [String: [Int: [FieldValue?]]]] = [:]
     /// Per record and field: every value any machine wrote.
     private(set) var everWritten: [String: [String: [FieldValue]]] = [:]
     private(set) var lines: [String] = []
@@ -61,7 +59,6 @@ final class EditLog: @unchecked Sendable {
             let new = after.fields[field]
             guard before == nil || old != new else { continue }
             lastWrite[after.recordName, default: [:]][field, default: [:]][machine] = .some(new)
-            history[after.recordName, default: [:]][field, default: [:]][machine, default: []].append(new)
             if let new { everWritten[after.recordName, default: [:]][field, default: []].append(new) }
         }
     }
