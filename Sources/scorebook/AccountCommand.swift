@@ -8,7 +8,8 @@ struct AccountCommand: ParsableCommand {
         subcommands: [Login.self, Logout.self, Status.self])
 
     struct Login: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Log in with a token from 'scorebookd user create'.")
+        static let configuration = CommandConfiguration(
+            commandName: "login", abstract: "Log in with a token from 'scorebookd user create'.")
         @OptionGroup var global: GlobalOptions
         @Option(name: .long, help: "The server, e.g. http://127.0.0.1:8080.") var server: String
         @Option(name: .long, help: "The user's token.") var token: String
@@ -24,7 +25,8 @@ struct AccountCommand: ParsableCommand {
     }
 
     struct Logout: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Forget the credentials; the local data stays unless --delete-local.")
+        static let configuration = CommandConfiguration(
+            commandName: "logout", abstract: "Forget the credentials; the local data stays unless --delete-local.")
         @OptionGroup var global: GlobalOptions
         @Flag(name: .long, help: "Also delete every local record and unsent change.") var deleteLocal = false
 
@@ -37,7 +39,7 @@ struct AccountCommand: ParsableCommand {
     }
 
     struct Status: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show the account.")
+        static let configuration = CommandConfiguration(commandName: "status", abstract: "Show the account.")
         @OptionGroup var global: GlobalOptions
 
         func run() throws {

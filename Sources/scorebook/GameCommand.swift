@@ -7,7 +7,7 @@ struct GameCommand: ParsableCommand {
         subcommands: [Add.self, Edit.self, List.self, Delete.self])
 
     struct Add: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Add a game; prints the new record name.")
+        static let configuration = CommandConfiguration(commandName: "add", abstract: "Add a game; prints the new record name.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The game's name (several words are joined).") var name: [String]
         @Flag(name: .long, help: "The lowest total wins.") var lowScoreWins = false
@@ -19,7 +19,7 @@ struct GameCommand: ParsableCommand {
     }
 
     struct Edit: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Rename a game or change how it is scored.")
+        static let configuration = CommandConfiguration(commandName: "edit", abstract: "Rename a game or change how it is scored.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The game (REF).") var reference: String
         @Option(name: .long, help: "New name.") var name: String?
@@ -32,7 +32,7 @@ struct GameCommand: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List games.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List games.")
         @OptionGroup var global: GlobalOptions
 
         func run() throws {
@@ -44,7 +44,7 @@ struct GameCommand: ParsableCommand {
     }
 
     struct Delete: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete a game, with its matches.")
+        static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a game, with its matches.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The game (REF).") var reference: String
 

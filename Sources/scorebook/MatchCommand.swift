@@ -7,7 +7,7 @@ struct MatchCommand: ParsableCommand {
         subcommands: [Start.self, Finish.self, Show.self, List.self, Delete.self])
 
     struct Start: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Start a match; prints the new record name.")
+        static let configuration = CommandConfiguration(commandName: "start", abstract: "Start a match; prints the new record name.")
         @OptionGroup var global: GlobalOptions
         @Option(name: .long, help: "The game (REF).") var game: String
         @Option(name: .long, help: ArgumentHelp("The people playing, in seat order (REF,REF,…).", valueName: "refs"))
@@ -21,7 +21,7 @@ struct MatchCommand: ParsableCommand {
     }
 
     struct Finish: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Mark a match finished.")
+        static let configuration = CommandConfiguration(commandName: "finish", abstract: "Mark a match finished.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The match (REF).") var reference: String
 
@@ -32,7 +32,8 @@ struct MatchCommand: ParsableCommand {
     }
 
     struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show each player's total and rank, and the winner.")
+        static let configuration = CommandConfiguration(
+            commandName: "show", abstract: "Show each player's total and rank, and the winner.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The match (REF).") var reference: String
 
@@ -45,7 +46,7 @@ struct MatchCommand: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List matches, oldest first.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List matches, oldest first.")
         @OptionGroup var global: GlobalOptions
         @Option(name: .long, help: "Only this game's matches (REF).") var game: String?
 
@@ -59,7 +60,8 @@ struct MatchCommand: ParsableCommand {
     }
 
     struct Delete: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete a match, with its players and scores.")
+        static let configuration = CommandConfiguration(
+            commandName: "delete", abstract: "Delete a match, with its players and scores.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The match (REF).") var reference: String
 

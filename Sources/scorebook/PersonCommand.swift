@@ -7,7 +7,7 @@ struct PersonCommand: ParsableCommand {
         subcommands: [Add.self, Edit.self, List.self, Delete.self])
 
     struct Add: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Add a person; prints the new record name.")
+        static let configuration = CommandConfiguration(commandName: "add", abstract: "Add a person; prints the new record name.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "First name.") var first: String
         @Argument(help: "Last name.") var last: String?
@@ -20,7 +20,8 @@ struct PersonCommand: ParsableCommand {
     }
 
     struct Edit: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Change a person's names or email (an empty value clears it).")
+        static let configuration = CommandConfiguration(
+            commandName: "edit", abstract: "Change a person's names or email (an empty value clears it).")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The person (REF).") var reference: String
         @Option(name: .long, help: "New first name.") var first: String?
@@ -34,7 +35,7 @@ struct PersonCommand: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List people.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List people.")
         @OptionGroup var global: GlobalOptions
 
         func run() throws {
@@ -47,7 +48,8 @@ struct PersonCommand: ParsableCommand {
     }
 
     struct Delete: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete a person, with their players and scores.")
+        static let configuration = CommandConfiguration(
+            commandName: "delete", abstract: "Delete a person, with their players and scores.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The person (REF).") var reference: String
 

@@ -6,7 +6,8 @@ struct ScoreCommand: ParsableCommand {
         commandName: "score", abstract: "Record scores.", subcommands: [Add.self])
 
     struct Add: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Add a score for a player of a match; prints the new record name.")
+        static let configuration = CommandConfiguration(
+            commandName: "add", abstract: "Add a score for a player of a match; prints the new record name.")
         @OptionGroup var global: GlobalOptions
         @Option(name: .long, help: "The match (REF).") var match: String
         @Option(name: .long, help: "A person playing in the match, or the Player record (REF).") var player: String

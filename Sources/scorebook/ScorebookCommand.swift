@@ -1,6 +1,10 @@
 import ArgumentParser
 import Scorebook
 
+/// Every command of the tree states its `commandName`. Without it, ArgumentParser derives the
+/// name with `String(describing: Self.self)` on every start, and the dynamic casts behind that
+/// scan every protocol conformance of every loaded library: about a tenth of a CLI start
+/// (BENCHMARKS.md, CLI cold start).
 struct ScorebookCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "scorebook",

@@ -46,7 +46,7 @@ struct SyncCommand: AsyncParsableCommand {
     nonisolated(unsafe) static var signalSources: [any DispatchSourceSignal] = []
 
     struct Enable: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Turn sync on.")
+        static let configuration = CommandConfiguration(commandName: "enable", abstract: "Turn sync on.")
         @OptionGroup var global: GlobalOptions
 
         func run() throws {
@@ -56,7 +56,8 @@ struct SyncCommand: AsyncParsableCommand {
     }
 
     struct Disable: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Turn sync off; edits keep queueing locally.")
+        static let configuration = CommandConfiguration(
+            commandName: "disable", abstract: "Turn sync off; edits keep queueing locally.")
         @OptionGroup var global: GlobalOptions
 
         func run() throws {
