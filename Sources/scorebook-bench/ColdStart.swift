@@ -24,7 +24,6 @@ func cliColdStart(_ options: BenchOptions, _ context: inout [String: JSONValue])
         ("sync", scorebook, ["--store", storePath, "sync"]),
     ]
     var samples = [String: [Double]]()
-    var peaks = [String: Int]()
     // One unmeasured run of each loads the binaries into the page cache.
     for command in commands { _ = try Subprocess(command.path, command.arguments).wait() }
     for _ in 0..<options.runs {
@@ -35,7 +34,6 @@ func cliColdStart(_ options: BenchOptions, _ context: inout [String: JSONValue])
                 throw Subprocess.Failure(description: "\(command.name) exited \(exit.status): \(command.arguments.joined(separator: " "))")
             }
             samples[command.name, default: []].append(exit.seconds * 1000)
-            peaks[command.name] = max(peaks[command.name] ?? 0, exit.maxResidentBytes)
         }
     }
     try? FileManager.default.removeItem(atPath: storeDirectory)
@@ -46,7 +44,7 @@ func cliColdStart(_ options: BenchOptions, _ context: inout [String: JSONValue])
         let stats = Stats(samples: samples[command.name]!)
         figures["\(command.name)MillisecondsMedian"] = .double(stats.median)
         figures["\(command.name)MillisecondsP99"] = .double(stats.p99)
-        figures["\(command.name)PeakMegabytes"] = .double(Double(peaks[command.name] ?? 0) / 1_048_576)
+        figures["\(command.name)PeakMegabytes"] = .double(Double(try peakResidentSize(command.path, command.arguments).bytes) / 1_048_576)
         if command.name != "true" { figures["\(command.name)MinusTrueMilliseconds"] = .double(stats.median - trueMedian) }
         if command.name == "matchShow" || command.name == "sync" {
             figures["\(command.name)MinusHelpMilliseconds"] = .double(stats.median - helpMedian)

@@ -45,13 +45,12 @@ func daemonMemory(_ options: BenchOptions, _ context: inout [String: JSONValue])
     streams.removeAll()
     let exit = try daemon.stop()
     figures["exitStatus"] = .int(Int64(exit.status))
-    figures["maxrssMegabytes"] = .double(Double(exit.maxResidentBytes) / 1_048_576)
     figures["databaseMegabytes"] = .double(Double(directorySize(directory)) / 1_048_576)
     try? FileManager.default.removeItem(atPath: directory)
     return figures
 }
 
-/// (8b) Peak RSS (`ru_maxrss` from wait4) and time of the release `scorebook` CLI during the
+/// (8b) Peak RSS (GNU time's %M, the child's own `ru_maxrss`) and time of the release `scorebook` CLI during the
 /// initial sync of `records` Person records from a real scorebookd into an empty store.
 /// Baselines: `scorebook --help`, and a no-op sync of the then full store.
 func cliMemory(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
@@ -71,27 +70,25 @@ func cliMemory(_ options: BenchOptions, _ context: inout [String: JSONValue]) as
     let store = directory + "/cli/scorebook.sqlite"
     _ = try Subprocess.run(scorebook, ["--store", store, "account", "login", "--server", daemon.baseURL, "--token", daemon.token])
 
-    let help = try Subprocess(scorebook, ["--help"]).wait()
-    let child = try Subprocess(scorebook, ["--store", store, "--json", "sync"], captureOutput: true, keepStandardError: true)
-    // VmHWM while it runs, as a cross-check of ru_maxrss.
-    let sampled = PeakSampler(pid: child.pid)
-    let output = child.readToEnd()
-    let sampledPeak = sampled.finish()
-    let initial = try child.wait()
-    let summary = try JSONValue.parse(output.trimmingCharacters(in: .whitespacesAndNewlines))
+    let help = try peakResidentSize(scorebook, ["--help"])
+    // VmHWM sampled while it runs, as a cross-check of GNU time's figure.
+    let sampler = PeakSampler(command: scorebook)
+    let initial = try peakResidentSize(scorebook, ["--store", store, "--json", "sync"])
+    let sampledPeak = sampler.finish()
+    let summary = try JSONValue.parse(initial.output.trimmingCharacters(in: .whitespacesAndNewlines))
     let received = summary["received"]?["saved"]?.int64Value ?? -1
-    guard initial.status == 0, received == Int64(options.records) else {
-        throw Subprocess.Failure(description: "initial sync exited \(initial.status) having received \(received): \(output)")
+    guard received == Int64(options.records) else {
+        throw Subprocess.Failure(description: "the initial sync received \(received): \(initial.output)")
     }
-    let noop = try Subprocess(scorebook, ["--store", store, "sync"]).wait()
+    let noop = try peakResidentSize(scorebook, ["--store", store, "sync"])
     let figures: [String: JSONValue] = [
         "records": .int(Int64(options.records)),
-        "initialSyncPeakMegabytes": .double(Double(initial.maxResidentBytes) / 1_048_576),
+        "initialSyncPeakMegabytes": .double(Double(initial.bytes) / 1_048_576),
         "initialSyncSampledPeakMegabytes": .double(Double(sampledPeak) / 1_048_576),
         "initialSyncSeconds": .double(initial.seconds),
         "initialSyncRecordsPerSecond": .double(Double(options.records) / initial.seconds),
-        "noopSyncPeakMegabytes": .double(Double(noop.maxResidentBytes) / 1_048_576),
-        "helpPeakMegabytes": .double(Double(help.maxResidentBytes) / 1_048_576),
+        "noopSyncPeakMegabytes": .double(Double(noop.bytes) / 1_048_576),
+        "helpPeakMegabytes": .double(Double(help.bytes) / 1_048_576),
         "storeMegabytes": .double(Double(directorySize(directory + "/cli")) / 1_048_576),
     ]
     try? FileManager.default.removeItem(atPath: directory)
@@ -134,22 +131,35 @@ func directorySize(_ path: String) -> Int {
     return total
 }
 
-/// Samples a running process's VmHWM every 20 ms on a thread of its own.
+/// Samples the VmHWM of the running process(es) of one executable every 20 ms, on a thread of
+/// its own, finding them in /proc (the process is a grandchild, under GNU time).
 final class PeakSampler: @unchecked Sendable {
     private let lock = NSLock()
     private var peak = 0
     private var stopped = false
 
-    init(pid: pid_t) {
+    init(command: String) {
         Thread.detachNewThread { [self] in
-            while let memory = Subprocess.memory(of: pid), !lock.withLock({ stopped }) {
-                lock.withLock { peak = max(peak, memory.peak) }
+            while !lock.withLock({ stopped }) {
+                for pid in Self.processes(running: command) {
+                    if let memory = Subprocess.memory(of: pid) { lock.withLock { peak = max(peak, memory.peak) } }
+                }
                 usleep(20_000)
             }
         }
     }
 
-    /// Call before reaping the process (its /proc entry goes then).
+    static func processes(running command: String) -> [pid_t] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return names.compactMap { name in
+            guard let pid = pid_t(name),
+                  let executable = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(name)/exe"),
+                  executable == command
+            else { return nil }
+            return pid
+        }
+    }
+
     func finish() -> Int {
         lock.withLock {
             stopped = true

@@ -4,9 +4,8 @@ import RecordModel
 import Glibc
 #endif
 
-/// A child process started with `posix_spawn`, reaped with `wait4` so its peak resident set
-/// (`ru_maxrss`) is known. Foundation's `Process` reaps children itself and loses that figure,
-/// and costs more per start than the processes whose start is being measured.
+/// A child process started with `posix_spawn` and reaped with `wait4`: cheaper per start than
+/// Foundation's `Process`, which matters when the start is what is being measured.
 final class Subprocess {
     let pid: pid_t
     /// The read end of the child's standard output, when it was captured.
@@ -20,8 +19,6 @@ final class Subprocess {
     /// How a child ended.
     struct Exit {
         var status: Int32
-        /// Peak resident set size in bytes (from `wait4`'s `ru_maxrss`, which is in KiB).
-        var maxResidentBytes: Int
         var seconds: Double
     }
 
@@ -63,14 +60,13 @@ final class Subprocess {
     /// Waits for the child to end.
     func wait() throws -> Exit {
         var status: Int32 = 0
-        var usage = rusage()
-        while wait4(pid, &status, 0, &usage) < 0 {
+        while waitpid(pid, &status, 0) < 0 {
             guard errno == EINTR else { throw Failure(description: "wait4 failed: \(errno)") }
         }
         let seconds = now() - started
         // WIFEXITED / WEXITSTATUS, which Swift does not import.
         let code = (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return Exit(status: code, maxResidentBytes: usage.ru_maxrss * 1024, seconds: seconds)
+        return Exit(status: code, seconds: seconds)
     }
 
     /// The next line of standard output, or nil at its end or after `timeout` seconds.
@@ -125,6 +121,27 @@ final class Subprocess {
         }
         return text
     }
+}
+
+/// Runs a command under GNU time and returns its peak RSS in bytes and its standard output.
+/// `ru_maxrss` of our own child is useless here: Linux carries the parent's resident set over
+/// a (v)fork and exec, so every child would "peak" at least at the bench's size. GNU time forks
+/// the command from its own tiny process.
+func peakResidentSize(_ path: String, _ arguments: [String]) throws -> (bytes: Int, output: String, seconds: Double) {
+    let report = NSTemporaryDirectory() + "scorebook-bench-time-\(getpid())"
+    defer { try? FileManager.default.removeItem(atPath: report) }
+    let child = try Subprocess("/usr/bin/time", ["-f", "%M", "-o", report, path] + arguments, captureOutput: true,
+                               keepStandardError: true)
+    let output = child.readToEnd()
+    let exit = try child.wait()
+    guard exit.status == 0 else {
+        throw Subprocess.Failure(description: "\((path as NSString).lastPathComponent) \(arguments.joined(separator: " ")) exited \(exit.status)")
+    }
+    let text = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
+    guard let kilobytes = text.split(separator: "\n").last.flatMap({ Int($0.trimmingCharacters(in: .whitespaces)) }) else {
+        throw Subprocess.Failure(description: "/usr/bin/time reported '\(text)' (apt-get install time)")
+    }
+    return (kilobytes * 1024, output, exit.seconds)
 }
 
 /// Where the release binaries are: `SCOREBOOK_BIN_DIR`, else the directory of this executable
@@ -191,7 +208,7 @@ final class DaemonUnderTest: BenchTarget {
     var databasePath: String { "/database/1/\(container)/\(environment)/private" }
     var environmentPath: String { "/database/1/\(container)/\(environment)" }
 
-    /// SIGTERM, then the exit (with the peak RSS as the kernel counted it).
+    /// SIGTERM, then the exit.
     func stop() throws -> Subprocess.Exit {
         process.signal(SIGTERM)
         return try process.wait()
