@@ -17,11 +17,14 @@ func pingPong(_ options: BenchOptions, _ context: inout [String: JSONValue]) asy
                                   environment: "development", token: server.token)
     let zone = ZoneID(zoneName: "PingPong")
     let warmupRounds = 5
-    let rally = Rally(lastCount: Int64(2 * (options.rounds + warmupRounds)), warmupHops: Int64(2 * warmupRounds))
+    // SCOREBOOK_BENCH_TRACE=1 prints every request of both engines with its timing.
+    let trace = ProcessInfo.processInfo.environment["SCOREBOOK_BENCH_TRACE"] == "1"
+    let rally = Rally(lastCount: Int64(2 * (options.rounds + warmupRounds)), warmupHops: Int64(2 * warmupRounds), trace: trace)
     var tasks: [Task<Void, any Error>] = []
     for (index, name) in ["a", "b"].enumerated() {
         let store = try LocalRecordStore(path: "\(directory)/\(name).sqlite")
-        let engine = ZoneSynchronizer(store: store, database: RecordClient(endpoint: endpoint), zoneID: zone)
+        let transport = TracingTransport(name: name, inner: URLSessionTransport(), trace: trace)
+        let engine = ZoneSynchronizer(store: store, database: RecordClient(endpoint: endpoint, transport: transport), zoneID: zone)
         let player = RallyPlayer(rally: rally, store: store, answersParity: Int64(index))
         tasks.append(Task {
             try await engine.watch(until: nil, pollTimeout: 5, onChange: player.receive, onProblem: { player.problem($0) })
@@ -67,10 +70,12 @@ final class Rally: @unchecked Sendable {
     private var highest: Int64 = 0
     let lastCount: Int64
     let warmupHops: Int64
+    let trace: Bool
 
-    init(lastCount: Int64, warmupHops: Int64) {
+    init(lastCount: Int64, warmupHops: Int64, trace: Bool) {
         self.lastCount = lastCount
         self.warmupHops = warmupHops
+        self.trace = trace
     }
 
     var isFinished: Bool { lock.withLock { highest >= lastCount } }
@@ -89,7 +94,9 @@ final class Rally: @unchecked Sendable {
         }
     }
 
-    func problem(_ text: String) { lock.withLock { problems.append(text) } }
+    func problem(_ text: String) {
+        lock.withLock { if highest < lastCount { problems.append(text) } }
+    }
 
     func results() -> (hops: [Double], rounds: [Double], problems: [String]) { lock.withLock { (hops, rounds, problems) } }
 }
@@ -112,6 +119,7 @@ final class RallyPlayer: @unchecked Sendable {
               let count = change.record?.fields["count"]?.int64Value
         else { return }
         rally.arrived(count, at: now())
+        if rally.trace { print(String(format: "%.3f applied %d", now().truncatingRemainder(dividingBy: 1000), count)) }
         guard count % 2 == answersParity, count < rally.lastCount else { return }
         rally.willEdit(count + 1, at: now())
         do {
@@ -124,4 +132,21 @@ final class RallyPlayer: @unchecked Sendable {
     }
 
     func problem(_ text: String) { rally.problem(text) }
+}
+
+/// Wraps a transport to print each request's start and duration (SCOREBOOK_BENCH_TRACE=1).
+struct TracingTransport: HTTPTransport {
+    let name: String
+    let inner: any HTTPTransport
+    let trace: Bool
+
+    func send(_ request: HTTPRequest) async throws -> HTTPResponse {
+        guard trace else { return try await inner.send(request) }
+        let start = now()
+        defer {
+            let operation = request.url.path.split(separator: "/").suffix(2).joined(separator: "/")
+            print(String(format: "%.3f %@ %@ %.2f ms", start.truncatingRemainder(dividingBy: 1000), name, operation, (now() - start) * 1000))
+        }
+        return try await inner.send(request)
+    }
 }
