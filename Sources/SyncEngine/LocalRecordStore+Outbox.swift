@@ -70,6 +70,20 @@ extension LocalRecordStore {
         }
     }
 
+    /// The merge ancestor after a send whose answer was lost, field by field: where the server
+    /// holds what we sent, our write applied and the sent value is the ancestor (so editing back
+    /// wins); elsewhere the last known server value is (so an edit whose request never arrived,
+    /// or was refused, is still ours to send).
+    static func ancestorAfterLostAnswer(known: [String: FieldValue]?, sent: [String: FieldValue],
+                                        server: [String: FieldValue]) -> [String: FieldValue]
+    {
+        var ancestor: [String: FieldValue] = [:]
+        for name in Set(sent.keys).union(server.keys).union(known?.keys ?? [:].keys) {
+            ancestor[name] = server[name] == sent[name] ? sent[name] : known?[name]
+        }
+        return ancestor
+    }
+
     static func sentState(named name: String, in connection: SQLiteConnection) throws -> Record? {
         try connection.first("SELECT record FROM sent_states WHERE name = ?", [.text(name)]) { row in
             try Record(responseJSON: try JSONValue.parse(row.blob(0)))
@@ -179,7 +193,9 @@ extension LocalRecordStore {
         // whose send never started), every difference is a conflict.
         let sent = try sentState(named: name, in: connection)
         try forgetSentState(name, in: connection)
-        let result = RecordMerge.merge(ancestor: sent?.fields ?? ancestor?.fields, local: local, server: server)
+        let base = sent.map { Self.ancestorAfterLostAnswer(known: ancestor?.fields, sent: $0.fields, server: server.fields) }
+            ?? ancestor?.fields
+        let result = RecordMerge.merge(ancestor: base, local: local, server: server)
         var merged = local
         merged.fields = result.fields
         if merged.parent == nil { merged.parent = server.parent }
