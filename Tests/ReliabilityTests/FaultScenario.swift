@@ -24,10 +24,6 @@ struct ScenarioReport {
     var deletedRecords = 0
     var secondsOfBackOff = 0.0
     var problems: [String] = []
-    /// Fields where SyncEngineKnownBugs' bug struck: a machine's edit lost after a request of it
-    /// got no answer (never reached the server, or its answer was lost); reported, not failed
-    /// (unless strict).
-    var knownBug: [String] = []
     /// Every step, sync and watch problem, in order.
     var log: [String] = []
 
@@ -169,10 +165,7 @@ final class FaultScenario {
         let serverRecords = try await Self.serverRecords(inProcess, token: token)
         report.serverRecords = serverRecords.count
         report.deletedRecords = log.created.keys.filter { log.shouldBeGone($0) }.count
-        let lostRequests = machines.map { $0.transport.savesWithLostRequests.union($0.transport.savesWithLostAnswers) }
-        let outcome = try check(server: serverRecords, machines: machines, log: log, savesWithLostRequests: lostRequests)
-        report.problems += outcome.problems
-        report.knownBug = outcome.knownBug
+        report.problems += try check(server: serverRecords, machines: machines, log: log)
         report.log = log.lines
         if !report.problems.isEmpty {
             report.problems.append("log (last 400 lines):\n" + log.lines.suffix(400).joined(separator: "\n"))
@@ -272,12 +265,8 @@ final class FaultScenario {
         throw SyncError("changes/zone never ended")
     }
 
-    /// The problems found, and the fields where the known bug struck (not problems here:
-    /// SyncEngineKnownBugs fails for it). `savesWithLostRequests[m]`: records machine m saved in
-    /// a request that got no answer (lost on the way, or its answer lost).
-    func check(server: [String: Record], machines: [SyncMachine], log: EditLog, savesWithLostRequests: [Set<String>]) throws
-        -> (problems: [String], knownBug: [String])
-    {
+    /// Every way the converged state breaks the contract, as lines to report.
+    func check(server: [String: Record], machines: [SyncMachine], log: EditLog) throws -> [String] {
         var problems: [String] = []
         let serverNames = Set(server.keys)
 
@@ -310,7 +299,6 @@ final class FaultScenario {
         let extra = serverNames.subtracting(expected)
         let resurrected = extra.filter { log.created[$0] != nil }
         if !resurrected.isEmpty { problems.append("resurrected (deleted, yet on the server): \(resurrected.sorted())") }
-        var knownBug: [String] = []
         let invented = extra.filter { log.created[$0] == nil }
         if !invented.isEmpty { problems.append("invented (no machine created them): \(invented.sorted())") }
 
@@ -332,16 +320,12 @@ final class FaultScenario {
             }
             for (field, byMachine) in writes where byMachine.count == 1 {
                 let (machine, last) = byMachine.first!
-                if record.fields[field] != last, savesWithLostRequests[machine].contains(name) {
-                    knownBug.append("\(name).\(field): m\(machine)'s edit (\(last.map { $0.value.serializedString() } ?? "removed")) "
-                                    + "lost after a request of it got no answer; the server has "
-                                    + (record.fields[field].map { $0.value.serializedString() } ?? "nothing"))
-                } else if record.fields[field] != last {
+                if record.fields[field] != last {
                     problems.append("\(name).\(field): only m\(machine) wrote it, last \(last.map { $0.value.serializedString() } ?? "removed"), "
                                     + "server has \(record.fields[field].map { $0.value.serializedString() } ?? "nothing")")
                 }
             }
         }
-        return (problems, knownBug.sorted())
+        return problems
     }
 }

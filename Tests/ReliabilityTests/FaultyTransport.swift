@@ -48,8 +48,6 @@ final class FaultyTransport: HTTPTransport, @unchecked Sendable {
     private var requestCount = 0
     private var pollCount = 0
     private var fetchCount = 0
-    private var unseenWrites: Set<String> = []
-    private var unsentWrites: Set<String> = []
 
     /// Told of every request with the fault it got, for the scenario's log.
     var trace: (@Sendable (String) -> Void)?
@@ -77,10 +75,6 @@ final class FaultyTransport: HTTPTransport, @unchecked Sendable {
     var requests: Int { locked { requestCount } }
     /// Notification polls among the requests.
     var polls: Int { locked { pollCount } }
-    /// Records saved (created or updated) by a `records/modify` whose answer was lost.
-    var savesWithLostAnswers: Set<String> { locked { unseenWrites } }
-    /// Records saved by a `records/modify` that was lost before reaching the server.
-    var savesWithLostRequests: Set<String> { locked { unsentWrites } }
     /// `changes/zone` requests among them: at least one per sync.
     var fetches: Int { locked { fetchCount } }
 
@@ -129,11 +123,9 @@ final class FaultyTransport: HTTPTransport, @unchecked Sendable {
         if let trace, !isPoll || fault != nil { trace(Self.describe(request, fault: fault, answerFirst: answerFirst)) }
         switch fault {
         case .requestLost?:
-            noteSaves(request, answerLost: false)
             throw RecordClientError.unreachable("injected: the request was lost")
         case .responseLost?:
             _ = try await deliver(request, isPoll: isPoll)
-            noteSaves(request, answerLost: true)
             throw RecordClientError.unreachable("injected: the answer was lost")
         case .duplicated?:
             let first = try await deliver(request, isPoll: isPoll)
@@ -156,20 +148,6 @@ final class FaultyTransport: HTTPTransport, @unchecked Sendable {
             }
         case nil:
             return try await deliver(request, isPoll: isPoll)
-        }
-    }
-
-    private func noteSaves(_ request: HTTPRequest, answerLost: Bool) {
-        guard request.url.path.hasSuffix("/records/modify"), let body = request.body, let json = try? JSONValue.parse(body) else { return }
-        let operations = json["operations"]?.arrayValue ?? []
-        func names(_ types: Set<String>) -> [String] {
-            operations.compactMap { operation in
-                types.contains(operation["operationType"]?.stringValue ?? "") ? operation["record"]?["recordName"]?.stringValue : nil
-            }
-        }
-        let saves = names(["create", "update", "forceUpdate", "replace", "forceReplace"])
-        locked {
-            if answerLost { unseenWrites.formUnion(saves) } else { unsentWrites.formUnion(saves) }
         }
     }
 

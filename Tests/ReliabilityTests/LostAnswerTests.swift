@@ -7,12 +7,13 @@ import RecordStore
 import SyncEngine
 import XCTest
 
-/// Lost answers, one at a time, in exchanges the fault-injection runs found wrong once.
+/// Lost requests and answers, one at a time, in exchanges the fault-injection runs
+/// (FaultInjectionTests) found wrong once: each test was a known bug, now fixed.
 final class LostAnswerTests: XCTestCase {
     /// A record whose creation reached the server but whose answer was lost (a dropped
     /// connection, or the CLI killed mid-sync) stays deleted after another machine deletes it.
     /// Found by the fault-injection runs, fixed in 033ee0e (fetch before sending after a lost
-    /// answer); this was SyncEngineKnownBugs' first test.
+    /// answer).
     ///
     /// Exchange: machine A saves a new Person and syncs; the server applies A's
     /// `records/modify` `create` but the answer never reaches A (A's outbox keeps the entry,
@@ -67,8 +68,7 @@ final class LostAnswerTests: XCTestCase {
 
     /// A field edited back to its earlier value after a send whose answer was lost keeps the
     /// latest edit. Found by the fault-injection runs (1 seed in 500), fixed in 5240a5b (the
-    /// state a send leaves on the server becomes the merge ancestor); this was
-    /// SyncEngineKnownBugs' second test.
+    /// state a send leaves on the server becomes the merge ancestor).
     ///
     /// Exchange: machine A has a Person without a last name, in sync with the server. A sets
     /// `lastName` to "Lee" and syncs; the server applies the `records/modify` `update` but the
@@ -113,5 +113,109 @@ final class LostAnswerTests: XCTestCase {
         let onServer = try await FaultScenario.serverRecords(api, token: token)
         XCTAssertNil(onServer[person.recordName]?.fields["lastName"], "the server has A's earlier, lost write instead of its latest edit")
         XCTAssertNil(try a.store.record(named: person.recordName)?.fields["lastName"], "A shows its earlier write instead of its latest edit")
+    }
+
+    /// An edit whose request never reached the server survives when another machine's change to
+    /// the same record arrives before it is sent again. Found by the fault-injection runs (18
+    /// seeds in 1000 after 5240a5b), fixed in 6b989fc (the merge ancestor chosen field by field
+    /// after a lost answer).
+    ///
+    /// Exchange: machines A and B hold a Person without a last name, in sync. A sets `lastName`
+    /// to "Lee" and syncs, but its `records/modify` never reaches the server (a transport error
+    /// before sending: connection refused, DNS, the request lost). B sets `emailAddress` and
+    /// syncs. A syncs again with no more faults.
+    /// Expected: the Person has `lastName` "Lee" (A's edit, the only edit of that field) and B's
+    /// email, on the server and on both machines (DESIGN "Merging is deterministic": fields
+    /// changed on one side only are kept; CONTRACT §4.2 "nothing is lost").
+    /// The bug was (5240a5b to 6b989fc): A took the state its lost request would have left on the
+    /// server ("Lee") as the merge ancestor, so B's server copy (no last name) read as a removal
+    /// by B and won; A's edit was lost everywhere without a conflict reported.
+    func testAnEditWhoseRequestNeverReachedTheServerSurvivesAnotherMachinesChange() async throws {
+        let root = FaultScenario.temporaryRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let server = try SQLiteRecordStore(directory: root.appendingPathComponent("server").path)
+        defer { server.close() }
+        let api = InProcessTransport(api: RecordAPI(store: server, requestsPerSecond: 1_000_000, logger: FaultScenario.quietLogger))
+        let token = try server.createUser(name: "lostrequest").token
+        let clock = EditClock()
+        let noFaults = FaultRates(requestLost: 0, responseLost: 0, duplicated: 0, throttled: 0, tryAgainLater: 0, pollDelayed: 0,
+                                  pollReordered: 0)
+        let a = try SyncMachine(index: 0, directory: root, api: api, token: token, seed: 1, rates: noFaults, clock: clock, log: EditLog())
+        let b = try SyncMachine(index: 1, directory: root, api: api, token: token, seed: 2, rates: noFaults, clock: clock, log: EditLog())
+
+        let person = Person(firstName: "Ann", modificationDate: clock.now())
+        try a.create([person], requiring: [])
+        try await a.engine.sync()
+        try await b.engine.sync()
+
+        try a.change(Person.self, person.recordName) { $0.lastName = "Lee" }
+        a.transport.rates.requestLost = 1  // nothing A sends reaches the server
+        do {
+            try await a.engine.sync()
+            XCTFail("the sync cannot succeed while every request is lost")
+        } catch {}
+        a.transport.rates.requestLost = 0
+        let untouched = try await FaultScenario.serverRecords(api, token: token)
+        XCTAssertNil(untouched[person.recordName]?.fields["lastName"], "A's update never reached the server")
+
+        try b.change(Person.self, person.recordName) { $0.emailAddress = "ann@example.com" }
+        try await b.engine.sync()
+
+        try await a.engine.sync()
+        try await b.engine.sync()
+        let onServer = try await FaultScenario.serverRecords(api, token: token)
+        XCTAssertEqual(onServer[person.recordName]?.fields["emailAddress"], .string("ann@example.com"), "B's edit")
+        XCTAssertEqual(onServer[person.recordName]?.fields["lastName"], .string("Lee"), "A's edit on the server")
+        XCTAssertEqual(try a.store.record(named: person.recordName)?.fields["lastName"], .string("Lee"), "A's edit on A")
+        XCTAssertEqual(try b.store.record(named: person.recordName)?.fields["lastName"], .string("Lee"), "A's edit on B")
+    }
+
+    /// The same when the request reached the server and was refused: an edit sent with a stale
+    /// change tag (`CONFLICT`) whose answer was lost survives. Fixed in 6b989fc.
+    ///
+    /// Exchange: machines A and B hold a Person, in sync. B sets `lastName` and syncs. A, not yet
+    /// aware, sets `emailAddress` and syncs: the server refuses A's `update` (stale tag,
+    /// `CONFLICT`) and that answer never reaches A. A syncs again with no more faults.
+    /// Expected: the Person has B's last name and A's email everywhere (each field edited on one
+    /// side only).
+    /// The bug was: A took the state its refused update would have left (email set) as the merge
+    /// ancestor, so the server copy's missing email read as a removal and A's edit was lost.
+    func testAnEditRefusedWithALostAnswerSurvivesTheMerge() async throws {
+        let root = FaultScenario.temporaryRoot()
+        defer { try? FileManager.default.removeItem(at: root) }
+        let server = try SQLiteRecordStore(directory: root.appendingPathComponent("server").path)
+        defer { server.close() }
+        let api = InProcessTransport(api: RecordAPI(store: server, requestsPerSecond: 1_000_000, logger: FaultScenario.quietLogger))
+        let token = try server.createUser(name: "refused").token
+        let clock = EditClock()
+        let noFaults = FaultRates(requestLost: 0, responseLost: 0, duplicated: 0, throttled: 0, tryAgainLater: 0, pollDelayed: 0,
+                                  pollReordered: 0)
+        let a = try SyncMachine(index: 0, directory: root, api: api, token: token, seed: 1, rates: noFaults, clock: clock, log: EditLog())
+        let b = try SyncMachine(index: 1, directory: root, api: api, token: token, seed: 2, rates: noFaults, clock: clock, log: EditLog())
+
+        let person = Person(firstName: "Ann", modificationDate: clock.now())
+        try a.create([person], requiring: [])
+        try await a.engine.sync()
+        try await b.engine.sync()
+
+        try b.change(Person.self, person.recordName) { $0.lastName = "Lee" }
+        try await b.engine.sync()
+
+        try a.change(Person.self, person.recordName) { $0.emailAddress = "ann@example.com" }
+        a.transport.rates.responseLost = 1  // A's stale update is refused; A never hears why
+        do {
+            try await a.engine.sync()
+            XCTFail("the sync cannot succeed without answers")
+        } catch {}
+        a.transport.rates.responseLost = 0
+        let refused = try await FaultScenario.serverRecords(api, token: token)
+        XCTAssertNil(refused[person.recordName]?.fields["emailAddress"], "the server refused A's stale update")
+
+        try await a.engine.sync()
+        try await b.engine.sync()
+        let onServer = try await FaultScenario.serverRecords(api, token: token)
+        XCTAssertEqual(onServer[person.recordName]?.fields["lastName"], .string("Lee"), "B's edit")
+        XCTAssertEqual(onServer[person.recordName]?.fields["emailAddress"], .string("ann@example.com"), "A's edit on the server")
+        XCTAssertEqual(try a.store.record(named: person.recordName)?.fields["emailAddress"], .string("ann@example.com"), "A's edit on A")
     }
 }
