@@ -24,8 +24,11 @@ func cliColdStart(_ options: BenchOptions, _ context: inout [String: JSONValue])
         ("sync", scorebook, ["--store", storePath, "sync"]),
     ]
     var samples = [String: [Double]]()
-    // One unmeasured run of each loads the binaries into the page cache.
-    for command in commands { _ = try Subprocess(command.path, command.arguments).wait() }
+    // One unmeasured run of each loads the binaries into the page cache (and shows any error).
+    for command in commands {
+        let exit = try Subprocess(command.path, command.arguments, keepStandardError: true).wait()
+        guard exit.status == 0 else { throw Subprocess.Failure(description: "\(command.name) exited \(exit.status)") }
+    }
     for _ in 0..<options.runs {
         for command in commands {
             let child = try Subprocess(command.path, command.arguments)
@@ -36,7 +39,6 @@ func cliColdStart(_ options: BenchOptions, _ context: inout [String: JSONValue])
             samples[command.name, default: []].append(exit.seconds * 1000)
         }
     }
-    try? FileManager.default.removeItem(atPath: storeDirectory)
     var figures: [String: JSONValue] = ["runs": .int(Int64(options.runs))]
     let trueMedian = Stats(samples: samples["true"]!).median
     let helpMedian = Stats(samples: samples["help"]!).median
@@ -50,6 +52,7 @@ func cliColdStart(_ options: BenchOptions, _ context: inout [String: JSONValue])
             figures["\(command.name)MinusHelpMilliseconds"] = .double(stats.median - helpMedian)
         }
     }
+    try? FileManager.default.removeItem(atPath: storeDirectory)
     return figures
 }
 
@@ -79,6 +82,11 @@ func livedInScorebook(at path: String, daemon: DaemonUnderTest) async throws -> 
         _ = try book.finishMatch(reference: match.recordName)
         last = match.recordName
     }
+    let before = try book.store.recordCount()
     try await book.sync()
+    let after = try book.store.recordCount()
+    guard after == before, before == 1361 else {
+        throw Subprocess.Failure(description: "the lived-in store held \(before) records before its sync and \(after) after")
+    }
     return last
 }
