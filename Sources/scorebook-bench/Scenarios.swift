@@ -142,17 +142,23 @@ func fetchAll(_ connection: RawHTTPConnection, _ server: BenchServer, zone: Stri
 func scanFeedPage(_ bytes: [UInt8]) -> (records: Int, syncToken: String, moreComing: Bool)? {
     func occurrences(of needle: String) -> [Int] {
         let pattern = Array(needle.utf8)
-        var found: [Int] = []
-        var index = 0
-        while index + pattern.count <= bytes.count {
-            if bytes[index] == pattern[0], bytes[index..<index + pattern.count].elementsEqual(pattern) {
-                found.append(index + pattern.count)
-                index += pattern.count
-            } else {
-                index += 1
+        return bytes.withUnsafeBufferPointer { haystack in
+            var found: [Int] = []
+            guard let base = haystack.baseAddress else { return found }
+            var offset = 0
+            while offset + pattern.count <= haystack.count,
+                  let hit = memchr(base + offset, Int32(pattern[0]), haystack.count - offset - pattern.count + 1)
+            {
+                let position = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+                if memcmp(base + position, pattern, pattern.count) == 0 {
+                    found.append(position + pattern.count)
+                    offset = position + pattern.count
+                } else {
+                    offset = position + 1
+                }
             }
+            return found
         }
-        return found
     }
     guard let tokenStart = occurrences(of: #""syncToken":""#).first,
           let tokenEnd = bytes[tokenStart...].firstIndex(of: UInt8(ascii: "\""))
