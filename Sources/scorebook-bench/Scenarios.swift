@@ -140,26 +140,7 @@ func fetchAll(_ connection: RawHTTPConnection, _ server: BenchServer, zone: Stri
 /// does not match, and bench records hold no references). Nil when the page does not look
 /// like one.
 func scanFeedPage(_ bytes: [UInt8]) -> (records: Int, syncToken: String, moreComing: Bool)? {
-    func occurrences(of needle: String) -> [Int] {
-        let pattern = Array(needle.utf8)
-        return bytes.withUnsafeBufferPointer { haystack in
-            var found: [Int] = []
-            guard let base = haystack.baseAddress else { return found }
-            var offset = 0
-            while offset + pattern.count <= haystack.count,
-                  let hit = memchr(base + offset, Int32(pattern[0]), haystack.count - offset - pattern.count + 1)
-            {
-                let position = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
-                if memcmp(base + position, pattern, pattern.count) == 0 {
-                    found.append(position + pattern.count)
-                    offset = position + pattern.count
-                } else {
-                    offset = position + 1
-                }
-            }
-            return found
-        }
-    }
+    func occurrences(of needle: String) -> [Int] { byteOccurrences(of: needle, in: bytes) }
     guard let tokenStart = occurrences(of: #""syncToken":""#).first,
           let tokenEnd = bytes[tokenStart...].firstIndex(of: UInt8(ascii: "\""))
     else { return nil }
@@ -326,8 +307,32 @@ func awaitEventOnAll(_ streams: [RawHTTPConnection], start: Double) throws -> Do
 
 /// True once the bytes hold a `data:` line ended by the blank line that closes an event (the
 /// stream arrives in HTTP chunks, so the framing sits between events).
+/// Scanned as bytes: Foundation's `range(of:)` bridges through NSString and cost the fan-out
+/// client milliseconds per round at 1,000 streams.
 func containsCompleteEvent(_ bytes: [UInt8]) -> Bool {
-    let text = String(decoding: bytes, as: UTF8.self)
-    guard let data = text.range(of: "data: ") else { return false }
-    return text[data.upperBound...].contains("\n\n")
+    guard let data = byteOccurrences(of: "data: ", in: bytes).first else { return false }
+    return byteOccurrences(of: "\n\n", in: bytes).contains { $0 > data }
+}
+
+/// The offsets just past each occurrence of `needle` in `bytes` (memchr and memcmp: a scan
+/// in the bench must stay small next to the server work it measures).
+func byteOccurrences(of needle: String, in bytes: [UInt8]) -> [Int] {
+    let pattern = Array(needle.utf8)
+    return bytes.withUnsafeBufferPointer { haystack in
+        var found: [Int] = []
+        guard let base = haystack.baseAddress else { return found }
+        var offset = 0
+        while offset + pattern.count <= haystack.count,
+              let hit = memchr(base + offset, Int32(pattern[0]), haystack.count - offset - pattern.count + 1)
+        {
+            let position = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+            if memcmp(base + position, pattern, pattern.count) == 0 {
+                found.append(position + pattern.count)
+                offset = position + pattern.count
+            } else {
+                offset = position + 1
+            }
+        }
+        return found
+    }
 }
