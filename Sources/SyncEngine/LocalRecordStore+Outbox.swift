@@ -54,9 +54,21 @@ extension LocalRecordStore {
     /// record may have reached the server even if the answer is never recorded; and remembers
     /// the state the server will hold if a save applies (its sent state), the merge ancestor
     /// should the answer be lost: the server then holding our own write is not a remote change.
-    func markAttempted(_ sending: [(change: PendingChange, operation: RecordOperation)]) throws {
+    ///
+    /// Returns the entries still queued as built: a local deletion committed by another process
+    /// after the batch was built (while the record looked never sent) dropped its entry, and
+    /// sending its `create` anyway would bring the record back.
+    func markAttempted(_ sending: [(change: PendingChange, operation: RecordOperation)]) throws
+        -> [(change: PendingChange, operation: RecordOperation)]
+    {
         try transaction { connection in
+            var stillQueued: [(change: PendingChange, operation: RecordOperation)] = []
             for (change, operation) in sending {
+                let queued = try connection.first("SELECT operation FROM outbox WHERE name = ?", [.text(change.recordName)]) {
+                    $0.text(0)
+                }
+                guard queued == change.operation.rawValue else { continue }
+                stillQueued.append((change, operation))
                 try connection.run("UPDATE outbox SET attempts = attempts + 1 WHERE name = ?", [.text(change.recordName)])
                 guard change.operation == .save else { continue }
                 var state = try Self.serverCopy(named: change.recordName, in: connection)
@@ -67,6 +79,7 @@ extension LocalRecordStore {
                 try connection.run("INSERT OR REPLACE INTO sent_states(name, record) VALUES(?, ?)",
                                    [.text(change.recordName), .blob(state.json().serialized())])
             }
+            return stillQueued
         }
     }
 
@@ -129,6 +142,12 @@ extension LocalRecordStore {
             try Self.writeServerCopy(copy, in: connection)
             try Self.forgetSentState(change.recordName, in: connection)
             try Self.dequeue(change, in: connection)
+            // Deleted here while the save was in flight, with nothing queued (a cascade member,
+            // or a deletion that took the record for never sent): the server must delete it too.
+            let queued = try connection.scalarInt("SELECT 1 FROM outbox WHERE name = ?", [.text(change.recordName)]) != nil
+            if !queued, try Self.record(named: change.recordName, in: connection) == nil {
+                try Self.queue(change.recordName, type: copy.recordType, operation: .delete, in: connection)
+            }
         }
     }
 

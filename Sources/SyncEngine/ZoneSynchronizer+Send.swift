@@ -60,8 +60,8 @@ extension ZoneSynchronizer {
                 try store.dropIfUnchanged(change)
             }
         }
+        sending = try store.markAttempted(sending)
         guard !sending.isEmpty else { return }
-        try store.markAttempted(sending)
         let results = try await modify(sending.map(\.operation), attempt: 1)
         // An answer arrived, so every sent state is settled (applied or refused): only a lost
         // answer leaves them as merge ancestors.

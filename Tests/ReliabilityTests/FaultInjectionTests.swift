@@ -10,9 +10,8 @@ import XCTest
 ///
 /// Seeds 1–20 run by default; `SCOREBOOK_FAULT_SEEDS=200` runs seeds 1–200, and
 /// `SCOREBOOK_FAULT_SEEDS=7,42` runs exactly those (`SCOREBOOK_FAULT_VERBOSE=1` prints every
-/// step and request). The bugs these runs found are pinned down one at a time in
-/// LostAnswerTests (fixed) and SyncEngineKnownBugs (open). Records where the open one struck are
-/// reported, not failed here (that test fails for it); `SCOREBOOK_FAULT_STRICT=1` fails them too.
+/// step and request). The bugs these runs found are pinned down one at a time, each now fixed,
+/// in LostAnswerTests and ConcurrentEditTests.
 final class FaultInjectionTests: XCTestCase {
     static var environment: [String: String] { ProcessInfo.processInfo.environment }
 
@@ -48,17 +47,10 @@ final class FaultInjectionTests: XCTestCase {
 
         var totals: [Fault: Int] = [:]
         var converged = 0
-        var knownBugSeeds: [UInt64] = []
         for report in reports {
             print(report.summary)
             if Self.environment["SCOREBOOK_FAULT_VERBOSE"] == "1" { print(report.log.joined(separator: "\n")) }
             for (fault, count) in report.faults { totals[fault, default: 0] += count }
-            if !report.knownBug.isEmpty {
-                knownBugSeeds.append(report.seed)
-                let text = "seed \(report.seed): known bug (SyncEngineKnownBugs), a deletion undone by a sync building its batch: "
-                    + report.knownBug.joined(separator: ", ")
-                if Self.environment["SCOREBOOK_FAULT_STRICT"] == "1" { XCTFail(text) } else { print(text) }
-            }
             if report.problems.isEmpty {
                 converged += 1
             } else {
@@ -76,7 +68,6 @@ final class FaultInjectionTests: XCTestCase {
         print("fault injection: \(converged) of \(seeds.count) seeds converged (seeds \(seeds.first ?? 0)…\(seeds.last ?? 0)); "
               + "\(edits) edits, \(syncs) syncs (\(failed) failed under faults), \(requests) requests (\(polls) notification polls), "
               + "\(records) records at the end; faults injected [\(faultText)], \(totals.values.reduce(0, +)) in all; "
-              + "known bug struck in \(knownBugSeeds.count) seeds \(knownBugSeeds); "
               + String(format: "%.1f s", Date().timeIntervalSince(started)))
         // Every kind of fault struck over the run.
         for fault in Fault.allCases where seeds.count >= 5 {

@@ -24,9 +24,6 @@ struct ScenarioReport {
     var deletedRecords = 0
     var secondsOfBackOff = 0.0
     var problems: [String] = []
-    /// Where SyncEngineKnownBugs' bug struck (a deletion undone by a sync that was building its
-    /// batch); reported, not failed, unless SCOREBOOK_FAULT_STRICT=1.
-    var knownBug: [String] = []
     /// Every step, sync and watch problem, in order.
     var log: [String] = []
 
@@ -168,9 +165,7 @@ final class FaultScenario {
         let serverRecords = try await Self.serverRecords(inProcess, token: token)
         report.serverRecords = serverRecords.count
         report.deletedRecords = log.created.keys.filter { log.shouldBeGone($0) }.count
-        let outcome = try check(server: serverRecords, machines: machines, log: log)
-        report.problems += outcome.problems
-        report.knownBug = outcome.knownBug
+        report.problems += try check(server: serverRecords, machines: machines, log: log)
         report.log = log.lines
         if !report.problems.isEmpty {
             report.problems.append("log (last 400 lines):\n" + log.lines.suffix(400).joined(separator: "\n"))
@@ -270,10 +265,8 @@ final class FaultScenario {
         throw SyncError("changes/zone never ended")
     }
 
-    /// Every way the converged state breaks the contract, as lines to report, and apart from
-    /// them the records where the known bug struck: resurrected records that the watcher's
-    /// machine deleted before the server had acknowledged them (and what they own).
-    func check(server: [String: Record], machines: [SyncMachine], log: EditLog) throws -> (problems: [String], knownBug: [String]) {
+    /// Every way the converged state breaks the contract, as lines to report.
+    func check(server: [String: Record], machines: [SyncMachine], log: EditLog) throws -> [String] {
         var problems: [String] = []
         let serverNames = Set(server.keys)
 
@@ -305,12 +298,7 @@ final class FaultScenario {
         if !lost.isEmpty { problems.append("lost (created, never deleted, missing on the server): \(lost.sorted())") }
         let extra = serverNames.subtracting(expected)
         let resurrected = extra.filter { log.created[$0] != nil }
-        func raceVictim(_ name: String) -> Bool {
-            log.deletedBeforeAcknowledged.contains(name) || (log.created[name]?.owners.contains(where: raceVictim) ?? false)
-        }
-        let knownBug = resurrected.filter(raceVictim)
-        let unexplained = resurrected.subtracting(knownBug)
-        if !unexplained.isEmpty { problems.append("resurrected (deleted, yet on the server): \(unexplained.sorted())") }
+        if !resurrected.isEmpty { problems.append("resurrected (deleted, yet on the server): \(resurrected.sorted())") }
         let invented = extra.filter { log.created[$0] == nil }
         if !invented.isEmpty { problems.append("invented (no machine created them): \(invented.sorted())") }
 
@@ -323,7 +311,7 @@ final class FaultScenario {
 
         // Field values: each one was written by some machine; a field only one machine ever
         // wrote holds that machine's last value.
-        for (name, record) in server where !knownBug.contains(name) {
+        for (name, record) in server {
             let writes = log.lastWrite[name] ?? [:]
             for (field, value) in record.fields where field != RecordMerge.modificationDateField {
                 if !(log.everWritten[name]?[field] ?? []).contains(value) {
@@ -338,6 +326,6 @@ final class FaultScenario {
                 }
             }
         }
-        return (problems, knownBug.sorted())
+        return problems
     }
 }

@@ -63,16 +63,10 @@ final class EditLog: @unchecked Sendable {
         }
     }
 
-    /// Records the watcher's machine deleted before any copy of them came back from the server:
-    /// a sync running meanwhile may have been about to send their creation
-    /// (SyncEngineKnownBugs).
-    private(set) var deletedBeforeAcknowledged: Set<String> = []
-
-    func deleted(_ names: [String], unacknowledgedRoot: String? = nil) {
+    func deleted(_ names: [String]) {
         lock.lock()
         defer { lock.unlock() }
         deleted.formUnion(names)
-        if let unacknowledgedRoot { deletedBeforeAcknowledged.insert(unacknowledgedRoot) }
     }
 
     /// Whether the record should be gone: it, or a record it cannot outlive, was deleted.
@@ -174,9 +168,8 @@ final class SyncMachine: @unchecked Sendable {
     @discardableResult
     func delete(_ name: String) throws -> [String] {
         try store.edit { editor in
-            let unacknowledged = try index == 0 && store.serverCopy(named: name) == nil
             let names = try editor.delete(recordNamed: name).map(\.recordName)
-            log.deleted(names, unacknowledgedRoot: unacknowledged && !names.isEmpty ? name : nil)
+            log.deleted(names)
             return names
         }
     }

@@ -7,28 +7,22 @@ import RecordStore
 import SyncEngine
 import XCTest
 
-/// Sync-engine behaviour that breaks the contract, found by the fault-injection runs
-/// (FaultInjectionTests). Each test fails until its bug is fixed; the doc comment gives the
-/// exchange, what the contract expects and what happens. Fixed ones move to LostAnswerTests.
-final class SyncEngineKnownBugs: XCTestCase {
-    /// A record deleted on this machine while a sync of the same store is about to send its
-    /// creation comes back to life: the deletion is silently undone.
-    ///
+/// A sync and a local edit of the same store in two processes (`scorebook sync --watch` runs
+/// all along while the user edits): the edit must never be undone by what the sync had read.
+/// Found by the fault-injection runs (FaultInjectionTests, seed 544 of 1000), now fixed.
+final class ConcurrentEditTests: XCTestCase {
     /// Exchange: machine A saves a new Person (queued, never sent). A sync of A's store starts
-    /// (as `scorebook sync --watch` runs all along in one process while the user edits in
-    /// another) and builds its `records/modify` batch: `create` of the Person. Before the sync
-    /// records the send attempt (`markAttempted`, its first write), the user deletes the Person
-    /// in another process. Then the sync goes on: it sends the `create` and fetches.
-    /// Expected: the Person stays deleted, on A and on the server (a local deletion is a change
-    /// like any other; CONTRACT §4.2 "nothing is lost"; DESIGN "the client's outbox is durable").
-    /// Actual: the deletion saw a record never sent (no server copy, `attempts` 0), so it dropped
-    /// the outbox entry and queued no deletion; the sync then sent the `create` it had built, the
-    /// server saved the Person, `acknowledgeSave` stored its server copy, and the fetch that
-    /// follows brings the Person back into A's store as a remote record — live everywhere. Found
-    /// in 1 seed of 1000 (seed 544, the watcher's sync racing the main loop's delete); reproduced
-    /// here by holding A's SQLite write lock from a second connection while the sync builds its
-    /// batch. (Checking, when acknowledging a save, that the record still exists locally — and
-    /// queueing a deletion if not — would close it.)
+    /// and builds its `records/modify` batch: `create` of the Person. Before the sync records
+    /// the send attempt (`markAttempted`, its first write), the user deletes the Person in
+    /// another process; the deletion sees a record never sent (no server copy, `attempts` 0), so
+    /// it drops the outbox entry and queues no deletion.
+    /// Expected: the Person stays deleted, on A and on the server (CONTRACT §4.2 "nothing is
+    /// lost"; DESIGN "the client's outbox is durable").
+    /// The bug: the sync sent the `create` it had built and the fetch that followed brought the
+    /// Person back everywhere. Now `markAttempted` sends only entries still queued as built,
+    /// and a save acknowledged for a record deleted meanwhile queues its deletion.
+    /// Reproduced every time by holding A's SQLite write lock from a second connection while
+    /// the sync builds its batch.
     func testADeletionWhileASyncBuildsItsBatchIsNotUndone() async throws {
         let root = FaultScenario.temporaryRoot()
         defer { try? FileManager.default.removeItem(at: root) }
