@@ -74,7 +74,7 @@ extension RecordAPI {
             try self.store.zoneChanges(scope, zone: zone, syncToken: token, resultsLimit: limit, recordTypes: nil)
         }
         return [
-            "zoneID": page.zoneID.json, "records": .array(page.changes.map { $0.json(desiredKeys: desiredKeys) }),
+            "zoneID": page.zoneID.json, "records": RecordChange.jsonArray(page.changes, desiredKeys: desiredKeys),
             "syncToken": .string(page.syncToken), "moreComing": .bool(page.moreComing),
         ]
     }
@@ -105,7 +105,7 @@ extension RecordAPI {
                                                           recordTypes: request.recordTypes)
                     return [
                         "zoneID": page.zoneID.json, "syncToken": .string(page.syncToken), "moreComing": .bool(page.moreComing),
-                        "records": .array(page.changes.map { $0.json(desiredKeys: request.desiredKeys) }),
+                        "records": RecordChange.jsonArray(page.changes, desiredKeys: request.desiredKeys),
                     ]
                 } catch var error as ServerError {
                     error.zoneID = request.zone
