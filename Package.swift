@@ -35,7 +35,9 @@ let package = Package(
                 .product(name: "Atomics", package: "swift-atomics"),
             ],
             swiftSettings: settings),
-        .target(name: "RecordClient", dependencies: ["RecordModel"], swiftSettings: settings),
+        // libcurl's header only: CCurl loads the library with dlopen for HTTPS (see SocketTransport).
+        .target(name: "CCurl"),
+        .target(name: "RecordClient", dependencies: ["RecordModel", "CCurl"], swiftSettings: settings),
         .target(name: "SyncEngine", dependencies: ["RecordModel", "RecordClient", "SQLiteDB"], swiftSettings: settings),
         .target(name: "Scorebook", dependencies: ["RecordModel", "SyncEngine", "SQLiteDB"], swiftSettings: settings),
         .executableTarget(
@@ -45,7 +47,10 @@ let package = Package(
         .executableTarget(
             name: "scorebook",
             dependencies: ["Scorebook", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            swiftSettings: settings),
+            swiftSettings: settings,
+            // Every command is a new process: a static Swift runtime and Foundation spare the
+            // dynamic loader ~10 ms of relocations per start (BENCHMARKS.md, CLI cold start).
+            linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]),
         .executableTarget(
             name: "scorebook-bench",
             dependencies: [

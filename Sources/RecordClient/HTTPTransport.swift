@@ -28,7 +28,7 @@ public struct HTTPResponse: Sendable, Equatable {
     }
 }
 
-/// Sends requests. `URLSessionTransport` is the real one; tests supply canned answers.
+/// Sends requests. `SocketTransport` is the real one; tests supply canned answers.
 /// A transport throws `RecordClientError.unreachable` when no answer came back at all.
 public protocol HTTPTransport: Sendable {
     func send(_ request: HTTPRequest) async throws -> HTTPResponse

@@ -18,7 +18,7 @@ public struct RecordClient: Sendable {
     /// Seconds to wait for an ordinary request.
     public var requestTimeout: TimeInterval = 30
 
-    public init(endpoint: ServerEndpoint, transport: any HTTPTransport = URLSessionTransport()) {
+    public init(endpoint: ServerEndpoint, transport: any HTTPTransport = SocketTransport()) {
         self.endpoint = endpoint
         self.transport = transport
     }

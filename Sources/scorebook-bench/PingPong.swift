@@ -23,7 +23,7 @@ func pingPong(_ options: BenchOptions, _ context: inout [String: JSONValue]) asy
     var tasks: [Task<Void, any Error>] = []
     for (index, name) in ["a", "b"].enumerated() {
         let store = try LocalRecordStore(path: "\(directory)/\(name).sqlite")
-        let transport = TracingTransport(name: name, inner: URLSessionTransport(), trace: trace)
+        let transport = TracingTransport(name: name, inner: SocketTransport(), trace: trace)
         let engine = ZoneSynchronizer(store: store, database: RecordClient(endpoint: endpoint, transport: transport), zoneID: zone)
         let player = RallyPlayer(rally: rally, store: store, answersParity: Int64(index))
         tasks.append(Task {
