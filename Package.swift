@@ -47,10 +47,7 @@ let package = Package(
         .executableTarget(
             name: "scorebook",
             dependencies: ["Scorebook", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            swiftSettings: settings,
-            // Every command is a new process: a static Swift runtime and Foundation spare the
-            // dynamic loader ~10 ms of relocations per start (BENCHMARKS.md, CLI cold start).
-            linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]),
+            swiftSettings: settings),
         .executableTarget(
             name: "scorebook-bench",
             dependencies: [
