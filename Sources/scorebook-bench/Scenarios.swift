@@ -7,73 +7,81 @@ import SQLiteDB
 
 let batchSize = 400
 
-/// (1) The ceiling: the same rows, the same table and indexes, the same WAL and fsync settings,
-/// one transaction per 400 rows, straight through the SQLite C API.
-func storageLimit(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
-    let directory = temporaryDirectory("raw")
-    let connection = try SQLiteConnection(path: directory + "/raw.sqlite", synchronous: .full)
-    try connection.execute("""
-        CREATE TABLE records (zone_id INTEGER NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL, tag TEXT NOT NULL,
-            seq INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0, fields BLOB NOT NULL, parent TEXT,
-            created_at INTEGER NOT NULL, created_by TEXT NOT NULL, created_device TEXT,
-            modified_at INTEGER NOT NULL, modified_by TEXT NOT NULL, modified_device TEXT,
-            PRIMARY KEY (zone_id, name)) WITHOUT ROWID;
-        CREATE UNIQUE INDEX records_seq ON records (zone_id, seq);
-        CREATE INDEX records_type ON records (zone_id, type) WHERE deleted = 0;
-        """)
-    let rows = (0..<options.records).map { index -> (String, [UInt8]) in
-        let record = try! Record(requestJSON: benchRecord(index), schemaType: { _, _ in nil })
-        return (record.recordName, record.fieldsJSONBytes())
+/// The ceiling's table: the same rows, table and indexes as the store's `records`, the same WAL
+/// and fsync settings, one transaction per 400 rows, straight through the SQLite C API.
+final class RawRecordTable {
+    let directory: String
+    let connection: SQLiteConnection
+    private let insert: SQLiteStatement
+    private var sequence = 0
+
+    init(name: String) throws {
+        directory = temporaryDirectory(name)
+        connection = try SQLiteConnection(path: directory + "/raw.sqlite", synchronous: .full)
+        try connection.execute("""
+            CREATE TABLE records (zone_id INTEGER NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL, tag TEXT NOT NULL,
+                seq INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0, fields BLOB NOT NULL, parent TEXT,
+                created_at INTEGER NOT NULL, created_by TEXT NOT NULL, created_device TEXT,
+                modified_at INTEGER NOT NULL, modified_by TEXT NOT NULL, modified_device TEXT,
+                PRIMARY KEY (zone_id, name)) WITHOUT ROWID;
+            CREATE UNIQUE INDEX records_seq ON records (zone_id, seq);
+            CREATE INDEX records_type ON records (zone_id, type) WHERE deleted = 0;
+            """)
+        insert = try connection.statement(
+            "INSERT INTO records (zone_id, name, type, tag, seq, deleted, fields, parent, created_at, created_by, created_device, modified_at, modified_by, modified_device) VALUES (1, ?, 'Bench', ?, ?, 0, ?, NULL, ?, '_user', NULL, ?, '_user', NULL)")
     }
-    let handle = try connection.statement(
-        "INSERT INTO records (zone_id, name, type, tag, seq, deleted, fields, parent, created_at, created_by, created_device, modified_at, modified_by, modified_device) VALUES (1, ?, 'Bench', ?, ?, 0, ?, NULL, ?, '_user', NULL, ?, '_user', NULL)")
+
+    /// The rows of `benchRecord(index)` as the store keeps them: name and fields JSON.
+    static func rows(_ range: Range<Int>) -> [(name: String, fields: [UInt8])] {
+        range.map { index in
+            let record = try! Record(requestJSON: benchRecord(index), schemaType: { _, _ in nil })
+            return (record.recordName, record.fieldsJSONBytes())
+        }
+    }
+
+    /// One transaction of rows.
+    func insert(_ rows: ArraySlice<(name: String, fields: [UInt8])>) throws {
+        try connection.execute("BEGIN IMMEDIATE")
+        for row in rows {
+            sequence += 1
+            try insert.bind([.text(row.name), .text("1-\(sequence)"), .int(Int64(sequence)), .blob(row.fields), .int(1), .int(1)])
+            _ = try insert.step()
+        }
+        insert.reset()
+        try connection.execute("COMMIT")
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: directory) }
+}
+
+/// (1) The ceiling: raw inserts of the records the write scenarios send, 400 to a transaction.
+func storageLimit(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
+    let table = try RawRecordTable(name: "raw")
+    defer { table.remove() }
+    let rows = RawRecordTable.rows(0..<options.records)
     let start = now()
     var index = 0
     while index < rows.count {
-        try connection.execute("BEGIN IMMEDIATE")
-        for row in rows[index..<min(index + batchSize, rows.count)] {
-            index += 1
-            try handle.bind([.text(row.0), .text("1-\(index)"), .int(Int64(index)), .blob(row.1), .int(1), .int(1)])
-            _ = try handle.step()
-        }
-        handle.reset()
-        try connection.execute("COMMIT")
+        try table.insert(rows[index..<min(index + batchSize, rows.count)])
+        index += batchSize
     }
     let rate = Double(rows.count) / (now() - start)
     context["rawRate"] = .double(rate)
-    try? FileManager.default.removeItem(atPath: directory)
-    return ["records": .int(Int64(rows.count)), "recordsPerSecond": .double(rate), "bytesPerRecord": .int(Int64(rows[0].1.count))]
+    return ["records": .int(Int64(rows.count)), "recordsPerSecond": .double(rate), "bytesPerRecord": .int(Int64(rows[0].fields.count))]
 }
 
-func ensureBaseline(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> Double {
-    if let rate = context["rawRate"]?.doubleValue { return rate }
-    _ = try await storageLimit(options, &context)
-    return context["rawRate"]?.doubleValue ?? .nan
-}
-
-/// (2) records/modify with atomic 400-record batches: in-process through the store, and end to end
-/// over HTTP with keep-alive.
+/// (2) records/modify with atomic 400-record batches: in-process through the store, and end to
+/// end over HTTP with keep-alive. The raw baseline runs interleaved with them, batch by batch
+/// (raw, store, HTTP, raw, …), so that the machine's noise hits all three alike and the ratios
+/// hold even when the machine's speed drifts during the run.
 func batchWrite(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
-    let raw = try await ensureBaseline(options, &context)
     let records = (0..<options.records).map { benchRecord($0) }
+    let rows = RawRecordTable.rows(0..<options.records)
+    let table = try RawRecordTable(name: "raw-interleaved")
+    defer { table.remove() }
 
-    let storeDirectory = temporaryDirectory("store")
-    let storeServer = try BenchServer(directory: storeDirectory)
+    let storeServer = try BenchServer(directory: temporaryDirectory("store"))
     _ = try storeServer.store.createZone(storeServer.scope, zoneName: "Bench")
-    var start = now()
-    var index = 0
-    while index < records.count {
-        let slice = records[index..<min(index + batchSize, records.count)]
-        let results = try storeServer.store.modifyRecords(storeServer.scope, zone: ZoneID(zoneName: "Bench"),
-                                                          operations: slice.map { RecordOperation(type: .create, record: $0) },
-                                                          atomic: true, deviceID: nil)
-        guard case .saved = results[0] else { throw RawHTTPConnection.Failure(description: "store batch failed: \(results[0])") }
-        index += slice.count
-    }
-    let storeRate = Double(records.count) / (now() - start)
-    storeServer.store.close()
-    try? FileManager.default.removeItem(atPath: storeDirectory)
-
     let server = try BenchServer(directory: temporaryDirectory("http"))
     try await server.start()
     let connection = try RawHTTPConnection(port: server.port)
@@ -82,24 +90,43 @@ func batchWrite(_ options: BenchOptions, _ context: inout [String: JSONValue]) a
     let bodies = stride(from: 0, to: records.count, by: batchSize).map {
         modifyBody(zone: "Bench", records: Array(records[$0..<min($0 + batchSize, records.count)]))
     }
+
+    var rawSeconds = 0.0, storeSeconds = 0.0, httpSeconds = 0.0
     var latencies: [Double] = []
-    start = now()
-    for body in bodies {
-        let sent = now()
+    for (batch, body) in bodies.enumerated() {
+        let range = (batch * batchSize)..<min((batch + 1) * batchSize, records.count)
+        var started = now()
+        try table.insert(rows[range])
+        rawSeconds += now() - started
+
+        started = now()
+        let results = try storeServer.store.modifyRecords(storeServer.scope, zone: ZoneID(zoneName: "Bench"),
+                                                          operations: records[range].map { RecordOperation(type: .create, record: $0) },
+                                                          atomic: true, deviceID: nil)
+        storeSeconds += now() - started
+        guard case .saved = results[0] else { throw RawHTTPConnection.Failure(description: "store batch failed: \(results[0])") }
+
+        started = now()
         let (status, answer) = try connection.request("POST", server.databasePath + "/records/modify", token: server.token, body: body)
-        latencies.append((now() - sent) * 1000)
-        guard status == 200, !answer.contains(where: { _ in false }) else {
+        let elapsed = now() - started
+        httpSeconds += elapsed
+        latencies.append(elapsed * 1000)
+        guard status == 200 else {
             throw RawHTTPConnection.Failure(description: "HTTP batch failed: \(status) \(String(decoding: answer.prefix(300), as: UTF8.self))")
         }
     }
-    let httpRate = Double(records.count) / (now() - start)
-    context["httpDirectory"] = .string(server.directory)
+    storeServer.store.close()
+    try? FileManager.default.removeItem(atPath: storeServer.directory)
     server.stop()
+    try? FileManager.default.removeItem(atPath: server.directory)
+
+    let count = Double(records.count)
+    let raw = count / rawSeconds, store = count / storeSeconds, http = count / httpSeconds
     let stats = Stats(samples: latencies)
     return [
-        "records": .int(Int64(records.count)), "storeRecordsPerSecond": .double(storeRate), "httpRecordsPerSecond": .double(httpRate),
-        "storeToRawRatio": .double(storeRate / raw), "httpToRawRatio": .double(httpRate / raw),
-        "rawRecordsPerSecond": .double(raw), "batchMillisecondsMedian": .double(stats.median), "batchMillisecondsP99": .double(stats.p99),
+        "records": .int(Int64(records.count)), "rawRecordsPerSecond": .double(raw), "storeRecordsPerSecond": .double(store),
+        "httpRecordsPerSecond": .double(http), "storeToRawRatio": .double(store / raw), "httpToRawRatio": .double(http / raw),
+        "batchMillisecondsMedian": .double(stats.median), "batchMillisecondsP99": .double(stats.p99),
     ]
 }
 
