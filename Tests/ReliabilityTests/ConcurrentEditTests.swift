@@ -24,16 +24,10 @@ final class ConcurrentEditTests: XCTestCase {
     /// Reproduced every time by holding A's SQLite write lock from a second connection while
     /// the sync builds its batch.
     func testADeletionWhileASyncBuildsItsBatchIsNotUndone() async throws {
-        let root = FaultScenario.temporaryRoot()
-        defer { try? FileManager.default.removeItem(at: root) }
-        let server = try SQLiteRecordStore(directory: root.appendingPathComponent("server").path)
-        defer { server.close() }
-        let api = InProcessTransport(api: RecordAPI(store: server, requestsPerSecond: 1_000_000, logger: FaultScenario.quietLogger))
-        let token = try server.createUser(name: "racing").token
-        let clock = EditClock()
-        let noFaults = FaultRates(requestLost: 0, responseLost: 0, duplicated: 0, throttled: 0, tryAgainLater: 0, pollDelayed: 0,
-                                  pollReordered: 0)
-        let a = try SyncMachine(index: 0, directory: root, api: api, token: token, seed: 1, rates: noFaults, clock: clock, log: EditLog())
+        let testbed = try SyncTestbed(user: "racing")
+        defer { testbed.close() }
+        let (api, token, clock) = (testbed.api, testbed.token, testbed.clock)
+        let a = try testbed.machine(0)
         try await a.engine.sync()  // the zone exists; nothing queued
         let person = Person(firstName: "Ann", modificationDate: clock.now())
         try a.create([person], requiring: [])

@@ -25,18 +25,11 @@ final class LostAnswerTests: XCTestCase {
     /// The bug was: A resent `create` (it had no server copy), the server accepted it because the
     /// name was free again, and the Person was live on the server again.
     func testACreateWhoseAnswerWasLostDoesNotResurrectTheRecordAfterAnotherMachineDeletesIt() async throws {
-        let root = FaultScenario.temporaryRoot()
-        defer { try? FileManager.default.removeItem(at: root) }
-        let server = try SQLiteRecordStore(directory: root.appendingPathComponent("server").path)
-        defer { server.close() }
-        let api = InProcessTransport(api: RecordAPI(store: server, requestsPerSecond: 1_000_000, logger: FaultScenario.quietLogger))
-        let token = try server.createUser(name: "resurrection").token
-        let clock = EditClock()
-        let log = EditLog()
-        let noFaults = FaultRates(requestLost: 0, responseLost: 0, duplicated: 0, throttled: 0, tryAgainLater: 0, pollDelayed: 0,
-                                  pollReordered: 0)
-        let a = try SyncMachine(index: 0, directory: root, api: api, token: token, seed: 1, rates: noFaults, clock: clock, log: log)
-        let b = try SyncMachine(index: 1, directory: root, api: api, token: token, seed: 2, rates: noFaults, clock: clock, log: log)
+        let testbed = try SyncTestbed(user: "resurrection")
+        defer { testbed.close() }
+        let (api, token, clock) = (testbed.api, testbed.token, testbed.clock)
+        let a = try testbed.machine(0)
+        let b = try testbed.machine(1)
         try await a.engine.sync()
         try await b.engine.sync()
 
@@ -82,16 +75,10 @@ final class LostAnswerTests: XCTestCase {
     /// against the ancestor (no last name) and its local copy (no last name); local equalled
     /// ancestor, so the merge took the server's "Lee" as a remote change.
     func testAFieldEditedBackAfterALostAnswerKeepsTheLatestEdit() async throws {
-        let root = FaultScenario.temporaryRoot()
-        defer { try? FileManager.default.removeItem(at: root) }
-        let server = try SQLiteRecordStore(directory: root.appendingPathComponent("server").path)
-        defer { server.close() }
-        let api = InProcessTransport(api: RecordAPI(store: server, requestsPerSecond: 1_000_000, logger: FaultScenario.quietLogger))
-        let token = try server.createUser(name: "aba").token
-        let clock = EditClock()
-        let noFaults = FaultRates(requestLost: 0, responseLost: 0, duplicated: 0, throttled: 0, tryAgainLater: 0, pollDelayed: 0,
-                                  pollReordered: 0)
-        let a = try SyncMachine(index: 0, directory: root, api: api, token: token, seed: 1, rates: noFaults, clock: clock, log: EditLog())
+        let testbed = try SyncTestbed(user: "aba")
+        defer { testbed.close() }
+        let (api, token, clock) = (testbed.api, testbed.token, testbed.clock)
+        let a = try testbed.machine(0)
 
         let person = Person(firstName: "Ann", modificationDate: clock.now())
         try a.create([person], requiring: [])
@@ -131,17 +118,11 @@ final class LostAnswerTests: XCTestCase {
     /// server ("Lee") as the merge ancestor, so B's server copy (no last name) read as a removal
     /// by B and won; A's edit was lost everywhere without a conflict reported.
     func testAnEditWhoseRequestNeverReachedTheServerSurvivesAnotherMachinesChange() async throws {
-        let root = FaultScenario.temporaryRoot()
-        defer { try? FileManager.default.removeItem(at: root) }
-        let server = try SQLiteRecordStore(directory: root.appendingPathComponent("server").path)
-        defer { server.close() }
-        let api = InProcessTransport(api: RecordAPI(store: server, requestsPerSecond: 1_000_000, logger: FaultScenario.quietLogger))
-        let token = try server.createUser(name: "lostrequest").token
-        let clock = EditClock()
-        let noFaults = FaultRates(requestLost: 0, responseLost: 0, duplicated: 0, throttled: 0, tryAgainLater: 0, pollDelayed: 0,
-                                  pollReordered: 0)
-        let a = try SyncMachine(index: 0, directory: root, api: api, token: token, seed: 1, rates: noFaults, clock: clock, log: EditLog())
-        let b = try SyncMachine(index: 1, directory: root, api: api, token: token, seed: 2, rates: noFaults, clock: clock, log: EditLog())
+        let testbed = try SyncTestbed(user: "lostrequest")
+        defer { testbed.close() }
+        let (api, token, clock) = (testbed.api, testbed.token, testbed.clock)
+        let a = try testbed.machine(0)
+        let b = try testbed.machine(1)
 
         let person = Person(firstName: "Ann", modificationDate: clock.now())
         try a.create([person], requiring: [])
@@ -181,17 +162,11 @@ final class LostAnswerTests: XCTestCase {
     /// The bug was: A took the state its refused update would have left (email set) as the merge
     /// ancestor, so the server copy's missing email read as a removal and A's edit was lost.
     func testAnEditRefusedWithALostAnswerSurvivesTheMerge() async throws {
-        let root = FaultScenario.temporaryRoot()
-        defer { try? FileManager.default.removeItem(at: root) }
-        let server = try SQLiteRecordStore(directory: root.appendingPathComponent("server").path)
-        defer { server.close() }
-        let api = InProcessTransport(api: RecordAPI(store: server, requestsPerSecond: 1_000_000, logger: FaultScenario.quietLogger))
-        let token = try server.createUser(name: "refused").token
-        let clock = EditClock()
-        let noFaults = FaultRates(requestLost: 0, responseLost: 0, duplicated: 0, throttled: 0, tryAgainLater: 0, pollDelayed: 0,
-                                  pollReordered: 0)
-        let a = try SyncMachine(index: 0, directory: root, api: api, token: token, seed: 1, rates: noFaults, clock: clock, log: EditLog())
-        let b = try SyncMachine(index: 1, directory: root, api: api, token: token, seed: 2, rates: noFaults, clock: clock, log: EditLog())
+        let testbed = try SyncTestbed(user: "refused")
+        defer { testbed.close() }
+        let (api, token, clock) = (testbed.api, testbed.token, testbed.clock)
+        let a = try testbed.machine(0)
+        let b = try testbed.machine(1)
 
         let person = Person(firstName: "Ann", modificationDate: clock.now())
         try a.create([person], requiring: [])

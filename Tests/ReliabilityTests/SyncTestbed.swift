@@ -1,0 +1,42 @@
+import Foundation
+import RecordModel
+import RecordServer
+import RecordStore
+
+/// One real store behind `RecordAPI` in process, and fault-free machines syncing to it, in a
+/// temporary directory: the setting of the one-exchange tests. `close()` (deferred by each test,
+/// which also keeps the testbed alive to the test's end) removes it all.
+final class SyncTestbed {
+    let root: URL
+    let server: SQLiteRecordStore
+    let api: InProcessTransport
+    let token: String
+    let clock = EditClock()
+    let log = EditLog()
+
+    static let noFaults = FaultRates(requestLost: 0, responseLost: 0, duplicated: 0, throttled: 0, tryAgainLater: 0, pollDelayed: 0,
+                                     pollReordered: 0)
+
+    init(user: String) throws {
+        root = FaultScenario.temporaryRoot()
+        server = try SQLiteRecordStore(directory: root.appendingPathComponent("server").path)
+        api = InProcessTransport(api: RecordAPI(store: server, requestsPerSecond: 1_000_000, logger: FaultScenario.quietLogger))
+        token = try server.createUser(name: user).token
+    }
+
+    func close() {
+        server.close()
+        try? FileManager.default.removeItem(at: root)
+    }
+
+    /// Machine `index` (its own store and engine), without faults until a test sets its rates.
+    func machine(_ index: Int) throws -> SyncMachine {
+        try SyncMachine(index: index, directory: root, api: api, token: token, seed: UInt64(index + 1), rates: Self.noFaults,
+                        clock: clock, log: log)
+    }
+
+    /// The live records on the server, by name.
+    func serverRecords() async throws -> [String: Record] {
+        try await FaultScenario.serverRecords(api, token: token)
+    }
+}
