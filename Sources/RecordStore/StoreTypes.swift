@@ -79,7 +79,7 @@ public struct StoredRecord: Sendable {
     }
 
     /// An upper estimate of the dictionary's size without `desiredKeys`, to reserve once.
-    var estimatedJSONBytes: Int { fieldsJSON.count + recordName.utf8.count + recordType.utf8.count + 320 }
+    public var estimatedJSONBytes: Int { fieldsJSON.count + recordName.utf8.count + recordType.utf8.count + 320 }
 
     public func write(into out: inout [UInt8], desiredKeys: Set<String>? = nil) {
         out.append(contentsOf: #"{"recordName":"#.utf8)
