@@ -117,17 +117,64 @@ func batchWrite(_ options: BenchOptions, _ context: inout [String: JSONValue]) a
     }
     storeServer.store.close()
     try? FileManager.default.removeItem(atPath: storeServer.directory)
+
+    // The same batches again over two keep-alive connections at once (new record names): one
+    // request's JSON work overlaps the other's commit, as with several devices syncing. Its
+    // baseline is a raw pass of the same size right after.
+    let secondBodies = stride(from: 0, to: records.count, by: batchSize).map { start in
+        modifyBody(zone: "Bench", records: (start..<min(start + batchSize, records.count)).map { benchRecord(records.count + $0) })
+    }
+    let twoStarted = now()
+    let failures = FailureBox()
+    let group = DispatchGroup()
+    for lane in 0..<2 {
+        group.enter()
+        Thread {
+            defer { group.leave() }
+            do {
+                let laneConnection = try RawHTTPConnection(port: server.port)
+                for body in secondBodies.enumerated().filter({ $0.offset % 2 == lane }).map(\.element) {
+                    let (status, _) = try laneConnection.request("POST", server.databasePath + "/records/modify", token: server.token, body: body)
+                    if status != 200 { failures.add("HTTP batch failed with \(status) on connection \(lane)") }
+                }
+            } catch {
+                failures.add("connection \(lane): \(error)")
+            }
+        }.start()
+    }
+    group.wait()
+    let twoConnectionsSeconds = now() - twoStarted
+    if let failure = failures.first { throw RawHTTPConnection.Failure(description: failure) }
     server.stop()
     try? FileManager.default.removeItem(atPath: server.directory)
+    let secondRows = RawRecordTable.rows(records.count..<(2 * records.count))
+    let secondRawStarted = now()
+    var index = 0
+    while index < secondRows.count {
+        try table.insert(secondRows[index..<min(index + batchSize, secondRows.count)])
+        index += batchSize
+    }
+    let secondRaw = Double(records.count) / (now() - secondRawStarted)
 
     let count = Double(records.count)
     let raw = count / rawSeconds, store = count / storeSeconds, http = count / httpSeconds
+    let twoConnections = count / twoConnectionsSeconds
     let stats = Stats(samples: latencies)
     return [
         "records": .int(Int64(records.count)), "rawRecordsPerSecond": .double(raw), "storeRecordsPerSecond": .double(store),
         "httpRecordsPerSecond": .double(http), "storeToRawRatio": .double(store / raw), "httpToRawRatio": .double(http / raw),
         "batchMillisecondsMedian": .double(stats.median), "batchMillisecondsP99": .double(stats.p99),
+        "httpTwoConnectionsRecordsPerSecond": .double(twoConnections), "secondRawRecordsPerSecond": .double(secondRaw),
+        "httpTwoConnectionsToRawRatio": .double(twoConnections / secondRaw),
     ]
+}
+
+/// Failures of bench threads, reported by the scenario.
+final class FailureBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var failures: [String] = []
+    func add(_ text: String) { lock.withLock { failures.append(text) } }
+    var first: String? { lock.withLock { failures.first } }
 }
 
 /// Fills a zone through the store (fast) for the read scenarios.
