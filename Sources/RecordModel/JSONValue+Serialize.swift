@@ -1,5 +1,23 @@
 extension JSONValue {
     /// Compact JSON text as UTF-8 bytes.
+    /// An array of many large elements written straight into one buffer reserved up front:
+    /// answers carry hundreds of records, and a byte array per element, copied again into the
+    /// answer, costs as much as reading them.
+    @inlinable
+    public static func rawArray<Element>(_ elements: [Element], estimatedBytes: (Element) -> Int,
+                                         write: (Element, inout [UInt8]) -> Void) -> JSONValue
+    {
+        var out: [UInt8] = []
+        out.reserveCapacity(elements.reduce(2) { $0 + estimatedBytes($1) + 1 })
+        out.append(UInt8(ascii: "["))
+        for (index, element) in elements.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            write(element, &out)
+        }
+        out.append(UInt8(ascii: "]"))
+        return .raw(out)
+    }
+
     public func serialized() -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256)

@@ -22,23 +22,17 @@ extension RecordAPI {
         let results = try await run {
             try self.store.modifyRecords(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID)
         }
-        // One buffer for the whole answer, as for change feeds: 400 saved records are ~180 KB.
-        var entries: [UInt8] = []
-        entries.reserveCapacity(results.reduce(2) { total, result in
-            if case .saved(let record) = result { return total + record.estimatedJSONBytes + 1 }
-            return total + 160
-        })
-        entries.append(UInt8(ascii: "["))
-        for (index, result) in results.enumerated() {
-            if index > 0 { entries.append(UInt8(ascii: ",")) }
+        let entries = JSONValue.rawArray(results, estimatedBytes: { result in
+            if case .saved(let record) = result { return record.estimatedJSONBytes }
+            return 160
+        }, write: { result, out in
             switch result {
-            case .saved(let record): record.write(into: &entries, desiredKeys: desiredKeys)
-            case .deleted(let name): JSONValue.object(["recordName": .string(name), "deleted": true]).serialize(into: &entries)
-            case .failed(let error): error.json().serialize(into: &entries)
+            case .saved(let record): record.write(into: &out, desiredKeys: desiredKeys)
+            case .deleted(let name): JSONValue.object(["recordName": .string(name), "deleted": true]).serialize(into: &out)
+            case .failed(let error): error.json().serialize(into: &out)
             }
-        }
-        entries.append(UInt8(ascii: "]"))
-        return ["records": .raw(entries)]
+        })
+        return ["records": entries]
     }
 
     func lookupRecords(_ body: JSONValue, _ scope: DatabaseScope) async throws -> JSONValue {

@@ -39,6 +39,17 @@ final class RawRecordTable {
         }
     }
 
+    /// Inserts all rows, 400 to a transaction; returns the seconds it took.
+    func insertAll(_ rows: [(name: String, fields: [UInt8])]) throws -> Double {
+        let start = now()
+        var index = 0
+        while index < rows.count {
+            try insert(rows[index..<min(index + batchSize, rows.count)])
+            index += batchSize
+        }
+        return now() - start
+    }
+
     /// One transaction of rows.
     func insert(_ rows: ArraySlice<(name: String, fields: [UInt8])>) throws {
         try connection.execute("BEGIN IMMEDIATE")
@@ -59,13 +70,7 @@ func storageLimit(_ options: BenchOptions, _ context: inout [String: JSONValue])
     let table = try RawRecordTable(name: "raw")
     defer { table.remove() }
     let rows = RawRecordTable.rows(0..<options.records)
-    let start = now()
-    var index = 0
-    while index < rows.count {
-        try table.insert(rows[index..<min(index + batchSize, rows.count)])
-        index += batchSize
-    }
-    let rate = Double(rows.count) / (now() - start)
+    let rate = Double(rows.count) / (try table.insertAll(rows))
     context["rawRate"] = .double(rate)
     return ["records": .int(Int64(rows.count)), "recordsPerSecond": .double(rate), "bytesPerRecord": .int(Int64(rows[0].fields.count))]
 }
@@ -147,14 +152,7 @@ func batchWrite(_ options: BenchOptions, _ context: inout [String: JSONValue]) a
     if let failure = failures.first { throw RawHTTPConnection.Failure(description: failure) }
     server.stop()
     try? FileManager.default.removeItem(atPath: server.directory)
-    let secondRows = RawRecordTable.rows(records.count..<(2 * records.count))
-    let secondRawStarted = now()
-    var index = 0
-    while index < secondRows.count {
-        try table.insert(secondRows[index..<min(index + batchSize, secondRows.count)])
-        index += batchSize
-    }
-    let secondRaw = Double(records.count) / (now() - secondRawStarted)
+    let secondRaw = Double(records.count) / (try table.insertAll(RawRecordTable.rows(records.count..<(2 * records.count))))
 
     let count = Double(records.count)
     let raw = count / rawSeconds, store = count / storeSeconds, http = count / httpSeconds
