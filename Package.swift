@@ -55,17 +55,19 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: settings),
-        .testTarget(name: "RecordModelTests", dependencies: ["RecordModel", "RecordStore"], swiftSettings: settings),
-        .testTarget(name: "RecordStoreTests", dependencies: ["RecordStore", "RecordModel"], swiftSettings: settings),
+        // Helpers every test target shares (a seeded generator).
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: settings),
+        .testTarget(name: "RecordModelTests", dependencies: ["RecordModel", "RecordStore", "TestSupport"], swiftSettings: settings),
+        .testTarget(name: "RecordStoreTests", dependencies: ["RecordStore", "RecordModel", "TestSupport"], swiftSettings: settings),
         .testTarget(name: "ScorebookTests", dependencies: ["Scorebook", "SyncEngine", "RecordClient", "RecordModel"], swiftSettings: settings),
         // The sync engine against a real store through a fault-injecting in-process transport.
         .testTarget(
             name: "ReliabilityTests",
-            dependencies: ["RecordServer", "RecordStore", "RecordModel", "RecordClient", "SyncEngine", "Scorebook"],
+            dependencies: ["RecordServer", "RecordStore", "RecordModel", "RecordClient", "SyncEngine", "Scorebook", "TestSupport"],
             swiftSettings: settings),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["RecordModel", "RecordClient", "scorebookd", "scorebook"],
+            dependencies: ["RecordModel", "RecordClient", "scorebookd", "scorebook", "TestSupport"],
             swiftSettings: settings),
     ]
 )

@@ -1,22 +1,12 @@
 import Foundation
 import RecordModel
 import XCTest
+import TestSupport
 
 /// Several stores make random edits and syncs; after final syncs every store shows exactly the
 /// server's records and the server holds no orphan. Seeds are fixed (1 and 2); set
 /// SCOREBOOK_SEEDS=3,4,5 to run more.
 final class CLIRandomizedTests: XCTestCase {
-    /// A small deterministic generator (SplitMix64), so a seed always replays the same run.
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     static var seeds: [UInt64] {
         let extra = (ProcessInfo.processInfo.environment["SCOREBOOK_SEEDS"] ?? "")
@@ -31,7 +21,7 @@ final class CLIRandomizedTests: XCTestCase {
     }
 
     func runScenario(seed: UInt64, steps: Int) throws {
-        var random = SeededGenerator(state: seed)
+        var random = SplitMix64(seed: seed)
         let daemon = try DaemonProcess.start()
         defer { try? daemon.stop() }
         let token = try daemon.createUser("user\(seed)")

@@ -4,6 +4,7 @@ import XCTest
 
 #if canImport(Glibc)
 import Glibc
+import TestSupport
 #endif
 
 /// Issue 6, crash safety of the CLI, beyond CLISyncTests' six fixed kill points on one sending
@@ -40,7 +41,7 @@ final class ReliabilityCLICrashTests: XCTestCase {
 
     func testRandomKillsOfSyncsWatchesAndEditsLoseAndDuplicateNothing() throws {
         let seed = Self.seed
-        var random = SeededCrashGenerator(state: seed)
+        var random = SplitMix64(seed: seed)
         let started = Date()
         let daemon = try DaemonProcess.start()
         defer { try? daemon.stop() }

@@ -4,6 +4,7 @@ import XCTest
 
 #if canImport(Glibc)
 import Glibc
+import TestSupport
 #endif
 
 /// Issue 6, crash safety of the daemon: writers post atomic batches of 400 records while the
@@ -137,7 +138,7 @@ final class ReliabilityCrashTests: XCTestCase {
 
     func testAtomicBatchesAreWhollyPresentOrAbsentAfterSIGKILL() throws {
         let seed = Self.seed
-        var random = SeededCrashGenerator(state: seed)
+        var random = SplitMix64(seed: seed)
         let directory = DaemonProcess.makeTemporaryDirectory(prefix: "scorebook-crash")
         defer { try? FileManager.default.removeItem(at: directory) }
         let daemon = try DaemonProcess.start(dataDirectory: directory)
@@ -208,14 +209,3 @@ final class ReliabilityCrashTests: XCTestCase {
     }
 }
 
-/// SplitMix64, so a seed replays the kill delays.
-struct SeededCrashGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

@@ -1,13 +1,14 @@
 import XCTest
 
 @testable import RecordModel
+import TestSupport
 
 /// Property tests of the JSON codec with a fixed-seed generator (a failure is reproducible from
 /// the printed iteration): every generated value survives `parse(serialize(x)) == x`, and random or
 /// mutated bytes are either parsed or rejected with `JSONParseError` — never a crash or a hang.
 final class JSONFuzzTests: XCTestCase {
     func testRoundTripOfRandomValues() throws {
-        var generator = Xorshift(seed: 0x5C0_4EB0_0C)
+        var generator = SplitMix64(seed: 0x5C0_4EB0_0C)
         for iteration in 0..<3_000 {
             let value = randomValue(&generator, depth: 0)
             let text = value.serialized()
@@ -22,7 +23,7 @@ final class JSONFuzzTests: XCTestCase {
     }
 
     func testRandomBytesNeverCrashTheParser() {
-        var generator = Xorshift(seed: 7)
+        var generator = SplitMix64(seed: 7)
         let alphabet = Array(#"{}[]":,.-+eE0123456789tfnrulas\ "#.utf8) + [0x00, 0x0A, 0x80, 0xC3, 0xA9, 0xFF, 0xED]
         var accepted = 0
         for iteration in 0..<5_000 {
@@ -36,7 +37,7 @@ final class JSONFuzzTests: XCTestCase {
     }
 
     func testMutationsOfValidDocumentsNeverCrashTheParser() {
-        var generator = Xorshift(seed: 1234)
+        var generator = SplitMix64(seed: 1234)
         let seeds: [String] = [
             #"{"operations":[{"operationType":"create","record":{"recordName":"Game|~|1","recordType":"Game","fields":{"name":{"value":"Catan","type":"STRING"}}}}]}"#,
             #"{"zoneID":{"zoneName":"ScorebookData"},"syncToken":"ejF8YWJjfDF8Mg==","resultsLimit":5,"desiredKeys":["a","b"]}"#,
@@ -78,7 +79,7 @@ final class JSONFuzzTests: XCTestCase {
 
     // MARK: Generation
 
-    func randomValue(_ generator: inout Xorshift, depth: Int) -> JSONValue {
+    func randomValue(_ generator: inout SplitMix64, depth: Int) -> JSONValue {
         let kind = generator.next() % (depth >= 4 ? 5 : 7)
         switch kind {
         case 0: return .null
@@ -94,7 +95,7 @@ final class JSONFuzzTests: XCTestCase {
         }
     }
 
-    func randomInteger(_ generator: inout Xorshift) -> Int64 {
+    func randomInteger(_ generator: inout SplitMix64) -> Int64 {
         switch generator.next() % 4 {
         case 0: return [Int64.min, .max, 0, -1, 1][Int(generator.next() % 5)]
         case 1: return Int64(bitPattern: generator.next())
@@ -102,7 +103,7 @@ final class JSONFuzzTests: XCTestCase {
         }
     }
 
-    func randomDouble(_ generator: inout Xorshift) -> Double {
+    func randomDouble(_ generator: inout SplitMix64) -> Double {
         switch generator.next() % 5 {
         case 0: return [0.5, -0.0, 1e15, 1e-7, Double.leastNonzeroMagnitude, .greatestFiniteMagnitude, 123456789.125, 2.0][Int(generator.next() % 8)]
         case 1:
@@ -113,23 +114,11 @@ final class JSONFuzzTests: XCTestCase {
         }
     }
 
-    func randomString(_ generator: inout Xorshift) -> String {
+    func randomString(_ generator: inout SplitMix64) -> String {
         let pool: [Unicode.Scalar] = ["a", "Z", "0", " ", "\"", "\\", "/", "\n", "\t", "\u{0}", "\u{1F}", "\u{7F}", "é", "中",
                                       "\u{2028}", "\u{FEFF}", "🎲", "\u{10FFFF}", "|", "~"]
         var string = ""
         for _ in 0..<Int(generator.next() % 12) { string.unicodeScalars.append(pool[Int(generator.next() % UInt64(pool.count))]) }
         return string
-    }
-}
-
-/// xorshift64*: tiny, fast and deterministic.
-struct Xorshift {
-    var state: UInt64
-    init(seed: UInt64) { state = seed == 0 ? 0x9E37_79B9_7F4A_7C15 : seed }
-    mutating func next() -> UInt64 {
-        state ^= state >> 12
-        state ^= state << 25
-        state ^= state >> 27
-        return state &* 0x2545_F491_4F6C_DD1D
     }
 }

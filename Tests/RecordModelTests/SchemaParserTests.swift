@@ -2,6 +2,7 @@ import Foundation
 import XCTest
 
 @testable import RecordModel
+import TestSupport
 
 final class SchemaParserTests: XCTestCase {
     // MARK: The shipped schema
@@ -257,19 +258,6 @@ final class SchemaParserTests: XCTestCase {
 
     // MARK: Robustness
 
-    /// SplitMix64: small, fast and deterministic, so that a failure reproduces.
-    struct SplitMix64 {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func below(_ bound: Int) -> Int { bound <= 0 ? 0 : Int(next() % UInt64(bound)) }
-        mutating func pick<T>(_ items: [T]) -> T { items[below(items.count)] }
-    }
 
     static let fragments: [String] = [
         "RECORD", "TYPE", "RECORD TYPE ", "(", ")", ",", ";", "<", ">", "LIST<", "LIST<LIST<", "\"", "\"\"",
@@ -303,7 +291,7 @@ final class SchemaParserTests: XCTestCase {
     }
 
     func testMutatedSchemasParseOrFailCleanly() {
-        var random = SplitMix64(state: 0x5C0E_B00C)
+        var random = SplitMix64(seed: 0x5C0E_B00C)
         let original = Array(BuiltinSchema.scorebookSource.utf8)
         var successes = 0, failures = 0
         for _ in 0..<3000 {
@@ -342,7 +330,7 @@ final class SchemaParserTests: XCTestCase {
     }
 
     func testRandomTokenSoupParsesOrFailsCleanly() {
-        var random = SplitMix64(state: 42)
+        var random = SplitMix64(seed: 42)
         var successes = 0, failures = 0
         for _ in 0..<2000 {
             var text = ""

@@ -2,6 +2,7 @@ import Foundation
 import RecordModel
 import RecordStore
 import XCTest
+import TestSupport
 
 /// A zone's change feed (CONTRACT §3.5): latest state per record, tombstones, paging that never
 /// skips even under concurrent writes, token validation and expiry.
@@ -246,15 +247,3 @@ final class ConcurrentWriter: @unchecked Sendable {
     }
 }
 
-/// A small deterministic generator, so a failing interleaving's inputs are reproducible.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E9B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49EB_133B_2D41
-        return z ^ (z >> 31)
-    }
-}

@@ -2,6 +2,7 @@ import Foundation
 import RecordModel
 import RecordStore
 import XCTest
+import TestSupport
 
 /// A model-based test: random batches of all seven operation types, with current, stale and
 /// missing tags, atomic or not, are applied to the store and to a tiny in-memory model of

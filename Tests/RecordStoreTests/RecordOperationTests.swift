@@ -2,6 +2,7 @@ import Foundation
 import RecordModel
 import RecordStore
 import XCTest
+import TestSupport
 
 /// The seven operation types of `records/modify` (CONTRACT §3.2) and their errors.
 final class RecordOperationTests: StoreTestCase {

@@ -6,6 +6,7 @@ import RecordServer
 import RecordStore
 @testable import Scorebook
 import SyncEngine
+import TestSupport
 
 /// What one seed did and found.
 struct ScenarioReport {
@@ -104,7 +105,7 @@ final class FaultScenario {
             })
         }
 
-        var random = SeededGenerator(seed: seed)
+        var random = SplitMix64(seed: seed)
         for step in 0..<steps {
             // A moment for the watcher to poll and sync between steps.
             try await Task.sleep(nanoseconds: 4_000_000)
@@ -176,7 +177,7 @@ final class FaultScenario {
     // MARK: Random edits
 
     /// Makes one random edit on `machine`; returns what it did, or nil when there was nothing to edit.
-    func edit(_ machine: SyncMachine, roll: Int, step: Int, random: inout SeededGenerator) throws -> String? {
+    func edit(_ machine: SyncMachine, roll: Int, step: Int, random: inout SplitMix64) throws -> String? {
         let now = machine.clock.now()
         func pick<T>(_ list: [T]) -> T? { list.isEmpty ? nil : list[Int.random(in: 0..<list.count, using: &random)] }
         switch roll {

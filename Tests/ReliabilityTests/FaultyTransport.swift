@@ -1,6 +1,7 @@
 import Foundation
 import RecordClient
 import RecordModel
+import TestSupport
 
 /// The faults `FaultyTransport` injects.
 enum Fault: String, CaseIterable, Comparable {
@@ -40,7 +41,7 @@ struct FaultRates {
 final class FaultyTransport: HTTPTransport, @unchecked Sendable {
     private let inner: any HTTPTransport
     private let lock = NSLock()
-    private var random: SeededGenerator
+    private var random: SplitMix64
     private var heldPollAnswer: HTTPResponse?
     private var enabled = true
     private var currentRates: FaultRates
@@ -54,7 +55,7 @@ final class FaultyTransport: HTTPTransport, @unchecked Sendable {
 
     init(_ inner: any HTTPTransport, seed: UInt64, rates: FaultRates = FaultRates()) {
         self.inner = inner
-        self.random = SeededGenerator(seed: seed)
+        self.random = SplitMix64(seed: seed)
         self.currentRates = rates
     }
 
