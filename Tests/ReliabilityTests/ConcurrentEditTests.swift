@@ -26,7 +26,7 @@ final class ConcurrentEditTests: XCTestCase {
     func testADeletionWhileASyncBuildsItsBatchIsNotUndone() async throws {
         let testbed = try SyncTestbed(user: "racing")
         defer { testbed.close() }
-        let (api, token, clock) = (testbed.api, testbed.token, testbed.clock)
+        let clock = testbed.clock
         let a = try testbed.machine(0)
         try await a.engine.sync()  // the zone exists; nothing queued
         let person = Person(firstName: "Ann", modificationDate: clock.now())
@@ -58,7 +58,7 @@ final class ConcurrentEditTests: XCTestCase {
         XCTAssertEqual(deletedNames.total, 1, "the other process deleted the Person")
 
         try await a.engine.sync()
-        let onServer = try await FaultScenario.serverRecords(api, token: token)
+        let onServer = try await testbed.serverRecords()
         XCTAssertNil(onServer[person.recordName], "the Person deleted on A is live on the server")
         XCTAssertNil(try a.store.record(named: person.recordName), "the Person deleted on A is back in A's store")
     }

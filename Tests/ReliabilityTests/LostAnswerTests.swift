@@ -27,7 +27,7 @@ final class LostAnswerTests: XCTestCase {
     func testACreateWhoseAnswerWasLostDoesNotResurrectTheRecordAfterAnotherMachineDeletesIt() async throws {
         let testbed = try SyncTestbed(user: "resurrection")
         defer { testbed.close() }
-        let (api, token, clock) = (testbed.api, testbed.token, testbed.clock)
+        let clock = testbed.clock
         let a = try testbed.machine(0)
         let b = try testbed.machine(1)
         try await a.engine.sync()
@@ -35,25 +35,21 @@ final class LostAnswerTests: XCTestCase {
 
         let person = Person(firstName: "Ann", modificationDate: clock.now())
         try a.create([person], requiring: [])
-        a.transport.rates.responseLost = 1  // every answer to A is lost from now on
-        do {
-            try await a.engine.sync()
-            XCTFail("the sync cannot succeed without answers")
-        } catch {}
-        a.transport.rates.responseLost = 0
-        let afterCreate = try await FaultScenario.serverRecords(api, token: token)
+        // every answer to A is lost during this sync
+        await a.syncFailing(under: \.responseLost, "the sync cannot succeed without answers")
+        let afterCreate = try await testbed.serverRecords()
         XCTAssertNotNil(afterCreate[person.recordName], "the create reached the server")
 
         try await b.engine.sync()
         XCTAssertNotNil(try b.store.record(named: person.recordName), "B received the Person")
         try b.delete(person.recordName)
         try await b.engine.sync()
-        let afterDelete = try await FaultScenario.serverRecords(api, token: token)
+        let afterDelete = try await testbed.serverRecords()
         XCTAssertNil(afterDelete[person.recordName], "B's deletion reached the server")
 
         try await a.engine.sync()
         try await b.engine.sync()
-        let onServer = try await FaultScenario.serverRecords(api, token: token)
+        let onServer = try await testbed.serverRecords()
         XCTAssertNil(onServer[person.recordName], "the Person B deleted is live on the server again")
         XCTAssertNil(try a.store.record(named: person.recordName), "A still shows the Person B deleted")
         XCTAssertNil(try b.store.record(named: person.recordName), "B got the Person it deleted back")
@@ -77,27 +73,20 @@ final class LostAnswerTests: XCTestCase {
     func testAFieldEditedBackAfterALostAnswerKeepsTheLatestEdit() async throws {
         let testbed = try SyncTestbed(user: "aba")
         defer { testbed.close() }
-        let (api, token, clock) = (testbed.api, testbed.token, testbed.clock)
         let a = try testbed.machine(0)
 
-        let person = Person(firstName: "Ann", modificationDate: clock.now())
-        try a.create([person], requiring: [])
-        try await a.engine.sync()
+        let person = try await testbed.sharedPerson(on: [a])
 
         try a.change(Person.self, person.recordName) { $0.lastName = "Lee" }
-        a.transport.rates.responseLost = 1  // the server applies A's update; A never hears back
-        do {
-            try await a.engine.sync()
-            XCTFail("the sync cannot succeed without answers")
-        } catch {}
-        a.transport.rates.responseLost = 0
-        let lost = try await FaultScenario.serverRecords(api, token: token)
+        // the server applies A's update; A never hears back
+        await a.syncFailing(under: \.responseLost, "the sync cannot succeed without answers")
+        let lost = try await testbed.serverRecords()
         XCTAssertEqual(lost[person.recordName]?.fields["lastName"], .string("Lee"), "the update reached the server")
 
         try a.change(Person.self, person.recordName) { $0.lastName = nil }  // A's latest edit
         try await a.engine.sync()
         try await a.engine.sync()
-        let onServer = try await FaultScenario.serverRecords(api, token: token)
+        let onServer = try await testbed.serverRecords()
         XCTAssertNil(onServer[person.recordName]?.fields["lastName"], "the server has A's earlier, lost write instead of its latest edit")
         XCTAssertNil(try a.store.record(named: person.recordName)?.fields["lastName"], "A shows its earlier write instead of its latest edit")
     }
@@ -120,23 +109,15 @@ final class LostAnswerTests: XCTestCase {
     func testAnEditWhoseRequestNeverReachedTheServerSurvivesAnotherMachinesChange() async throws {
         let testbed = try SyncTestbed(user: "lostrequest")
         defer { testbed.close() }
-        let (api, token, clock) = (testbed.api, testbed.token, testbed.clock)
         let a = try testbed.machine(0)
         let b = try testbed.machine(1)
 
-        let person = Person(firstName: "Ann", modificationDate: clock.now())
-        try a.create([person], requiring: [])
-        try await a.engine.sync()
-        try await b.engine.sync()
+        let person = try await testbed.sharedPerson(on: [a, b])
 
         try a.change(Person.self, person.recordName) { $0.lastName = "Lee" }
-        a.transport.rates.requestLost = 1  // nothing A sends reaches the server
-        do {
-            try await a.engine.sync()
-            XCTFail("the sync cannot succeed while every request is lost")
-        } catch {}
-        a.transport.rates.requestLost = 0
-        let untouched = try await FaultScenario.serverRecords(api, token: token)
+        // nothing A sends reaches the server
+        await a.syncFailing(under: \.requestLost, "the sync cannot succeed while every request is lost")
+        let untouched = try await testbed.serverRecords()
         XCTAssertNil(untouched[person.recordName]?.fields["lastName"], "A's update never reached the server")
 
         try b.change(Person.self, person.recordName) { $0.emailAddress = "ann@example.com" }
@@ -144,7 +125,7 @@ final class LostAnswerTests: XCTestCase {
 
         try await a.engine.sync()
         try await b.engine.sync()
-        let onServer = try await FaultScenario.serverRecords(api, token: token)
+        let onServer = try await testbed.serverRecords()
         XCTAssertEqual(onServer[person.recordName]?.fields["emailAddress"], .string("ann@example.com"), "B's edit")
         XCTAssertEqual(onServer[person.recordName]?.fields["lastName"], .string("Lee"), "A's edit on the server")
         XCTAssertEqual(try a.store.record(named: person.recordName)?.fields["lastName"], .string("Lee"), "A's edit on A")
@@ -164,31 +145,23 @@ final class LostAnswerTests: XCTestCase {
     func testAnEditRefusedWithALostAnswerSurvivesTheMerge() async throws {
         let testbed = try SyncTestbed(user: "refused")
         defer { testbed.close() }
-        let (api, token, clock) = (testbed.api, testbed.token, testbed.clock)
         let a = try testbed.machine(0)
         let b = try testbed.machine(1)
 
-        let person = Person(firstName: "Ann", modificationDate: clock.now())
-        try a.create([person], requiring: [])
-        try await a.engine.sync()
-        try await b.engine.sync()
+        let person = try await testbed.sharedPerson(on: [a, b])
 
         try b.change(Person.self, person.recordName) { $0.lastName = "Lee" }
         try await b.engine.sync()
 
         try a.change(Person.self, person.recordName) { $0.emailAddress = "ann@example.com" }
-        a.transport.rates.responseLost = 1  // A's stale update is refused; A never hears why
-        do {
-            try await a.engine.sync()
-            XCTFail("the sync cannot succeed without answers")
-        } catch {}
-        a.transport.rates.responseLost = 0
-        let refused = try await FaultScenario.serverRecords(api, token: token)
+        // A's stale update is refused; A never hears why
+        await a.syncFailing(under: \.responseLost, "the sync cannot succeed without answers")
+        let refused = try await testbed.serverRecords()
         XCTAssertNil(refused[person.recordName]?.fields["emailAddress"], "the server refused A's stale update")
 
         try await a.engine.sync()
         try await b.engine.sync()
-        let onServer = try await FaultScenario.serverRecords(api, token: token)
+        let onServer = try await testbed.serverRecords()
         XCTAssertEqual(onServer[person.recordName]?.fields["lastName"], .string("Lee"), "B's edit")
         XCTAssertEqual(onServer[person.recordName]?.fields["emailAddress"], .string("ann@example.com"), "A's edit on the server")
         XCTAssertEqual(try a.store.record(named: person.recordName)?.fields["emailAddress"], .string("ann@example.com"), "A's edit on A")

@@ -2,6 +2,8 @@ import Foundation
 import RecordModel
 import RecordServer
 import RecordStore
+import Scorebook
+import XCTest
 
 /// One real store behind `RecordAPI` in process, and fault-free machines syncing to it, in a
 /// temporary directory: the setting of the one-exchange tests. `close()` (deferred by each test,
@@ -38,5 +40,30 @@ final class SyncTestbed {
     /// The live records on the server, by name.
     func serverRecords() async throws -> [String: Record] {
         try await FaultScenario.serverRecords(api, token: token)
+    }
+}
+
+extension SyncTestbed {
+    /// A Person created on the first machine and synced to every one of them, in order.
+    func sharedPerson(on machines: [SyncMachine]) async throws -> Person {
+        let person = Person(firstName: "Ann", modificationDate: clock.now())
+        try machines[0].create([person], requiring: [])
+        for machine in machines { try await machine.engine.sync() }
+        return person
+    }
+}
+
+extension SyncMachine {
+    /// Syncs while every request of this machine meets `fault`; the sync must fail (`failure`
+    /// otherwise). The fault's rate is back to 0 afterwards.
+    func syncFailing(under fault: WritableKeyPath<FaultRates, Double>, _ failure: String,
+                     file: StaticString = #filePath, line: UInt = #line) async
+    {
+        transport.rates[keyPath: fault] = 1
+        defer { transport.rates[keyPath: fault] = 0 }
+        do {
+            try await engine.sync()
+            XCTFail(failure, file: file, line: line)
+        } catch {}
     }
 }
