@@ -305,14 +305,16 @@ enum RawHTTP {
         return try parse(try sendBytes(port: port, Array(head.utf8) + body, timeout: timeout))
     }
 
-    /// Sends `request` byte for byte and returns every byte of the answer (until the server closes).
-    static func sendBytes(port: Int, _ request: [UInt8], timeout: TimeInterval) throws -> [UInt8] {
+    /// A blocking TCP socket connected to 127.0.0.1:`port`, with optional send and receive
+    /// timeouts; the caller closes it.
+    static func connectLoopback(port: Int, sendTimeout: TimeInterval? = nil, receiveTimeout: TimeInterval? = nil) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw DaemonError("socket() failed: errno \(errno)") }
-        defer { close(fd) }
-        var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
+        for (option, timeout) in [(SO_SNDTIMEO, sendTimeout), (SO_RCVTIMEO, receiveTimeout)] {
+            guard let timeout else { continue }
+            var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
+            setsockopt(fd, SOL_SOCKET, option, &tv, socklen_t(MemoryLayout<timeval>.size))
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -320,7 +322,18 @@ enum RawHTTP {
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard connected == 0 else { throw DaemonError("cannot connect to 127.0.0.1:\(port): errno \(errno)") }
+        guard connected == 0 else {
+            let code = errno
+            close(fd)
+            throw DaemonError("cannot connect to 127.0.0.1:\(port): errno \(code)")
+        }
+        return fd
+    }
+
+    /// Sends `request` byte for byte and returns every byte of the answer (until the server closes).
+    static func sendBytes(port: Int, _ request: [UInt8], timeout: TimeInterval) throws -> [UInt8] {
+        let fd = try connectLoopback(port: port, sendTimeout: timeout, receiveTimeout: timeout)
+        defer { close(fd) }
 
         // A server may answer (say, 413) and stop reading before the whole body is sent: writing
         // stops as soon as the answer is readable (or a write fails), then the answer is read.

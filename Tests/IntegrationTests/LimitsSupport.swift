@@ -12,22 +12,7 @@ final class LoopbackConnection {
     private(set) var closed = false
 
     init(port: Int, timeout: TimeInterval = 5) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw DaemonError("socket() failed: errno \(errno)") }
-        var tv = timeval(tv_sec: Int(timeout), tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            let code = errno
-            Glibc.close(fd)
-            throw DaemonError("cannot connect to 127.0.0.1:\(port): errno \(code)")
-        }
+        fd = try RawHTTP.connectLoopback(port: port, sendTimeout: timeout)
     }
 
     deinit { close() }

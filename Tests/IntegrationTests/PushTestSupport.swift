@@ -238,19 +238,7 @@ final class EventStreamClient {
     private var pendingEvents: [ServerSentEvent] = []
 
     init(port: Int, path: String, token: String?, lastEventID: String?) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw DaemonError("socket() failed: errno \(errno)") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
-            close(fd)
-            throw DaemonError("cannot connect to 127.0.0.1:\(port): errno \(errno)")
-        }
+        fd = try RawHTTP.connectLoopback(port: port)
         var head = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAccept: text/event-stream\r\nCache-Control: no-cache\r\n"
         if let token { head += "Authorization: Bearer \(token)\r\n" }
         if let lastEventID { head += "Last-Event-ID: \(lastEventID)\r\n" }
