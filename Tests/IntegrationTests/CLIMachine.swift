@@ -97,20 +97,12 @@ final class CLIMachine {
 
 /// A `scorebook` process running in the background.
 final class BackgroundCLI {
-    let process = Process()
+    let process: Process
     let stdout: PipeCollector
     let stderr: PipeCollector
 
     init(_ arguments: [String]) throws {
-        process.executableURL = DaemonProcess.binaryURL("scorebook")
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        stdout = PipeCollector(out.fileHandleForReading)
-        stderr = PipeCollector(err.fileHandleForReading)
+        (process, stdout, stderr) = try DaemonProcess.spawn("scorebook", arguments)
     }
 
     deinit { kill() }

@@ -70,16 +70,7 @@ final class DaemonProcess {
     private static func launch(dataDirectory: URL, extraArguments: [String]) throws
         -> (Process, PipeCollector, PipeCollector, URL, String)
     {
-        let process = Process()
-        process.executableURL = binaryURL("scorebookd")
-        process.arguments = ["serve", "--data-dir", dataDirectory.path, "--port", "0"] + extraArguments
-        let outPipe = Pipe(), errPipe = Pipe()
-        process.standardOutput = outPipe
-        process.standardError = errPipe
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let stdout = PipeCollector(outPipe.fileHandleForReading)
-        let stderr = PipeCollector(errPipe.fileHandleForReading)
+        let (process, stdout, stderr) = try spawn("scorebookd", ["serve", "--data-dir", dataDirectory.path, "--port", "0"] + extraArguments)
         guard let line = stdout.waitForFirstLine(timeout: readinessTimeout) else {
             if process.isRunning { sendSignal(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
@@ -177,10 +168,8 @@ final class DaemonProcess {
         return try JSONValue.parse(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
-    /// Runs a built executable to completion (bounded by `timeout`, then killed).
-    static func run(_ executable: String, _ arguments: [String], timeout: TimeInterval = 30) throws
-        -> (status: Int32, stdout: String, stderr: String)
-    {
+    /// Starts a built executable with standard input empty and its output collected.
+    static func spawn(_ executable: String, _ arguments: [String]) throws -> (Process, stdout: PipeCollector, stderr: PipeCollector) {
         let process = Process()
         process.executableURL = binaryURL(executable)
         process.arguments = arguments
@@ -189,8 +178,14 @@ final class DaemonProcess {
         process.standardError = errPipe
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        let out = PipeCollector(outPipe.fileHandleForReading)
-        let err = PipeCollector(errPipe.fileHandleForReading)
+        return (process, PipeCollector(outPipe.fileHandleForReading), PipeCollector(errPipe.fileHandleForReading))
+    }
+
+    /// Runs a built executable to completion (bounded by `timeout`, then killed).
+    static func run(_ executable: String, _ arguments: [String], timeout: TimeInterval = 30) throws
+        -> (status: Int32, stdout: String, stderr: String)
+    {
+        let (process, out, err) = try spawn(executable, arguments)
         if !waitForExit(process, timeout: timeout) {
             sendSignal(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
