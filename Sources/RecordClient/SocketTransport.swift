@@ -31,7 +31,7 @@ public final class SocketTransport: HTTPTransport, @unchecked Sendable {
         }
     }
 
-    public func sendBlocking(_ request: HTTPRequest) throws -> HTTPResponse {
+    func sendBlocking(_ request: HTTPRequest) throws -> HTTPResponse {
         let scheme = request.url.scheme?.lowercased() ?? ""
         if scheme == "https" { return try CurlTransport.send(request) }
         guard scheme == "http", let host = request.url.host, !host.isEmpty else {
@@ -138,6 +138,9 @@ final class HTTPConnection {
     private var descriptor: Int32
     private var buffer: [UInt8] = []
     private var readOffset = 0
+    /// Where `recv` writes, kept for the connection's life: a fresh zeroed array per read costs
+    /// more than the read on large answers.
+    private var chunk = [UInt8](repeating: 0, count: 16_384)
 
     private init(descriptor: Int32) {
         self.descriptor = descriptor
@@ -214,7 +217,6 @@ final class HTTPConnection {
             buffer.removeAll(keepingCapacity: true)
             readOffset = 0
         }
-        var chunk = [UInt8](repeating: 0, count: 16_384)
         while true {
             let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
             if count > 0 {

@@ -142,12 +142,6 @@ extension LocalRecordStore {
             try Self.writeServerCopy(copy, in: connection)
             try Self.forgetSentState(change.recordName, in: connection)
             try Self.dequeue(change, in: connection)
-            // Deleted here while the save was in flight, with nothing queued (a cascade member,
-            // or a deletion that took the record for never sent): the server must delete it too.
-            let queued = try connection.scalarInt("SELECT 1 FROM outbox WHERE name = ?", [.text(change.recordName)]) != nil
-            if !queued, try Self.record(named: change.recordName, in: connection) == nil {
-                try Self.queue(change.recordName, type: copy.recordType, operation: .delete, in: connection)
-            }
         }
     }
 

@@ -19,8 +19,8 @@ final class ConcurrentEditTests: XCTestCase {
     /// Expected: the Person stays deleted, on A and on the server (CONTRACT §4.2 "nothing is
     /// lost"; DESIGN "the client's outbox is durable").
     /// The bug: the sync sent the `create` it had built and the fetch that followed brought the
-    /// Person back everywhere. Now `markAttempted` sends only entries still queued as built,
-    /// and a save acknowledged for a record deleted meanwhile queues its deletion.
+    /// Person back everywhere. Now `markAttempted` sends only entries still queued as built (a
+    /// deletion committed after it sees the attempt and queues its own `delete`).
     /// Reproduced every time by holding A's SQLite write lock from a second connection while
     /// the sync builds its batch.
     func testADeletionWhileASyncBuildsItsBatchIsNotUndone() async throws {
