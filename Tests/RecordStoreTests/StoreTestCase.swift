@@ -34,11 +34,13 @@ final class TestClock: @unchecked Sendable {
         }
     }
 
-    func advance(days: Int64) {
+    func advance(milliseconds delta: Int64) {
         lock.lock()
-        milliseconds += days * 86_400_000
+        milliseconds += delta
         lock.unlock()
     }
+
+    func advance(days: Int64) { advance(milliseconds: days * 86_400_000) }
 }
 
 /// Base class: a fresh store in a temporary directory for each test, a user `alice` with scopes in

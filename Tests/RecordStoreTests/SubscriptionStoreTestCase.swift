@@ -21,7 +21,7 @@ class SubscriptionStoreTestCase: XCTestCase {
     var databaseID: Int64 = 0
     var cursor: Int64 = 0
     /// A deterministic clock (ms), ticking 1 ms per read; `advanceClock` jumps ahead.
-    let clock = SubscriptionTestClock()
+    let clock = TestClock()
 
     override func setUpWithError() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("subscription-tests-\(UUID().uuidString)")
@@ -213,28 +213,7 @@ class SubscriptionStoreTestCase: XCTestCase {
         return qry
     }
 
-    func advanceClock(milliseconds: Int64) { clock.advance(milliseconds) }
-}
-
-/// A test clock (ms since 1970) that ticks by 1 ms per reading.
-final class SubscriptionTestClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var milliseconds: Int64 = 1_763_800_000_000
-
-    var read: @Sendable () -> Int64 {
-        { [self] in
-            lock.lock()
-            defer { lock.unlock() }
-            milliseconds += 1
-            return milliseconds
-        }
-    }
-
-    func advance(_ delta: Int64) {
-        lock.lock()
-        milliseconds += delta
-        lock.unlock()
-    }
+    func advanceClock(milliseconds: Int64) { clock.advance(milliseconds: milliseconds) }
 }
 
 struct SubscriptionTestFailure: Error {}
