@@ -1,5 +1,4 @@
 extension JSONValue {
-    /// Compact JSON text as UTF-8 bytes.
     /// An array of many large elements written straight into one buffer reserved up front:
     /// answers carry hundreds of records, and a byte array per element, copied again into the
     /// answer, costs as much as reading them.
@@ -18,6 +17,7 @@ extension JSONValue {
         return .raw(out)
     }
 
+    /// Compact JSON text as UTF-8 bytes.
     public func serialized() -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256)

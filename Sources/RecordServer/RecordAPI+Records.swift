@@ -43,13 +43,16 @@ extension RecordAPI {
             return name
         }
         let results = try await run { try self.store.lookupRecords(scope, zone: zone, recordNames: names) }
-        let entries: [JSONValue] = results.map { result in
+        let entries = JSONValue.rawArray(results, estimatedBytes: { result in
+            if case .success(let record) = result { return record.estimatedJSONBytes }
+            return 160
+        }, write: { result, out in
             switch result {
-            case .success(let record): return record.json(desiredKeys: desiredKeys)
-            case .failure(let error): return error.json()
+            case .success(let record): record.write(into: &out, desiredKeys: desiredKeys)
+            case .failure(let error): error.json().serialize(into: &out)
             }
-        }
-        return ["records": .array(entries)]
+        })
+        return ["records": entries]
     }
 
     func queryRecords(_ body: JSONValue, _ scope: DatabaseScope) async throws -> JSONValue {
