@@ -1,7 +1,7 @@
 /// The tables of the server's store. SQL is kept to what PostgreSQL also accepts where that costs
 /// nothing (no SQLite-only column types; `WITHOUT ROWID` is the one SQLite-specific choice, for
 /// the two hot tables keyed by (zone, name)).
-enum StoreSchema {
+public enum StoreSchema {
     static let version = 1
 
     static let statements = [
@@ -32,18 +32,7 @@ enum StoreSchema {
         """,
         "CREATE UNIQUE INDEX IF NOT EXISTS zones_live_name ON zones (database_id, name) WHERE deleted = 0",
         "CREATE INDEX IF NOT EXISTS zones_db_seq ON zones (database_id, db_seq)",
-        // One row per record name; a deleted record is a tombstone row (deleted = 1) until purged.
-        // `seq` is the zone's change sequence of the record's latest change.
-        """
-        CREATE TABLE IF NOT EXISTS records (
-            zone_id INTEGER NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL, tag TEXT NOT NULL,
-            seq INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0, fields BLOB NOT NULL, parent TEXT,
-            created_at INTEGER NOT NULL, created_by TEXT NOT NULL, created_device TEXT,
-            modified_at INTEGER NOT NULL, modified_by TEXT NOT NULL, modified_device TEXT,
-            PRIMARY KEY (zone_id, name)) WITHOUT ROWID
-        """,
-        "CREATE UNIQUE INDEX IF NOT EXISTS records_seq ON records (zone_id, seq)",
-        "CREATE INDEX IF NOT EXISTS records_type ON records (zone_id, type) WHERE deleted = 0",
+    ] + recordsTable + [
         // Live references between records, for DELETE_SELF cascades and VALIDATE checks.
         """
         CREATE TABLE IF NOT EXISTS refs (
@@ -72,5 +61,22 @@ enum StoreSchema {
             id INTEGER PRIMARY KEY AUTOINCREMENT, database_id INTEGER NOT NULL, created_at INTEGER NOT NULL, payload BLOB NOT NULL)
         """,
         "CREATE INDEX IF NOT EXISTS notifications_database ON notifications (database_id, id)",
+    ]
+
+    /// The records table and its indexes; public so the benchmark's raw-SQLite baseline inserts
+    /// into exactly the same table (`scorebook-bench storage-limit`).
+    public static let recordsTable = [
+        // One row per record name; a deleted record is a tombstone row (deleted = 1) until purged.
+        // `seq` is the zone's change sequence of the record's latest change.
+        """
+        CREATE TABLE IF NOT EXISTS records (
+            zone_id INTEGER NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL, tag TEXT NOT NULL,
+            seq INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0, fields BLOB NOT NULL, parent TEXT,
+            created_at INTEGER NOT NULL, created_by TEXT NOT NULL, created_device TEXT,
+            modified_at INTEGER NOT NULL, modified_by TEXT NOT NULL, modified_device TEXT,
+            PRIMARY KEY (zone_id, name)) WITHOUT ROWID
+        """,
+        "CREATE UNIQUE INDEX IF NOT EXISTS records_seq ON records (zone_id, seq)",
+        "CREATE INDEX IF NOT EXISTS records_type ON records (zone_id, type) WHERE deleted = 0",
     ]
 }

@@ -8,7 +8,7 @@ import Scorebook
 /// measured commands so that noise hits all alike: `/bin/true` (the cost of a process) and
 /// `scorebook --help` (the cost of loading the Swift runtime, Foundation and the binary).
 /// The page cache is warm: "cold" means a new process, as for every command a user types.
-func cliColdStart(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
+func cliColdStart(_ options: BenchOptions) async throws -> [String: JSONValue] {
     let scorebook = try siblingBinary("scorebook")
     let daemon = try DaemonUnderTest(directory: temporaryDirectory("coldstart-daemon"), container: "iCloud.scorebook",
                                      environment: "production")

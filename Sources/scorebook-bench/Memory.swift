@@ -4,7 +4,7 @@ import RecordModel
 /// (8a) Peak RSS of a real release `scorebookd serve` (VmHWM from /proc/PID/status) as it
 /// takes `largeZone` records over HTTP, then holds them with `subscribers` connected SSE
 /// subscribers while a few changes fan out. The idle daemon's figure is the baseline.
-func daemonMemory(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
+func daemonMemory(_ options: BenchOptions) async throws -> [String: JSONValue] {
     raiseOpenFileLimit()
     let directory = temporaryDirectory("daemon-memory")
     // The rate limit would throttle the bench's burst of 2,000 requests to open 1,000 streams.
@@ -53,7 +53,7 @@ func daemonMemory(_ options: BenchOptions, _ context: inout [String: JSONValue])
 /// (8b) Peak RSS (GNU time's %M, the child's own `ru_maxrss`) and time of the release `scorebook` CLI during the
 /// initial sync of `records` Person records from a real scorebookd into an empty store.
 /// Baselines: `scorebook --help`, and a no-op sync of the then full store.
-func cliMemory(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
+func cliMemory(_ options: BenchOptions) async throws -> [String: JSONValue] {
     let scorebook = try siblingBinary("scorebook")
     let directory = temporaryDirectory("cli-memory")
     let daemon = try DaemonUnderTest(directory: directory + "/daemon", container: "iCloud.scorebook", environment: "production",

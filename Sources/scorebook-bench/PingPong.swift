@@ -9,7 +9,7 @@ import SyncEngine
 /// its own edit (counter + 1). A hop is the time from one engine's local edit to the other
 /// engine applying it: local commit, send, server commit, notification, long-poll answer,
 /// changes/zone, local apply. A round is two hops (ping and pong).
-func pingPong(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
+func pingPong(_ options: BenchOptions) async throws -> [String: JSONValue] {
     let server = try BenchServer(directory: temporaryDirectory("pingpong-server"))
     try await server.start()
     let directory = temporaryDirectory("pingpong-stores")

@@ -7,7 +7,7 @@ import SQLiteDB
 
 let batchSize = 400
 
-/// The ceiling's table: the same rows, table and indexes as the store's `records`, the same WAL
+/// The ceiling's table: the store's own `records` table and indexes (`StoreSchema.recordsTable`), the same WAL
 /// and fsync settings, one transaction per 400 rows, straight through the SQLite C API.
 final class RawRecordTable {
     let directory: String
@@ -18,15 +18,7 @@ final class RawRecordTable {
     init(name: String) throws {
         directory = temporaryDirectory(name)
         connection = try SQLiteConnection(path: directory + "/raw.sqlite", synchronous: .full)
-        try connection.execute("""
-            CREATE TABLE records (zone_id INTEGER NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL, tag TEXT NOT NULL,
-                seq INTEGER NOT NULL, deleted INTEGER NOT NULL DEFAULT 0, fields BLOB NOT NULL, parent TEXT,
-                created_at INTEGER NOT NULL, created_by TEXT NOT NULL, created_device TEXT,
-                modified_at INTEGER NOT NULL, modified_by TEXT NOT NULL, modified_device TEXT,
-                PRIMARY KEY (zone_id, name)) WITHOUT ROWID;
-            CREATE UNIQUE INDEX records_seq ON records (zone_id, seq);
-            CREATE INDEX records_type ON records (zone_id, type) WHERE deleted = 0;
-            """)
+        for statement in StoreSchema.recordsTable { try connection.execute(statement) }
         insert = try connection.statement(
             "INSERT INTO records (zone_id, name, type, tag, seq, deleted, fields, parent, created_at, created_by, created_device, modified_at, modified_by, modified_device) VALUES (1, ?, 'Bench', ?, ?, 0, ?, NULL, ?, '_user', NULL, ?, '_user', NULL)")
     }
@@ -66,12 +58,11 @@ final class RawRecordTable {
 }
 
 /// (1) The ceiling: raw inserts of the records the write scenarios send, 400 to a transaction.
-func storageLimit(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
+func storageLimit(_ options: BenchOptions) async throws -> [String: JSONValue] {
     let table = try RawRecordTable(name: "raw")
     defer { table.remove() }
     let rows = RawRecordTable.rows(0..<options.records)
     let rate = Double(rows.count) / (try table.insertAll(rows))
-    context["rawRate"] = .double(rate)
     return ["records": .int(Int64(rows.count)), "recordsPerSecond": .double(rate), "bytesPerRecord": .int(Int64(rows[0].fields.count))]
 }
 
@@ -79,7 +70,7 @@ func storageLimit(_ options: BenchOptions, _ context: inout [String: JSONValue])
 /// end over HTTP with keep-alive. The raw baseline runs interleaved with them, batch by batch
 /// (raw, store, HTTP, raw, …), so that the machine's noise hits all three alike and the ratios
 /// hold even when the machine's speed drifts during the run.
-func batchWrite(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
+func batchWrite(_ options: BenchOptions) async throws -> [String: JSONValue] {
     let records = (0..<options.records).map { benchRecord($0) }
     let rows = RawRecordTable.rows(0..<options.records)
     let table = try RawRecordTable(name: "raw-interleaved")
@@ -223,7 +214,7 @@ func scanFeedPage(_ bytes: [UInt8]) -> (records: Int, syncToken: String, moreCom
 }
 
 /// (3) A full changes/zone of the zone, paged at 400, over HTTP.
-func changeFeed(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
+func changeFeed(_ options: BenchOptions) async throws -> [String: JSONValue] {
     let server = try BenchServer(directory: temporaryDirectory("feed"))
     try fill(server, zone: "Bench", count: options.records)
     try await server.start()
@@ -238,7 +229,7 @@ func changeFeed(_ options: BenchOptions, _ context: inout [String: JSONValue]) a
 
 /// (4) Fetching 10 new changes from a zone of `largeZone` records, against the same in a zone of
 /// 1,000: the cost must not grow with the zone.
-func incrementalSync(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
+func incrementalSync(_ options: BenchOptions) async throws -> [String: JSONValue] {
     let server = try BenchServer(directory: temporaryDirectory("incremental"))
     try fill(server, zone: "Small", count: 1000)
     try fill(server, zone: "Large", count: options.largeZone)
@@ -300,7 +291,7 @@ func awaitEvent(_ stream: RawHTTPConnection) throws {
 
 /// Commit-to-delivery latency for one SSE waiter: from sending a one-record modify to the event's
 /// arrival, over `rounds` rounds.
-func pushLatency(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
+func pushLatency(_ options: BenchOptions) async throws -> [String: JSONValue] {
     let server = try BenchServer(directory: temporaryDirectory("push"))
     _ = try server.store.createZone(server.scope, zoneName: "Bench")
     try await server.start()
@@ -322,7 +313,7 @@ func pushLatency(_ options: BenchOptions, _ context: inout [String: JSONValue]) 
 }
 
 /// (6) One commit, many connected SSE subscribers: time until the last one has the event.
-func fanOut(_ options: BenchOptions, _ context: inout [String: JSONValue]) async throws -> [String: JSONValue] {
+func fanOut(_ options: BenchOptions) async throws -> [String: JSONValue] {
     raiseOpenFileLimit()
     let server = try BenchServer(directory: temporaryDirectory("fanout"))
     _ = try server.store.createZone(server.scope, zoneName: "Bench")

@@ -40,7 +40,7 @@ while let argument = arguments.popFirst() {
 
 struct Scenario {
     var name: String
-    var run: (BenchOptions, inout [String: JSONValue]) async throws -> [String: JSONValue]
+    var run: (BenchOptions) async throws -> [String: JSONValue]
 
     static let all: [Scenario] = [
         Scenario(name: "storage-limit", run: storageLimit),
@@ -78,8 +78,6 @@ func temporaryDirectory(_ name: String) -> String {
     return path
 }
 
-// The baseline every write figure is compared with, shared between scenarios of one run.
-var context: [String: JSONValue] = [:]
 let selected = options.scenarios.isEmpty ? Scenario.all : Scenario.all.filter { options.scenarios.contains($0.name) }
 if selected.count != (options.scenarios.isEmpty ? Scenario.all.count : options.scenarios.count) {
     FileHandle.standardError.write(Data("scorebook-bench: unknown scenario in \(options.scenarios)\n".utf8))
@@ -87,7 +85,7 @@ if selected.count != (options.scenarios.isEmpty ? Scenario.all.count : options.s
 }
 for scenario in selected {
     do {
-        report(scenario.name, try await scenario.run(options, &context))
+        report(scenario.name, try await scenario.run(options))
     } catch {
         FileHandle.standardError.write(Data("scorebook-bench: \(scenario.name) failed: \(error)\n".utf8))
         exit(1)
