@@ -31,22 +31,28 @@ extension Scorebook {
         try accounts.status()
     }
 
-    /// One full sync cycle; `onChange` hears of each remote change applied.
+    /// One full sync cycle; `onChange` hears of each remote change applied, `onProgress` of the
+    /// counts sent and received so far.
     @discardableResult
-    public func sync(onChange: (AppliedChange) -> Void = { _ in }) async throws -> SyncSummary {
+    public func sync(onChange: (AppliedChange) -> Void = { _ in },
+                     onProgress: ((SyncProgress) -> Void)? = nil) async throws -> SyncSummary
+    {
         do {
-            return try await accounts.makeSynchronizer(zoneID: Self.zoneID).sync(onChange: onChange)
+            return try await accounts.makeSynchronizer(zoneID: Self.zoneID).sync(onChange: onChange, onProgress: onProgress)
         } catch let error as SyncError {
             throw ScorebookError(.sync, error.description)
         }
     }
 
     /// Syncs, then applies remote changes as they are announced, for `seconds` (or until the
-    /// task is cancelled).
-    public func watch(seconds: Double?, onChange: (AppliedChange) -> Void, onProblem: (String) -> Void) async throws {
+    /// task is cancelled). The first sync reports its progress to `onInitialSyncProgress`.
+    public func watch(seconds: Double?, onChange: (AppliedChange) -> Void, onProblem: (String) -> Void,
+                      onInitialSyncProgress: ((SyncProgress) -> Void)? = nil) async throws
+    {
         do {
             let synchronizer = try accounts.makeSynchronizer(zoneID: Self.zoneID)
-            try await synchronizer.watch(until: seconds.map { Date().addingTimeInterval($0) }, onChange: onChange, onProblem: onProblem)
+            try await synchronizer.watch(until: seconds.map { Date().addingTimeInterval($0) }, onChange: onChange, onProblem: onProblem,
+                                         onInitialSyncProgress: onInitialSyncProgress)
         } catch let error as SyncError {
             throw ScorebookError(.sync, error.description)
         }

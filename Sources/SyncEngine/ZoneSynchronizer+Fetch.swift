@@ -4,7 +4,10 @@ import RecordModel
 extension ZoneSynchronizer {
     /// Reads the change feed from the stored token until `moreComing` is false, applying and
     /// storing each page as it comes, as `ZoneFetchStateMachine` directs.
-    func fetchChanges(_ summary: inout SyncSummary, onChange: (AppliedChange) -> Void) async throws {
+    func fetchChanges(_ summary: inout SyncSummary, progress: SyncProgressReporter = SyncProgressReporter(nil),
+                      onChange: (AppliedChange) -> Void) async throws
+    {
+        progress.receiving()
         var machine = ZoneFetchStateMachine(
             syncToken: try store.setting(SyncSettingKey.syncToken),
             refetchInProgress: try store.setting(SyncSettingKey.refetchInProgress) != nil,
@@ -26,6 +29,7 @@ extension ZoneSynchronizer {
                 summary.receivedDeleted += outcome.deletedCount
                 summary.conflicts += outcome.conflicts
                 outcome.applied.forEach(onChange)
+                progress.received(page.changes.count)
                 action = machine.pageApplied(syncToken: page.syncToken, moreComing: page.moreComing)
             case .restartFromScratch:
                 try store.beginRefetchFromScratch(tokenKey: SyncSettingKey.syncToken, flagKey: SyncSettingKey.refetchInProgress)

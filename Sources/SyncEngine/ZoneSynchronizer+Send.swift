@@ -4,13 +4,16 @@ import RecordModel
 extension ZoneSynchronizer {
     /// Sends the outbox in batches (parents first, at most 400 operations) and carries out the
     /// `SendDecision` for each answer, for a bounded number of rounds.
-    func sendOutbox(_ summary: inout SyncSummary, onChange: (AppliedChange) -> Void) async throws {
+    func sendOutbox(_ summary: inout SyncSummary, progress: SyncProgressReporter = SyncProgressReporter(nil),
+                    onChange: (AppliedChange) -> Void) async throws
+    {
         var recreatedZone = false
         var throttledRounds = 0
         var lastProblem: String?
         for _ in 0..<Self.maximumSendRounds {
             let changes = try store.sendableChanges()
             guard !changes.isEmpty else { return }
+            progress.sending(queued: changes.count)
             var round = SendRound()
             for batch in OutboxPlanner.batches(changes, limit: RecordClient.maximumOperationsPerRequest) {
                 do {
@@ -19,6 +22,7 @@ extension ZoneSynchronizer {
                     round.zoneMissing = true
                 }
                 if round.zoneMissing { break }
+                progress.sent(batch.count)
             }
             if round.zoneMissing {
                 guard !recreatedZone else { throw SyncError("the zone \(zoneID.zoneName) keeps disappearing on the server") }

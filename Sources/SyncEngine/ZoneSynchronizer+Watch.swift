@@ -11,10 +11,13 @@ extension ZoneSynchronizer {
     /// Syncs, subscribes, then long-polls the notification channel and syncs whenever remote
     /// changes are announced (or local ones are waiting), until `deadline` (forever when nil,
     /// until the task is cancelled). Connection problems are reported through `onProblem`
-    /// and retried with back-off; a refused token ends the watch with an error.
+    /// and retried with back-off; a refused token ends the watch with an error. The first sync
+    /// reports its progress to `onInitialSyncProgress` (the later ones are small).
     public func watch(until deadline: Date?, pollTimeout: Int = 30, onChange: (AppliedChange) -> Void,
-                      onProblem: (String) -> Void = { _ in }) async throws
+                      onProblem: (String) -> Void = { _ in },
+                      onInitialSyncProgress: ((SyncProgress) -> Void)? = nil) async throws
     {
+        var initialSyncProgress = onInitialSyncProgress
         var machine = WatchStateMachine(deadline: deadline, cursor: try store.setting(SyncSettingKey.notificationCursor),
                                         pollTimeout: pollTimeout)
         var channel = try storedChannel()
@@ -41,7 +44,8 @@ extension ZoneSynchronizer {
                 }
             case .sync:
                 do {
-                    try await sync(onChange: onChange)
+                    defer { initialSyncProgress = nil }
+                    try await sync(onChange: onChange, onProgress: initialSyncProgress)
                     lastProblem = nil
                     machine.syncSucceeded()
                     try store.setSetting(SyncSettingKey.notificationCursor, machine.cursor)

@@ -37,22 +37,27 @@ public final class ZoneSynchronizer: @unchecked Sendable {
 
     /// One full cycle: send local changes, fetch remote ones, send what merging produced (after a
     /// lost answer, fetch first).
-    /// Records the time of success, or the error, in the store.
+    /// Records the time of success, or the error, in the store. `onProgress` hears of the counts
+    /// sent and received as they grow, and last of the end (`finished`), whatever the outcome.
     @discardableResult
-    public func sync(onChange: (AppliedChange) -> Void = { _ in }) async throws -> SyncSummary {
+    public func sync(onChange: (AppliedChange) -> Void = { _ in },
+                     onProgress: ((SyncProgress) -> Void)? = nil) async throws -> SyncSummary
+    {
         var summary = SyncSummary()
+        let progress = SyncProgressReporter(onProgress)
+        defer { progress.finish() }
         do {
             try await ensureZone()
             if try store.hasUnacknowledgedSends() {
                 // A send whose answer was lost may have been applied, and the record deleted by
                 // another machine since: fetch first, so its tombstone drops the entry instead of
                 // a resent create bringing the record back.
-                try await fetchChanges(&summary, onChange: onChange)
+                try await fetchChanges(&summary, progress: progress, onChange: onChange)
             }
-            try await sendOutbox(&summary, onChange: onChange)
-            try await fetchChanges(&summary, onChange: onChange)
+            try await sendOutbox(&summary, progress: progress, onChange: onChange)
+            try await fetchChanges(&summary, progress: progress, onChange: onChange)
             if try !store.sendableChanges().isEmpty {
-                try await sendOutbox(&summary, onChange: onChange)
+                try await sendOutbox(&summary, progress: progress, onChange: onChange)
             }
             try store.setSetting(SyncSettingKey.lastSync, ISO8601.string(from: Date()))
             try store.setSetting(SyncSettingKey.lastError, nil)

@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import Scorebook
+import SyncEngine
 
 struct SyncCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -22,14 +23,23 @@ struct SyncCommand: AsyncParsableCommand {
     func run() async throws {
         let book = try global.openScorebook()
         let json = global.json
+        // On standard error, so --json output stays clean; only for a sync that takes a while.
+        let progress = ProgressDisplay.start()
+        defer { progress?.stop() }
+        let onProgress = progress.map { display in { (counts: SyncProgress) in display.update(counts) } }
         guard watch else {
-            let summary = try await book.sync()
+            let summary = try await book.sync(onProgress: onProgress)
+            progress?.stop()
             emit(Output.syncSummary(summary, json: json))
             return
         }
         Self.exitQuietlyOnSignals()
-        try await book.watch(seconds: seconds, onChange: { emit(Output.change($0, json: json)) },
-                             onProblem: { warn("warning: \($0)") })
+        func printing(_ body: () -> Void) {
+            if let progress { progress.interrupt(body) } else { body() }
+        }
+        try await book.watch(seconds: seconds, onChange: { change in printing { emit(Output.change(change, json: json)) } },
+                             onProblem: { problem in printing { warn("warning: \(problem)") } },
+                             onInitialSyncProgress: onProgress)
     }
 
     /// Ctrl-C or SIGTERM ends a watch with status 0: every change applied so far is committed.

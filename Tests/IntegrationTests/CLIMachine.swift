@@ -29,14 +29,23 @@ final class CLIMachine {
 
     deinit { try? FileManager.default.removeItem(at: directory) }
 
-    /// Runs `scorebook --store STORE ARGUMENTS…`; fails the test on a non-zero exit unless
-    /// `allowFailure`.
+    /// Runs `scorebook --store STORE ARGUMENTS…` (with `environment` added to the test's own);
+    /// fails the test on a non-zero exit unless `allowFailure`.
     @discardableResult
-    func run(_ arguments: [String], allowFailure: Bool = false, timeout: TimeInterval = 60,
+    func run(_ arguments: [String], allowFailure: Bool = false, environment: [String: String] = [:], timeout: TimeInterval = 60,
              file: StaticString = #filePath, line: UInt = #line) throws -> CLIResult
     {
-        let result = try DaemonProcess.run("scorebook", ["--store", storePath] + arguments, timeout: timeout)
-        let answer = CLIResult(status: result.status, stdout: result.stdout, stderr: result.stderr)
+        let answer: CLIResult
+        if environment.isEmpty {
+            let result = try DaemonProcess.run("scorebook", ["--store", storePath] + arguments, timeout: timeout)
+            answer = CLIResult(status: result.status, stdout: result.stdout, stderr: result.stderr)
+        } else {
+            let background = try BackgroundCLI(["--store", storePath] + arguments, environment: environment)
+            guard background.wait(timeout: timeout) else {
+                throw DaemonError("scorebook \(arguments.joined(separator: " ")) did not finish within \(Int(timeout)) s")
+            }
+            answer = CLIResult(status: background.process.terminationStatus, stdout: background.stdout.text, stderr: background.stderr.text)
+        }
         if !allowFailure && answer.status != 0 {
             XCTFail("[\(name)] scorebook \(arguments.joined(separator: " ")) exited \(answer.status): \(answer.stderr)", file: file, line: line)
         }
@@ -103,6 +112,21 @@ final class BackgroundCLI {
 
     init(_ arguments: [String]) throws {
         (process, stdout, stderr) = try DaemonProcess.spawn("scorebook", arguments)
+    }
+
+    /// Starts `scorebook ARGUMENTS…` with `environment` added to the test's own.
+    init(_ arguments: [String], environment: [String: String]) throws {
+        process = Process()
+        process.executableURL = DaemonProcess.binaryURL("scorebook")
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, added in added }
+        let outPipe = Pipe(), errPipe = Pipe()
+        process.standardOutput = outPipe
+        process.standardError = errPipe
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        stdout = PipeCollector(outPipe.fileHandleForReading)
+        stderr = PipeCollector(errPipe.fileHandleForReading)
     }
 
     deinit { kill() }

@@ -214,6 +214,71 @@ final class CLISyncTests: XCTestCase {
         XCTAssertEqual(try ServerZone(daemon: daemon, token: token).names(ofType: "Person").count, 2, "alice's data is untouched")
     }
 
+    /// One game, 40 people and 12 matches of all 40: 533 records, in 53 runs of the CLI.
+    func recordManyMatches(on machine: CLIMachine) throws -> Int {
+        try machine.run("game", "add", "Catan")
+        var people: [String] = []
+        for index in 0..<40 { people.append(try machine.create("person", "add", "P\(index)")) }
+        for _ in 0..<12 { try machine.run("match", "start", "--game", "Catan", "--players", people.joined(separator: ",")) }
+        return 1 + 40 + 12 * 41
+    }
+
+    /// `SCOREBOOK_PROGRESS=always` stands in for a terminal, `SCOREBOOK_PROGRESS_AFTER_MS=0` for
+    /// a sync of more than a second.
+    static let forcedProgress = ["SCOREBOOK_PROGRESS": "always", "SCOREBOOK_PROGRESS_AFTER_MS": "0"]
+
+    func testALongSyncDrawsAProgressBarOnStandardErrorAndErasesIt() throws {
+        let machines = try machines("laptop", "phone")
+        let (laptop, phone) = (machines[0], machines[1])
+        let count = try recordManyMatches(on: laptop)
+
+        let send = try laptop.run(["sync", "--json"], environment: Self.forcedProgress)
+        let summary = try JSONValue.parse(send.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+        XCTAssertEqual(summary["sent"]?["saved"]?.int64Value, Int64(count), "standard output is the JSON summary alone")
+        // Batches of at most 400: the bar at 0, 400 and 533 of 533, redrawn in place.
+        XCTAssertTrue(send.stderr.contains("\rsyncing [..............................] 0/533 records"), send.stderr.debugDescription)
+        XCTAssertTrue(send.stderr.contains("\rsyncing [######################........] 400/533 records"), send.stderr.debugDescription)
+        XCTAssertTrue(send.stderr.contains("\rsyncing [##############################] 533/533 records"), send.stderr.debugDescription)
+        XCTAssertFalse(send.stderr.contains("\n"), "the bar never takes a line of its own")
+        XCTAssertTrue(send.stderr.hasSuffix("\r"), "the last thing on standard error erases the bar")
+        let lastDraw = try XCTUnwrap(send.stderr.components(separatedBy: "\r").dropLast().last)
+        XCTAssertTrue(lastDraw.allSatisfy { $0 == " " } && !lastDraw.isEmpty, "erased with blanks: \(lastDraw.debugDescription)")
+
+        // Fetching: the total is unknown, so a spinner and the count received.
+        let fetch = try phone.run(["sync"], environment: Self.forcedProgress)
+        XCTAssertTrue(fetch.stderr.contains("received 533 records"), fetch.stderr.debugDescription)
+        XCTAssertTrue(fetch.stderr.hasSuffix("\r"))
+        XCTAssertEqual(fetch.lines.count, 1, "the one-line summary, on standard output: \(fetch.stdout)")
+        XCTAssertFalse(fetch.stdout.contains("syncing"))
+        assertStore(try phone.snapshot(), equals: try ServerZone(daemon: daemon, token: token), "phone")
+
+        // Standard error is a pipe here, not a terminal: no bar without the variable.
+        try laptop.run("person", "add", "Late")
+        let plain = try laptop.run("sync")
+        XCTAssertEqual(plain.stderr, "")
+        XCTAssertEqual(plain.lines.count, 1)
+        XCTAssertEqual(try laptop.run(["sync"], environment: ["SCOREBOOK_PROGRESS_AFTER_MS": "0"]).stderr, "")
+        // Forced on, but the default delay of a second: this short sync shows nothing.
+        try laptop.run("person", "add", "Later")
+        XCTAssertEqual(try laptop.run(["sync"], environment: ["SCOREBOOK_PROGRESS": "always"]).stderr, "")
+    }
+
+    func testTheInitialSyncOfWatchShowsProgressWithoutDisturbingItsOutput() throws {
+        let machines = try machines("laptop", "phone")
+        let (laptop, phone) = (machines[0], machines[1])
+        let count = try recordManyMatches(on: laptop)
+        try laptop.sync()
+        let watch = try BackgroundCLI(["--store", phone.storePath, "sync", "--watch", "--for", "3", "--json"],
+                                      environment: Self.forcedProgress)
+        XCTAssertTrue(watch.wait(timeout: 60))
+        XCTAssertEqual(watch.process.terminationStatus, 0, watch.stderr.text)
+        XCTAssertEqual(watch.lines.count, count, "one line per applied change")
+        XCTAssertEqual(try watch.lines.map { try JSONValue.parse($0)["event"] }, Array(repeating: "saved", count: count))
+        XCTAssertTrue(watch.stderr.text.contains("received"), watch.stderr.text.debugDescription)
+        XCTAssertTrue(watch.stderr.text.hasSuffix("\r"), "erased after the initial sync")
+        XCTAssertFalse(watch.stderr.text.contains("\n"))
+    }
+
     func testStatusAndAccountReportTheSyncState() throws {
         let laptop = CLIMachine("laptop")
         let before = try laptop.json("status")

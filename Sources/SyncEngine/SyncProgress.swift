@@ -1,0 +1,66 @@
+/// How far one sync has got, for a progress indicator: changes sent out of those queued, and
+/// remote changes received (the feed does not say how many are coming).
+public struct SyncProgress: Equatable, Sendable {
+    public enum Phase: Equatable, Sendable {
+        case sending
+        case receiving
+    }
+
+    public var phase: Phase
+    /// Local changes the server has answered for so far.
+    public var sent: Int
+    /// Local changes queued for sending in this sync (grows when a later round sends more).
+    public var toSend: Int
+    /// Remote changes (saved and deleted records) fetched so far.
+    public var received: Int
+    /// The sync has ended (succeeded or failed); the indicator should go.
+    public var finished: Bool
+
+    public init(phase: Phase = .sending, sent: Int = 0, toSend: Int = 0, received: Int = 0, finished: Bool = false) {
+        self.phase = phase
+        self.sent = sent
+        self.toSend = toSend
+        self.received = received
+        self.finished = finished
+    }
+}
+
+/// Keeps the counts of one sync and passes each change of them to the handler.
+final class SyncProgressReporter {
+    private let handler: ((SyncProgress) -> Void)?
+    private(set) var progress = SyncProgress()
+
+    init(_ handler: ((SyncProgress) -> Void)?) { self.handler = handler }
+
+    /// A send round begins with `queued` changes still to send.
+    func sending(queued: Int) {
+        progress.phase = .sending
+        progress.toSend = max(progress.toSend, progress.sent + queued)
+        report()
+    }
+
+    /// The server answered for `count` more changes.
+    func sent(_ count: Int) {
+        progress.sent += count
+        progress.toSend = max(progress.toSend, progress.sent)
+        report()
+    }
+
+    func receiving() {
+        progress.phase = .receiving
+        report()
+    }
+
+    func received(_ count: Int) {
+        progress.phase = .receiving
+        progress.received += count
+        report()
+    }
+
+    func finish() {
+        progress.finished = true
+        report()
+    }
+
+    private func report() { handler?(progress) }
+}
