@@ -43,8 +43,11 @@ public struct MatchLocation: CloudKitCompatible, Equatable {
 
     public var displayName: String { name ?? "location" }
 
+    /// The schema's fields (CONTRACT §5): `location` is one LOCATION, `{"latitude", "longitude"}`,
+    /// or null when unknown.
     public var jsonFields: [String: JSONValue] {
-        ["match": .string(match), "name": name.map(JSONValue.string) ?? .null,
-         "latitude": latitude.map(JSONValue.double) ?? .null, "longitude": longitude.map(JSONValue.double) ?? .null]
+        var location = JSONValue.null
+        if let latitude, let longitude { location = ["latitude": .double(latitude), "longitude": .double(longitude)] }
+        return ["match": .string(match), "name": name.map(JSONValue.string) ?? .null, "location": location]
     }
 }

@@ -58,6 +58,27 @@ final class EntityRecordTests: XCTestCase {
         XCTAssertEqual(members["modificationDate"], .string("2025-11-22T08:26:40.123Z"))
     }
 
+    /// CONTRACT §5: MatchLocation has `location LOCATION`, so its entity JSON has a `location`
+    /// object, not top-level coordinates.
+    func testMatchLocationJSONCarriesItsLocationAsOneObject() throws {
+        let place = MatchLocation(recordName: "MatchLocation|~|L", match: "Match|~|M", name: "Home", latitude: 47.6,
+                                  longitude: -122.3, modificationDate: date)
+        guard case .object(let members) = place.json else { return XCTFail("an object") }
+        XCTAssertEqual(Set(members.keys), ["recordName", "recordType", "match", "name", "location", "modificationDate"])
+        XCTAssertEqual(members["location"], ["latitude": 47.6, "longitude": -122.3])
+        XCTAssertEqual(members["match"], "Match|~|M")
+        XCTAssertEqual(JSONText.render(try XCTUnwrap(members["location"])), #"{"latitude":47.6,"longitude":-122.3}"#)
+        let unknown = MatchLocation(recordName: "MatchLocation|~|U", match: "Match|~|M", modificationDate: date)
+        XCTAssertEqual(unknown.json["location"], .null)
+        XCTAssertNil(unknown.json["latitude"])
+        // Every entity's JSON names exactly its schema's fields.
+        for entity: any CloudKitCompatible in [place, Game(name: "Go"), Person(firstName: "Ann"), Score(player: "Player|~|P", value: 1)] {
+            guard case .object(let members) = entity.json else { return XCTFail("an object") }
+            XCTAssertEqual(Set(members.keys).subtracting(["recordName", "recordType"]), Set(type(of: entity).fieldNames),
+                           type(of: entity).recordType)
+        }
+    }
+
     func testAClearedOptionalFieldIsRemovedOnSave() {
         let person = Person(firstName: "Ann")
         let record = Scorebook.localRecord(of: person)
