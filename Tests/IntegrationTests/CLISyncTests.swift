@@ -17,9 +17,35 @@ final class CLISyncTests: XCTestCase {
         token = try daemon.createUser("alice")
     }
 
+    /// Daemons replaced by `restartOnTheSamePort`: the first owns the data directory, which goes
+    /// when it does, so they are kept until the test ends.
+    var retiredDaemons: [DaemonProcess] = []
+
     override func tearDownWithError() throws {
+        defer { retiredDaemons = [] }
         try daemon?.stop()
         daemon = nil
+    }
+
+    /// Starts the (stopped) daemon again on its data directory and on the port it had, so the
+    /// stores' saved server URL still reaches it; retries while the port is briefly busy.
+    func restartOnTheSamePort() throws {
+        let (port, directory) = (daemon.port, daemon.dataDirectory)
+        if daemon.isRunning { try daemon.stop() }
+        retiredDaemons.append(daemon)
+        var failure: Error?
+        for _ in 0..<10 {
+            do {
+                // `--port` given twice: the last one counts.
+                daemon = try DaemonProcess.start(dataDirectory: directory, extraArguments: ["--port", String(port)])
+                XCTAssertEqual(daemon.port, port)
+                return
+            } catch {
+                failure = error
+                Thread.sleep(forTimeInterval: 0.5)
+            }
+        }
+        throw failure ?? DaemonError("could not restart on port \(port)")
     }
 
     func machines(_ names: String...) throws -> [CLIMachine] {
@@ -145,15 +171,89 @@ final class CLISyncTests: XCTestCase {
         XCTAssertEqual(status["pending"]?.int64Value, 2)
         XCTAssertNotNil(status["lastError"]?.stringValue)
 
-        try daemon.restart()
-        // The daemon came back on another port: point both machines at it (same account).
-        try laptop.login(daemon, token: token)
-        try phone.login(daemon, token: token)
+        // Same data, same port: the stores' saved account reaches it, with no new login.
+        let server = try XCTUnwrap(try laptop.json("status")["account"]?["server"]?.stringValue)
+        try restartOnTheSamePort()
+        XCTAssertEqual(daemon.baseURL.absoluteString, server)
         XCTAssertEqual(try laptop.sync().sent, 2)
         XCTAssertEqual(try laptop.sync().sent, 0, "sent once")
+        XCTAssertEqual(try laptop.json("status")["pending"]?.int64Value, 0)
         XCTAssertEqual(try phone.sync().received, 2)
         XCTAssertEqual(try phone.json("game", "list").arrayValue?.count, 1)
         XCTAssertTrue(try laptop.json("status")["lastError"]?.isNull ?? false)
+        let zone = try ServerZone(daemon: daemon, token: token)
+        XCTAssertEqual(zone.records.count, 2, "one game and one person on the server, nothing twice")
+        XCTAssertEqual(zone.names(ofType: "Game").count, 1)
+        XCTAssertEqual(zone.names(ofType: "Person").count, 1)
+        assertStore(try phone.snapshot(), equals: zone, "phone")
+        assertStore(try laptop.snapshot(), equals: zone, "laptop")
+    }
+
+    func testRecordsMadeBeforeAnyLoginBelongToTheFirstAccountToLogIn() throws {
+        let bobToken = try daemon.createUser("bob")
+        let offline = CLIMachine("offline")
+        let match = try recordMatch(on: offline)
+        XCTAssertTrue(try offline.json("status")["account"]?.isNull ?? false, "never logged in")
+        XCTAssertEqual(try offline.json("status")["pending"]?.int64Value, 9, "queued while logged out")
+
+        try offline.login(daemon, token: token)
+        XCTAssertEqual(try offline.sync().sent, 9)
+        let alicesPhone = try machines("phone")[0]
+        XCTAssertEqual(try alicesPhone.sync().received, 9)
+        XCTAssertEqual(try alicesPhone.snapshot(), try offline.snapshot())
+        XCTAssertEqual(try alicesPhone.json("match", "show", match)["players"]?.arrayValue?.map { $0["total"]?.doubleValue }, [12, 7])
+        assertStore(try alicesPhone.snapshot(), equals: try ServerZone(daemon: daemon, token: token), "alice's phone")
+
+        let bobsPhone = CLIMachine("bobs-phone")
+        try bobsPhone.login(daemon, token: bobToken)
+        XCTAssertEqual(try bobsPhone.sync().received, 0)
+        XCTAssertEqual(try bobsPhone.json("person", "list"), [])
+        XCTAssertEqual(try bobsPhone.json("match", "list"), [])
+        XCTAssertEqual(try ServerZone(daemon: daemon, token: bobToken).records.count, 0, "nothing reached bob's account")
+        // Now the data is alice's: bob may not take it over.
+        XCTAssertNotEqual(try offline.run(["account", "login", "--server", daemon.baseURL.absoluteString, "--token", bobToken],
+                                          allowFailure: true).status, 0)
+    }
+
+    func testALowScoreWinsGameCrownsTheLowestTotalAndKeepsTheFlagThroughSync() throws {
+        let machines = try machines("laptop", "phone")
+        let (laptop, phone) = (machines[0], machines[1])
+        let golf = try laptop.json("game", "add", "Golf", "--low-score-wins")
+        XCTAssertEqual(golf["lowScoreWins"], true)
+        try laptop.run("game", "add", "Darts")
+        let ann = try laptop.create("person", "add", "Ann")
+        let bob = try laptop.create("person", "add", "Bob")
+        let match = try laptop.create("match", "start", "--game", "Golf", "--players", "Ann,Bob")
+        try laptop.run("score", "add", "--match", match, "--player", "Ann", "40", "--round", "1")
+        try laptop.run("score", "add", "--match", match, "--player", "Bob", "36", "--round", "1")
+        try laptop.run("score", "add", "--match", match, "--player", "Ann", "38", "--round", "2")
+        try laptop.run("score", "add", "--match", match, "--player", "Bob", "45", "--round", "2")
+        XCTAssertTrue(try laptop.json("match", "show", match)["winner"]?.isNull ?? false, "no winner while in progress")
+        // The same totals in a high-score game go the other way.
+        let darts = try laptop.create("match", "start", "--game", "Darts", "--players", "Ann,Bob")
+        try laptop.run("score", "add", "--match", darts, "--player", "Ann", "78")
+        try laptop.run("score", "add", "--match", darts, "--player", "Bob", "81")
+        try laptop.run("match", "finish", darts)
+        try laptop.run("match", "finish", match)
+
+        let shown = try laptop.json("match", "show", match)
+        XCTAssertEqual(shown["winner"], .string(ann), "78 beats 81 when the low score wins")
+        XCTAssertEqual(shown["players"]?.arrayValue?.map { $0["person"]?.stringValue ?? "" }, [ann, bob])
+        XCTAssertEqual(shown["players"]?.arrayValue?.map { $0["total"]?.doubleValue ?? .nan }, [78, 81])
+        XCTAssertEqual(shown["players"]?.arrayValue?.map { $0["rank"]?.int64Value ?? 0 }, [1, 2])
+        XCTAssertEqual(try laptop.json("match", "show", darts)["winner"], .string(bob))
+
+        try laptop.sync()
+        try phone.sync()
+        let games = try XCTUnwrap(try phone.json("game", "list").arrayValue)
+        XCTAssertEqual(games.first { $0["name"] == "Golf" }?["lowScoreWins"], true)
+        XCTAssertEqual(games.first { $0["name"] == "Darts" }?["lowScoreWins"], false)
+        XCTAssertEqual(try phone.json("match", "show", match)["winner"], .string(ann))
+        XCTAssertEqual(try phone.json("match", "show", darts)["winner"], .string(bob))
+        XCTAssertEqual(try phone.snapshot(), try laptop.snapshot())
+        let server = try ServerZone(daemon: daemon, token: token)
+        let golfRecord = try XCTUnwrap(server.records.values.first { $0["fields"]?["name"]?["value"] == "Golf" })
+        XCTAssertEqual(golfRecord["fields"]?["lowScoreWins"]?["value"]?.int64Value, 1, "INT64 1 on the server")
     }
 
     func testKillingTheCLIMidSyncLosesAndDuplicatesNothing() throws {
