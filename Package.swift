@@ -58,7 +58,7 @@ let package = Package(
         // Helpers every test target shares (a seeded generator).
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: settings),
         .testTarget(name: "RecordModelTests", dependencies: ["RecordModel", "RecordStore", "TestSupport"], swiftSettings: settings),
-        .testTarget(name: "RecordStoreTests", dependencies: ["RecordStore", "RecordModel", "TestSupport"], swiftSettings: settings),
+        .testTarget(name: "RecordStoreTests", dependencies: ["RecordStore", "RecordServer", "RecordModel", "TestSupport"], swiftSettings: settings),
         .testTarget(name: "ScorebookTests", dependencies: ["Scorebook", "SyncEngine", "RecordClient", "RecordModel"], swiftSettings: settings),
         // The sync engine against a real store through a fault-injecting in-process transport.
         .testTarget(
@@ -67,7 +67,7 @@ let package = Package(
             swiftSettings: settings),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["RecordModel", "RecordClient", "scorebookd", "scorebook", "TestSupport"],
+            dependencies: ["RecordModel", "RecordClient", "SQLiteDB", "scorebookd", "scorebook", "TestSupport"],
             swiftSettings: settings),
     ]
 )

@@ -953,7 +953,7 @@ class Checker:
             assert "connected" in comments, f"comments: {comments}"
             assert len(events) >= 3, f"only {len(events)} events: {events}"
             for event in events:
-                assert event.get("event") == "notification" and event.get("id"), event
+                assert event.get("event", "message") == "message" and event.get("id"), event
                 self.expect_schema("Cursor", event["id"])
                 self.expect_schema("Notification", json.loads(event["data"]))
             # resume after the second event with Last-Event-ID

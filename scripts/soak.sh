@@ -230,7 +230,7 @@ class Subscriber(threading.Thread):
                     return
                 self.connected.set()
                 data = tail + chunk
-                self.events += data.count(b"event: notification") - tail.count(b"event: notification")
+                self.events += data.count(b"\ndata: ") - tail.count(b"\ndata: ")
                 marker = data.rfind(b"\nid: ")
                 if marker >= 0:
                     end = data.find(b"\n", marker + 5)

@@ -9,10 +9,14 @@ public enum ReferenceAction: String, Sendable, CaseIterable {
 public struct Reference: Hashable, Sendable {
     public var recordName: String
     public var action: ReferenceAction
+    /// The zone a CloudKit-style client named in the reference's `zoneID`, kept and echoed; the
+    /// store refuses one naming another zone than the record's own.
+    public var zoneName: String?
 
-    public init(recordName: String, action: ReferenceAction = .none) {
+    public init(recordName: String, action: ReferenceAction = .none, zoneName: String? = nil) {
         self.recordName = recordName
         self.action = action
+        self.zoneName = zoneName
     }
 
     public init(json: JSONValue) throws {
@@ -24,11 +28,22 @@ public struct Reference: Hashable, Sendable {
         guard let action = ReferenceAction(rawValue: actionName) else {
             throw ServerError.badRequest("unknown reference action '\(actionName)'")
         }
+        var zoneName: String?
+        if let zoneID = json["zoneID"], zoneID != .null {
+            guard let name = zoneID["zoneName"]?.stringValue else {
+                throw ServerError.badRequest("a reference's zoneID must be an object with a string zoneName")
+            }
+            zoneName = name
+        }
         self.recordName = name
         self.action = action
+        self.zoneName = zoneName
     }
 
-    public var json: JSONValue { ["recordName": .string(recordName), "action": .string(action.rawValue)] }
+    public var json: JSONValue {
+        guard let zoneName else { return ["recordName": .string(recordName), "action": .string(action.rawValue)] }
+        return ["recordName": .string(recordName), "action": .string(action.rawValue), "zoneID": ["zoneName": .string(zoneName)]]
+    }
 }
 
 /// A geographic location; the optional members are carried through as given.

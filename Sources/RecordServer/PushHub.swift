@@ -61,10 +61,19 @@ public final class PushHub: @unchecked Sendable {
         guard let lowest = taken.values.map(\.cursor).min() else { return }
         let batch = (try? store.notifications(databaseID: databaseID, after: lowest, limit: PushHub.batchLimit)) ?? []
         let complete = batch.count < PushHub.batchLimit
+        // A full batch read from the lowest cursor may end before a waiter further ahead: such a
+        // waiter gets its own read (one per distinct cursor), so it is not left asleep with
+        // notifications pending.
+        var aheadReads: [Int64: [StoredNotification]] = [:]
+        if !complete, let last = batch.last?.id {
+            for cursor in Set(taken.values.map(\.cursor)) where cursor >= last {
+                aheadReads[cursor] = (try? store.notifications(databaseID: databaseID, after: cursor, limit: PushHub.batchLimit)) ?? []
+            }
+        }
         var ready: [(Waiter, [StoredNotification])] = []
         lock.lock()
         for (id, waiter) in taken {
-            let mine = batch.filter { $0.id > waiter.cursor }
+            let mine = aheadReads[waiter.cursor] ?? batch.filter { $0.id > waiter.cursor }
             if mine.isEmpty && !closed {
                 // The commit fired nothing for this waiter: keep waiting (its timeout still runs).
                 waiters[databaseID, default: [:]][id] = waiter

@@ -24,8 +24,14 @@ extension RecordAPI {
         return ["zones": .array(results)]
     }
 
+    /// Each zone operation commits on its own, as CloudKit answers zones one by one: a failed
+    /// delete does not undo a create beside it.
     func modifyZones(_ body: JSONValue, _ scope: DatabaseScope) async throws -> JSONValue {
-        let operations = try body.requiredArray("operations").map { operation -> (create: Bool, name: String) in
+        let requested = try body.requiredArray("operations")
+        guard requested.count <= SQLiteRecordStore.maximumOperations else {
+            throw ServerError(.limitExceeded, "at most \(SQLiteRecordStore.maximumOperations) zone operations per request, got \(requested.count)")
+        }
+        let operations = try requested.map { operation -> (create: Bool, name: String) in
             guard let type = operation["operationType"]?.stringValue, type == "create" || type == "delete" else {
                 throw ServerError.badRequest("zone operationType must be create or delete")
             }

@@ -107,7 +107,9 @@ public final class RecordAPI: Sendable {
         } catch let error as JSONParseError {
             return .error(.badRequest(error.description), uuid: uuid)
         } catch {
-            return .error(ServerError(.internalError, "internal error: \(error)"), uuid: uuid)
+            let answer = ServerError(storeFailure: error)
+            logger.error("request failed: \(error)", metadata: ["request": .string(uuid), "serverErrorCode": .string(answer.code.rawValue)])
+            return .error(answer, uuid: uuid)
         }
     }
 

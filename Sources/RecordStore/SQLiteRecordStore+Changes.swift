@@ -4,7 +4,8 @@ import SQLiteDB
 extension SQLiteRecordStore {
     public static let maximumResultsLimit = 400
 
-    static func clampLimit(_ limit: Int, maximum: Int) -> Int { min(max(limit, 1), maximum) }
+    /// 0 or less means "as many as allowed", as CloudKit reads a zero limit.
+    static func clampLimit(_ limit: Int, maximum: Int) -> Int { limit <= 0 ? maximum : min(limit, maximum) }
 
     static let recordColumns = """
         name, type, tag, deleted, fields, parent, created_at, created_by, created_device, modified_at, modified_by, modified_device

@@ -207,11 +207,17 @@ extension SQLiteRecordStore {
             record.fields = merged
             if operation.record["parent"] == nil { record.parent = live.parent }
         }
+        // An unchanged parent is not checked again: parents do not cascade, so it may have been
+        // deleted since, and that must not make the child unchangeable.
+        let parentIsNew = live == nil || live?.parent != record.parent
         var enforcer = transaction.enforcer
         try enforcer.check(record)
         let fieldsJSON = record.fieldsJSONBytes()
         guard fieldsJSON.count <= SQLiteRecordStore.maximumRecordBytes else {
             throw ServerError(.limitExceeded, "record '\(name)' is \(fieldsJSON.count) bytes; the limit is \(SQLiteRecordStore.maximumRecordBytes)")
+        }
+        for (field, reference) in record.references where reference.zoneName.map({ $0 != transaction.zone.name }) ?? false {
+            throw ServerError.badRequest("field '\(field)' references a record in zone '\(reference.zoneName ?? "")'; a reference points to a record in the same zone")
         }
         let references = record.references.filter { $0.reference.action != .none }
         for (field, reference) in references where reference.recordName != name {
@@ -220,7 +226,7 @@ extension SQLiteRecordStore {
                                   "field '\(field)' references '\(reference.recordName)', which does not exist")
             }
         }
-        if let parent = record.parent, parent != name, try !isLive(zoneRowID, parent, connection) {
+        if parentIsNew, let parent = record.parent, parent != name, try !isLive(zoneRowID, parent, connection) {
             throw ServerError(.validatingReferenceError, "parent '\(parent)' does not exist")
         }
         transaction.enforcer = enforcer

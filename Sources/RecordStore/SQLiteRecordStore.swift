@@ -20,6 +20,10 @@ public final class SQLiteRecordStore: RecordStorage, @unchecked Sendable {
     var onCommit: (@Sendable (_ databaseIDs: Set<Int64>) -> Void)?
     let subscriptionCache = SubscriptionCache()
 
+    /// How long a write waits for a lock held by another process (a `scorebookd user` command, a
+    /// backup) before the request is answered `TRY_AGAIN_LATER`.
+    public func setBusyTimeout(milliseconds: Int32) { database.setWriterBusyTimeout(milliseconds: milliseconds) }
+
     public func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) { onCommit = observer }
 
     /// Opens (creating if needed) the store in `directory`.

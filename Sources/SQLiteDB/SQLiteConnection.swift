@@ -32,6 +32,11 @@ public final class SQLiteConnection {
         try execute("PRAGMA temp_store=MEMORY")
     }
 
+    /// How long a statement waits for a lock another process holds before failing with SQLITE_BUSY.
+    public func setBusyTimeout(milliseconds: Int32) {
+        sqlite3_busy_timeout(handle, milliseconds)
+    }
+
     deinit {
         statementCache.removeAll()
         sqlite3_close_v2(handle)

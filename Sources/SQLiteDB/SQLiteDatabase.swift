@@ -22,6 +22,11 @@ public final class SQLiteDatabase: @unchecked Sendable {
         self.writer = try SQLiteConnection(path: path, synchronous: synchronous)
     }
 
+    /// How long a write waits for a lock held by another process (default 10 s).
+    public func setWriterBusyTimeout(milliseconds: Int32) {
+        writeSync { $0.setBusyTimeout(milliseconds: milliseconds) }
+    }
+
     /// Runs `body` with the writer connection, blocking the calling thread until it is free.
     public func writeSync<T>(_ body: (SQLiteConnection) throws -> T) rethrows -> T {
         writerLock.lock()

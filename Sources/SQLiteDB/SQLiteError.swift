@@ -13,5 +13,7 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
 
     /// The database was locked by another process for longer than the busy timeout.
     public var isBusy: Bool { code & 0xFF == SQLITE_BUSY || code & 0xFF == SQLITE_LOCKED }
+    /// The disk is full or failed an I/O: the write may succeed later.
+    public var isDiskFailure: Bool { code & 0xFF == SQLITE_FULL || code & 0xFF == SQLITE_IOERR }
     public var isConstraintViolation: Bool { code & 0xFF == SQLITE_CONSTRAINT }
 }

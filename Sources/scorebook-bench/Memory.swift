@@ -1,11 +1,12 @@
 import Foundation
 import RecordModel
+import RecordServer
 
 /// (8a) Peak RSS of a real release `scorebookd serve` (VmHWM from /proc/PID/status) as it
 /// takes `largeZone` records over HTTP, then holds them with `subscribers` connected SSE
 /// subscribers while a few changes fan out. The idle daemon's figure is the baseline.
 func daemonMemory(_ options: BenchOptions) async throws -> [String: JSONValue] {
-    raiseOpenFileLimit()
+    OpenFileLimit.raiseToMaximum()
     let directory = temporaryDirectory("daemon-memory")
     // The rate limit would throttle the bench's burst of 2,000 requests to open 1,000 streams.
     let daemon = try DaemonUnderTest(directory: directory, extraArguments: ["--rate-limit", "1000000"])

@@ -314,7 +314,7 @@ func pushLatency(_ options: BenchOptions) async throws -> [String: JSONValue] {
 
 /// (6) One commit, many connected SSE subscribers: time until the last one has the event.
 func fanOut(_ options: BenchOptions) async throws -> [String: JSONValue] {
-    raiseOpenFileLimit()
+    OpenFileLimit.raiseToMaximum()
     let server = try BenchServer(directory: temporaryDirectory("fanout"))
     _ = try server.store.createZone(server.scope, zoneName: "Bench")
     try await server.start()

@@ -162,15 +162,6 @@ func siblingBinary(_ name: String) throws -> String {
     throw Subprocess.Failure(description: "no \(name) binary next to scorebook-bench (build it: swift build -c release --product \(name)); looked in \(directories)")
 }
 
-/// Raises the open-file limit to its maximum (children inherit it): 1,000 event streams need
-/// more than the usual 1,024 descriptors.
-func raiseOpenFileLimit() {
-    var limit = rlimit()
-    getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
-    limit.rlim_cur = limit.rlim_max
-    setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit)
-}
-
 /// A real release `scorebookd serve` on a free loopback port, with one user.
 final class DaemonUnderTest: BenchTarget {
     let process: Subprocess

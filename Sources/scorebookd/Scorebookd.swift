@@ -72,11 +72,14 @@ struct Serve: AsyncParsableCommand {
     var rateLimit = 2000
     @Option(name: .customLong("max-connections"), help: "Connections beyond this are closed on arrival.")
     var maxConnections = 4096
+    @Option(name: .customLong("busy-timeout"), help: "Milliseconds a write waits for a lock another process holds on the store before answering TRY_AGAIN_LATER.")
+    var busyTimeout = 10_000
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535") }
         guard rateLimit >= 1 else { throw ValidationError("--rate-limit must be at least 1") }
         guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
+        guard (1...600_000).contains(busyTimeout) else { throw ValidationError("--busy-timeout must be 1-600000 milliseconds") }
         guard tombstoneRetention >= 1 else { throw ValidationError("--tombstone-retention must be at least 1 day") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
     }
@@ -90,8 +93,13 @@ struct Serve: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "scorebookd")
+        let openFiles = OpenFileLimit.raiseToMaximum()
+        if openFiles < UInt64(maxConnections) + 64 {
+            logger.warning("the open-file limit is \(openFiles): at most about \(openFiles > 64 ? openFiles - 64 : 0) connections (event streams included) fit, fewer than --max-connections \(maxConnections); raise it with ulimit -n")
+        }
         let loadedSchema = try loadSchema()
         let store = try data.openStore(schema: loadedSchema)
+        store.setBusyTimeout(milliseconds: Int32(busyTimeout))
         let api = RecordAPI(store: store, requestsPerSecond: Double(rateLimit), logger: logger)
         var configuration = HTTPServerConfiguration(host: host, port: port)
         configuration.maximumConnections = maxConnections

@@ -173,5 +173,11 @@ final class ReferenceTests: StoreTestCase {
         try modify(dev, zone: zone, [(.create, record("mom", "Thing")), (.create, record("kid", "Thing", [:], parent: "mom"))])
         XCTAssertTrue(try modify(dev, zone: zone, [(.forceDelete, record("mom"))]).first?.isDeleted ?? false)
         XCTAssertEqual(try lookup(dev, zone: zone, "kid")?.parent, "mom", "parent is a NONE reference")
+        // The orphan stays editable: its unchanged parent is not validated again…
+        XCTAssertNil(try modify(dev, zone: zone, [(.forceUpdate, record("kid", "Thing", ["n": field(2)]))]).first?.error)
+        XCTAssertNil(try modify(dev, zone: zone, [(.forceReplace, record("kid", "Thing", ["n": field(3)], parent: "mom"))]).first?.error)
+        // …but pointing it at another missing parent is still refused.
+        XCTAssertEqual(try modify(dev, zone: zone, [(.forceUpdate, record("kid", "Thing", [:], parent: "dad"))]).first?.error?.code,
+                       .validatingReferenceError)
     }
 }

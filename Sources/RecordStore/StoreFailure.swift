@@ -1,0 +1,22 @@
+import RecordModel
+import SQLiteDB
+
+extension ServerError {
+    /// The answer for an error the store threw that is not already a `ServerError`.
+    /// A lock held by another process past the busy timeout, or a full disk, is transient:
+    /// `TRY_AGAIN_LATER` with `retryAfter`, which clients wait out. Anything else is an
+    /// `INTERNAL_ERROR` whose reason does not echo SQL (the caller logs the detail).
+    public init(storeFailure error: any Error) {
+        if let failure = error as? SQLiteError {
+            if failure.isBusy {
+                self.init(.tryAgainLater, "the store is locked by another process; try again", retryAfter: 1)
+                return
+            }
+            if failure.isDiskFailure {
+                self.init(.tryAgainLater, "the store cannot write right now (disk full or I/O error); try again", retryAfter: 5)
+                return
+            }
+        }
+        self.init(.internalError, "internal error")
+    }
+}
