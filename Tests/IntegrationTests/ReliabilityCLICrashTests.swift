@@ -13,11 +13,33 @@ import TestSupport
 /// (a match and its players in one local transaction). After final syncs nothing is lost,
 /// nothing is duplicated, and the server equals every store.
 ///
-/// `SCOREBOOK_CLI_CRASH_SEED=N` replays a run's choices; `SCOREBOOK_CLI_KILLS=40` makes more
-/// kill points (10 by default).
+/// The seed is fixed (`defaultSeed`) so CI runs the same choices every time;
+/// `SCOREBOOK_CLI_CRASH_SEED=N` runs (or replays) another, and every failure names the seed.
+/// `SCOREBOOK_CLI_KILLS=40` makes more kill points (10 by default).
 final class ReliabilityCLICrashTests: XCTestCase {
+    static let defaultSeed: UInt64 = 20_261_122
+
     static var seed: UInt64 {
-        UInt64(ProcessInfo.processInfo.environment["SCOREBOOK_CLI_CRASH_SEED"] ?? "") ?? UInt64(Date().timeIntervalSince1970 * 1000) % 100_000
+        ProcessInfo.processInfo.environment["SCOREBOOK_CLI_CRASH_SEED"]
+            .flatMap { UInt64($0.trimmingCharacters(in: .whitespaces)) } ?? defaultSeed
+    }
+
+    /// Every failure, wherever it comes from (an assertion, a CLI run, a thrown error), names the
+    /// seed and how to replay it.
+    override func recordFailure(withDescription description: String, inFile filePath: String, atLine lineNumber: Int,
+                                expected: Bool)
+    {
+        let seed = Self.seed
+        super.recordFailure(withDescription: "[seed \(seed); replay: SCOREBOOK_CLI_CRASH_SEED=\(seed)] " + description,
+                            inFile: filePath, atLine: lineNumber, expected: expected)
+    }
+
+    func testTheSeedIsFixedUnlessOneIsGiven() throws {
+        guard ProcessInfo.processInfo.environment["SCOREBOOK_CLI_CRASH_SEED"] == nil else { throw XCTSkip("a seed is given") }
+        let first = Self.seed
+        Thread.sleep(forTimeInterval: 0.01)
+        XCTAssertEqual(Self.seed, first)
+        XCTAssertEqual(first, Self.defaultSeed)
     }
 
     static var killPoints: Int { Int(ProcessInfo.processInfo.environment["SCOREBOOK_CLI_KILLS"] ?? "") ?? 10 }
@@ -41,6 +63,7 @@ final class ReliabilityCLICrashTests: XCTestCase {
 
     func testRandomKillsOfSyncsWatchesAndEditsLoseAndDuplicateNothing() throws {
         let seed = Self.seed
+        print("ReliabilityCLICrashTests: seed \(seed)")
         var random = SplitMix64(seed: seed)
         let started = Date()
         let daemon = try DaemonProcess.start()
