@@ -289,52 +289,64 @@ func awaitEvent(_ stream: RawHTTPConnection) throws {
     }
 }
 
-/// Commit-to-delivery latency for one SSE waiter: from sending a one-record modify to the event's
-/// arrival, over `rounds` rounds.
+/// Creates a zone over HTTP.
+func createZone(_ server: any BenchTarget, _ zone: String) throws {
+    let connection = try RawHTTPConnection(port: server.port)
+    let body = #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"\#(zone)"}}}]}"#
+    let (status, _) = try connection.request("POST", server.databasePath + "/zones/modify", token: server.token, body: Array(body.utf8))
+    guard status == 200 else { throw RawHTTPConnection.Failure(description: "zones/modify answered \(status)") }
+}
+
+/// A real release scorebookd for the push scenarios, with one zone and a query subscription on
+/// it: the waiters and the writer are other processes' sockets, as in production.
+func pushDaemon(_ name: String) throws -> DaemonUnderTest {
+    let daemon = try DaemonUnderTest(directory: temporaryDirectory(name), extraArguments: ["--rate-limit", "1000000"])
+    try createZone(daemon, "Bench")
+    try subscribe(daemon, zone: "Bench")
+    return daemon
+}
+
+/// Commit-to-delivery latency for one SSE waiter of a real scorebookd: from sending a one-record
+/// modify to the event's arrival, over `rounds` rounds.
 func pushLatency(_ options: BenchOptions) async throws -> [String: JSONValue] {
-    let server = try BenchServer(directory: temporaryDirectory("push"))
-    _ = try server.store.createZone(server.scope, zoneName: "Bench")
-    try await server.start()
-    try subscribe(server, zone: "Bench")
-    let stream = try openEventStream(server)
+    let daemon = try pushDaemon("push")
+    let stream = try openEventStream(daemon)
     _ = stream.drain()
-    let writer = try RawHTTPConnection(port: server.port)
+    let writer = try RawHTTPConnection(port: daemon.port)
     var samples: [Double] = []
     for round in 0..<options.rounds {
         let body = modifyBody(zone: "Bench", records: [benchRecord(round)], operation: "forceReplace")
         let start = now()
-        _ = try writer.request("POST", server.databasePath + "/records/modify", token: server.token, body: body)
+        _ = try writer.request("POST", daemon.databasePath + "/records/modify", token: daemon.token, body: body)
         try awaitEvent(stream)
         samples.append((now() - start) * 1000)
     }
-    server.stop()
+    _ = try daemon.stop()
     let stats = Stats(samples: samples)
     return ["rounds": .int(Int64(samples.count)), "millisecondsMedian": .double(stats.median), "millisecondsP99": .double(stats.p99)]
 }
 
-/// (6) One commit, many connected SSE subscribers: time until the last one has the event.
+/// (6) One commit, many connected SSE subscribers of a real scorebookd: time until the last one
+/// has the event.
 func fanOut(_ options: BenchOptions) async throws -> [String: JSONValue] {
     OpenFileLimit.raiseToMaximum()
-    let server = try BenchServer(directory: temporaryDirectory("fanout"))
-    _ = try server.store.createZone(server.scope, zoneName: "Bench")
-    try await server.start()
-    try subscribe(server, zone: "Bench")
+    let daemon = try pushDaemon("fanout")
     var streams: [RawHTTPConnection] = []
-    for _ in 0..<options.subscribers { streams.append(try openEventStream(server)) }
+    for _ in 0..<options.subscribers { streams.append(try openEventStream(daemon)) }
     for stream in streams { _ = stream.drain() }
-    let writer = try RawHTTPConnection(port: server.port)
+    let writer = try RawHTTPConnection(port: daemon.port)
     var lastArrivals: [Double] = []
     var firstArrivals: [Double] = []
-    let rounds = max(5, options.rounds / 10)
+    let rounds = max(20, options.rounds / 2)
     for round in 0..<rounds {
         let body = modifyBody(zone: "Bench", records: [benchRecord(round)], operation: "forceReplace")
         let start = now()
-        _ = try writer.request("POST", server.databasePath + "/records/modify", token: server.token, body: body)
+        _ = try writer.request("POST", daemon.databasePath + "/records/modify", token: daemon.token, body: body)
         let first = try awaitEventOnAll(streams, start: start)
         lastArrivals.append((now() - start) * 1000)
         firstArrivals.append(first)
     }
-    server.stop()
+    _ = try daemon.stop()
     let last = Stats(samples: lastArrivals), firstStats = Stats(samples: firstArrivals)
     return [
         "subscribers": .int(Int64(streams.count)), "rounds": .int(Int64(rounds)),
