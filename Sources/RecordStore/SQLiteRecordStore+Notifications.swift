@@ -57,7 +57,10 @@ extension SQLiteRecordStore {
                             return .failure(error)
                         }
                     }
-                    let count = try connection.scalarInt("SELECT COUNT(*) FROM subscriptions WHERE database_id = ?", [.int(databaseID)]) ?? 0
+                    // Saving an existing subscription replaces it: only a new one counts against the cap.
+                    let count = try connection.scalarInt(
+                        "SELECT COUNT(*) FROM subscriptions WHERE database_id = ? AND subscription_id != ?",
+                        [.int(databaseID), .text(subscription.subscriptionID)]) ?? 0
                     guard count < SQLiteRecordStore.maximumSubscriptions else {
                         return .failure(ServerError(.limitExceeded, "at most \(SQLiteRecordStore.maximumSubscriptions) subscriptions per database"))
                     }

@@ -51,6 +51,7 @@ final class DaemonLifecycleTests: XCTestCase {
                                          "operations": [["operationType": "forceDelete", "record": ["recordName": "Game|~|0"]]]])
         let zoneToken = try XCTUnwrap(try client.ok("records/changes", ["zoneID": ["zoneName": "ScorebookData"]])["syncToken"]?.stringValue)
         let databaseToken = try XCTUnwrap(try client.ok("changes/database", [:])["syncToken"]?.stringValue)
+        let apiToken = try daemon.createAPIToken()
         let oldPort = daemon.port
 
         try daemon.restart()  // SIGTERM, exit 0, start again on the same data directory
@@ -70,6 +71,9 @@ final class DaemonLifecycleTests: XCTestCase {
         let since = try restarted.ok("records/changes", ["zoneID": ["zoneName": "ScorebookData"], "syncToken": .string(zoneToken)])
         XCTAssertEqual(since["records"]?.arrayValue?.count, 0, "the zone token is still valid and up to date (port \(oldPort) → \(daemon.port))")
         XCTAssertEqual(try restarted.ok("changes/database", ["syncToken": .string(databaseToken)])["zones"]?.arrayValue?.count, 0)
+        let cloudKitStyle = try daemon.request("GET", "/database/1/iCloud.scorebook/development/private/users/current"
+                                                   + "?ckAPIToken=\(apiToken)&ckWebAuthToken=\(token.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")").parsed()
+        XCTAssertEqual(cloudKitStyle.status, 200, "the ckAPIToken made before the restart still authenticates")
 
         try restarted.ok("records/modify", ["zoneID": ["zoneName": "ScorebookData"],
                                             "operations": [["operationType": "forceDelete", "record": ["recordName": "Game|~|1"]]]])

@@ -233,6 +233,21 @@ final class SubscriptionMatchingTests: SubscriptionStoreTestCase {
         try assertNoNotification("after both fired once")
     }
 
+    /// At most 1,000 subscriptions a database; at the cap a new one is LIMIT_EXCEEDED, but saving
+    /// an existing one again (an update) still works.
+    func testTheSubscriptionCapCountsOnlyNewSubscriptions() throws {
+        for start in stride(from: 0, to: SQLiteRecordStore.maximumSubscriptions, by: 400) {
+            let ids = start..<min(start + 400, SQLiteRecordStore.maximumSubscriptions)
+            let operations = try ids.map { SubscriptionOperation.save(try Subscription(json: databaseSubscription("db-\($0)"))) }
+            XCTAssertTrue(try store.modifySubscriptions(dev, operations: operations).allSatisfy { (try? $0.get()) != nil })
+        }
+        let extra = try store.modifySubscriptions(dev, operations: [.save(try Subscription(json: databaseSubscription("one-too-many")))])
+        guard case .failure(let error)? = extra.first else { return XCTFail("the 1,001st subscription was accepted") }
+        XCTAssertEqual(error.code, .limitExceeded)
+        try subscribe(zoneSubscription("db-7", zone: ZoneID.defaultZoneName))
+        XCTAssertEqual(try subscriptionIDs().count, SQLiteRecordStore.maximumSubscriptions)
+    }
+
     func testUpdatingASubscriptionReplacesItsMatching() throws {
         try subscribe(querySubscription("s", type: "Game", zone: zoneA, firesOn: ["create"]))
         try subscribe(querySubscription("s", type: "Match", zone: zoneA, firesOn: ["create"]))
