@@ -54,6 +54,16 @@ final class IsolationAndPersistenceTests: StoreTestCase {
         XCTAssertNil(try store.authenticate(apiToken: String(repeating: "0", count: 64), webAuthToken: bobToken))
         XCTAssertNil(try store.authenticate(apiToken: apiToken, webAuthToken: "nope"))
         XCTAssertEqual(Set(try store.listUsers().map(\.name)), ["alice", "bob"])
+
+        // Only hashes are stored: no token's text is anywhere in the database or its WAL.
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix("scorebook.sqlite") }
+        XCTAssertFalse(files.isEmpty)
+        for file in files {
+            let bytes = try Data(contentsOf: directory.appendingPathComponent(file))
+            for token in [bobToken, second.token, apiToken] {
+                XCTAssertNil(bytes.range(of: Data(token.utf8)), "\(file) holds a token in clear")
+            }
+        }
     }
 
     func testReopeningTheStoreKeepsRecordsUsersAndEverySyncToken() throws {
