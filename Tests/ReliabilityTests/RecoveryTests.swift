@@ -1,0 +1,102 @@
+import Foundation
+import RecordModel
+import RecordStore
+@testable import Scorebook
+@testable import SyncEngine
+import TestSupport
+import XCTest
+
+/// The sync engine's large and exceptional paths against the real store and `RecordAPI` (issue 4):
+/// an outbox bigger than one request, a zone deleted on the server, a sync token that expired.
+final class RecoveryTests: XCTestCase {
+    /// A scorebook of 1 game, 1 person, 200 matches, 200 players and 400 scores made offline.
+    func makeScorebook(on machine: SyncMachine, clock: EditClock) throws -> Int {
+        let game = Game(name: "Go", modificationDate: clock.now())
+        let person = Person(firstName: "Ann", modificationDate: clock.now())
+        var entities: [any CloudKitCompatible] = [game, person]
+        for index in 0..<200 {
+            let match = Match(game: game.recordName, startDate: clock.now())
+            let player = Player(match: match.recordName, person: person.recordName, seat: 1, modificationDate: clock.now())
+            // Children first in the outbox's order of edits: the engine must still send parents first.
+            entities += [Score(player: player.recordName, value: Double(index), round: 1, modificationDate: clock.now()),
+                         Score(player: player.recordName, value: 1, round: 2, modificationDate: clock.now()), player, match]
+        }
+        try machine.create(entities, requiring: [])
+        return entities.count
+    }
+
+    func assertEqualToServer(_ machine: SyncMachine, _ server: [String: Record], _ label: String,
+                             file: StaticString = #filePath, line: UInt = #line) throws
+    {
+        let local = try machine.records()
+        XCTAssertEqual(Set(local.keys), Set(server.keys), "\(label): the same records", file: file, line: line)
+        let differing = local.filter { name, record in server[name].map { $0.fields != record.fields } ?? false }.keys
+        XCTAssertEqual(differing.count, 0, "\(label): fields differ for \(differing.prefix(3))", file: file, line: line)
+        XCTAssertEqual(try machine.store.pendingChangeCount(), 0, "\(label): nothing left to send", file: file, line: line)
+        XCTAssertEqual(try machine.store.waitingRecordCount(), 0, "\(label): no child waits for a parent", file: file, line: line)
+    }
+
+    /// 802 records made offline go in requests of at most 400 operations, each of which the server
+    /// accepts whole (a child sent before its parent would be VALIDATING_REFERENCE_ERROR); another
+    /// machine fetches them all across several pages.
+    func testALargeOutboxGoesInBatchesOfAtMost400AndArrivesWhole() async throws {
+        let testbed = try SyncTestbed(user: "large")
+        defer { testbed.close() }
+        let a = try testbed.machine(0), b = try testbed.machine(1)
+        let batchSizes = LockedBox<[Int]>([])
+        a.transport.trace = { line in
+            guard line.hasPrefix("records/modify") else { return }
+            let operations = line.split(separator: "\n").count - 1
+            batchSizes.set(batchSizes.value + [operations])
+        }
+        let count = try makeScorebook(on: a, clock: testbed.clock)
+        try await a.engine.sync()
+        let sizes = batchSizes.value.filter { $0 > 0 }
+        XCTAssertEqual(sizes.reduce(0, +), count, "each record sent once: \(sizes)")
+        XCTAssertTrue(sizes.allSatisfy { $0 <= 400 }, "batches \(sizes)")
+        XCTAssertGreaterThanOrEqual(sizes.count, 3)
+
+        let server = try await testbed.serverRecords()
+        XCTAssertEqual(server.count, count)
+        try await b.engine.sync()
+        try assertEqualToServer(a, server, "A")
+        try assertEqualToServer(b, server, "B")
+    }
+
+    /// The zone is deleted on the server (another client, or an operator). The next sync of the
+    /// machine that has the data recreates the zone and sends everything again, a new edit
+    /// included; the other machine's token is then of a zone that no longer exists
+    /// (CHANGE_TOKEN_EXPIRED), so it refetches from scratch and ends equal to the server.
+    func testADeletedZoneIsRecreatedAndAnExpiredTokenRefetched() async throws {
+        let testbed = try SyncTestbed(user: "zone-reset")
+        defer { testbed.close() }
+        let a = try testbed.machine(0), b = try testbed.machine(1)
+        let count = try makeScorebook(on: a, clock: testbed.clock)
+        try await a.engine.sync()
+        try await b.engine.sync()
+        XCTAssertEqual(try b.records().count, count)
+
+        let user = try XCTUnwrap(try testbed.server.authenticate(bearerToken: testbed.token))
+        let scope = DatabaseScope(user: user, container: "iCloud.scorebook", environment: .production)
+        try testbed.server.deleteZone(scope, zoneName: Scorebook.zoneID.zoneName)
+        XCTAssertThrowsError(try testbed.server.lookupZone(scope, zoneName: Scorebook.zoneID.zoneName), "the zone is gone")
+
+        let late = Person(firstName: "Late", modificationDate: testbed.clock.now())
+        try a.create([late], requiring: [])
+        try await a.engine.sync()
+        let server = try await testbed.serverRecords()
+        XCTAssertEqual(server.count, count + 1, "the zone is back with everything A had, and A's new edit")
+        XCTAssertNotNil(server[late.recordName])
+
+        // B's token now names a zone that was deleted: the server says it expired.
+        let staleToken = try XCTUnwrap(try b.store.setting(SyncSettingKey.syncToken))
+        XCTAssertThrowsError(try testbed.server.zoneChanges(scope, zone: Scorebook.zoneID, syncToken: staleToken, resultsLimit: 400,
+                                                            recordTypes: nil)) { error in
+            XCTAssertEqual((error as? ServerError)?.code, .changeTokenExpired)
+        }
+        try await b.engine.sync()
+        try assertEqualToServer(a, server, "A")
+        try assertEqualToServer(b, server, "B after refetching from scratch")
+        XCTAssertNotEqual(try b.store.setting(SyncSettingKey.syncToken), staleToken)
+    }
+}
