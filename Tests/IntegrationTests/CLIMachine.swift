@@ -1,5 +1,6 @@
 import Foundation
 import RecordModel
+import SyncEngine
 import XCTest
 
 #if canImport(Glibc)
@@ -93,6 +94,17 @@ final class CLIMachine {
                 "matches": matches, "shown": .object(shown)]
     }
 
+    /// Every record of the store (CONTRACT §5 types), read in this process: only while no
+    /// `scorebook` runs on the store.
+    func storedRecords() throws -> [String: Record] {
+        let store = try LocalRecordStore(path: storePath)
+        var records: [String: Record] = [:]
+        for type in scorebookRecordTypes {
+            for record in try store.records(ofType: type) { records[record.recordName] = record }
+        }
+        return records
+    }
+
     /// Starts `scorebook sync --watch --for SECONDS --json` in the background.
     func startWatch(seconds: Int) throws -> BackgroundCLI {
         try BackgroundCLI(["--store", storePath, "sync", "--watch", "--for", String(seconds), "--json"])
@@ -153,6 +165,8 @@ final class BackgroundCLI {
 struct ServerZone {
     var records: [String: JSONValue] = [:]
 
+    init(records: [String: JSONValue]) { self.records = records }
+
     init(daemon: DaemonProcess, token: String, container: String = "iCloud.scorebook", environment: String = "production") throws {
         var syncToken: String?
         for _ in 0..<1_000 {
@@ -166,7 +180,13 @@ struct ServerZone {
             if entry["serverErrorCode"]?.stringValue == "ZONE_NOT_FOUND" { return }
             for record in entry["records"]?.arrayValue ?? [] {
                 guard let name = record["recordName"]?.stringValue else { continue }
-                records[name] = record["deleted"]?.boolValue == true ? nil : record
+                // Not `records[name] = deleted ? nil : record`: JSONValue takes `nil` as JSON null,
+                // which kept every deleted record as a null entry (and hid orphans pointing at it).
+                if record["deleted"]?.boolValue == true {
+                    records.removeValue(forKey: name)
+                } else {
+                    records[name] = record
+                }
             }
             syncToken = entry["syncToken"]?.stringValue
             if entry["moreComing"]?.boolValue != true { return }
@@ -201,24 +221,155 @@ struct ServerZone {
     }
 }
 
-/// Asserts that a store shows exactly the server's records: the same people, games, matches and
-/// players, and each player's total equal to the sum of the server's scores for it.
-func assertStore(_ snapshot: JSONValue, equals server: ServerZone, _ label: String, file: StaticString = #filePath, line: UInt = #line) {
-    func names(_ key: String) -> Set<String> {
-        Set((snapshot[key]?.arrayValue ?? []).compactMap { $0["recordName"]?.stringValue })
+/// The record types of CONTRACT §5.
+let scorebookRecordTypes = ["Person", "Game", "Match", "Player", "Score", "MatchImage", "MatchLocation"]
+
+/// Asserts that a store holds exactly the server's records:
+/// - what the CLI shows (`snapshot`, taken now if not given): the same people, games and matches
+///   with every field equal to the server's (dates to the millisecond, references by name), each
+///   match's players (their person) and each player's total equal to the sum of the server's
+///   scores for it, and no shown record pointing at one the store does not show;
+/// - the store itself, read after the CLI has exited: the same records of every type as the
+///   server, each with the server's field values, and no record whose parent (a `DELETE_SELF`
+///   or `VALIDATE` reference) is missing locally.
+func assertStore(_ machine: CLIMachine, equals server: ServerZone, _ label: String, snapshot given: JSONValue? = nil,
+                 file: StaticString = #filePath, line: UInt = #line) throws
+{
+    let snapshot = try given ?? machine.snapshot(file: file, line: line)
+    assertSnapshot(snapshot, equals: server, label, file: file, line: line)
+    try assertStoredRecords(of: machine, equal: server, label, file: file, line: line)
+}
+
+/// The CLI's view of a store against the server (see `assertStore`).
+func assertSnapshot(_ snapshot: JSONValue, equals server: ServerZone, _ label: String,
+                    file: StaticString = #filePath, line: UInt = #line)
+{
+    func entities(_ key: String) -> [String: JSONValue] {
+        var result: [String: JSONValue] = [:]
+        for entity in snapshot[key]?.arrayValue ?? [] {
+            guard let name = entity["recordName"]?.stringValue else { continue }
+            XCTAssertNil(result[name], "\(label): \(name) listed twice", file: file, line: line)
+            result[name] = entity
+        }
+        return result
     }
-    XCTAssertEqual(names("people"), server.names(ofType: "Person"), "\(label): people", file: file, line: line)
-    XCTAssertEqual(names("games"), server.names(ofType: "Game"), "\(label): games", file: file, line: line)
-    XCTAssertEqual(names("matches"), server.names(ofType: "Match"), "\(label): matches", file: file, line: line)
+    let shown = ["Person": entities("people"), "Game": entities("games"), "Match": entities("matches")]
+    for (type, local) in shown.sorted(by: { $0.key < $1.key }) {
+        XCTAssertEqual(Set(local.keys), server.names(ofType: type), "\(label): \(type) records", file: file, line: line)
+        for (name, entity) in local.sorted(by: { $0.key < $1.key }) {
+            guard let record = server.records[name] else { continue }
+            for difference in entityDifferences(entity, record) {
+                XCTFail("\(label): \(name) \(difference)", file: file, line: line)
+            }
+        }
+    }
+    // Nothing shown points at something not shown.
+    for (name, match) in shown["Match"] ?? [:] {
+        let game = match["game"]?.stringValue ?? ""
+        XCTAssertNotNil(shown["Game"]?[game], "\(label): local orphan \(name), its game \(game) is missing", file: file, line: line)
+    }
     var players: Set<String> = []
     let totals = server.totalsByPlayer
-    for show in (snapshot["shown"]?.objectValue ?? [:]).values {
+    for (match, show) in (snapshot["shown"]?.objectValue ?? [:]).sorted(by: { $0.key < $1.key }) {
+        XCTAssertNotNil(shown["Match"]?[match], "\(label): \(match) shown but not listed", file: file, line: line)
         for row in show["players"]?.arrayValue ?? [] {
             guard let player = row["recordName"]?.stringValue else { continue }
             players.insert(player)
+            let person = row["person"]?.stringValue ?? ""
+            XCTAssertNotNil(shown["Person"]?[person], "\(label): local orphan \(player), its person \(person) is missing",
+                            file: file, line: line)
+            let fields = server.records[player]?["fields"]
+            XCTAssertEqual(fields?["match"]?["value"]?["recordName"]?.stringValue, match, "\(label): match of \(player)",
+                           file: file, line: line)
+            XCTAssertEqual(fields?["person"]?["value"]?["recordName"]?.stringValue, person, "\(label): person of \(player)",
+                           file: file, line: line)
             XCTAssertEqual(row["total"]?.doubleValue ?? .nan, totals[player] ?? 0, accuracy: 1e-9, "\(label): total of \(player)",
                            file: file, line: line)
         }
     }
     XCTAssertEqual(players, server.names(ofType: "Player"), "\(label): players", file: file, line: line)
+}
+
+/// How an entity's JSON (CONTRACT §4.1) differs from the server's record of it: each field of
+/// either side compared by its type, a missing field equal to null.
+func entityDifferences(_ entity: JSONValue, _ record: JSONValue) -> [String] {
+    let members = entity.objectValue ?? [:]
+    let fields = record["fields"]?.objectValue ?? [:]
+    var differences: [String] = []
+    if members["recordType"] != record["recordType"] { differences.append("recordType \(String(describing: members["recordType"]))") }
+    let names = Set(members.keys).union(fields.keys).subtracting(["recordName", "recordType"])
+    for name in names.sorted() {
+        let shown = members[name] ?? .null
+        let field = fields[name]
+        if !fieldMatches(shown, field) {
+            differences.append("field \(name): the CLI shows \(shown.serializedString()), the server has "
+                + (field?.serializedString() ?? "nothing"))
+        }
+    }
+    return differences
+}
+
+/// Whether an entity's JSON value is a server field's value (`{"value", "type"}`, or nil).
+func fieldMatches(_ shown: JSONValue, _ field: JSONValue?) -> Bool {
+    guard let field, let value = field["value"], value != .null else { return shown == .null }
+    switch field["type"]?.stringValue {
+    case "STRING":
+        return shown == value
+    case "INT64":
+        if let flag = shown.boolValue { return flag == ((value.int64Value ?? 0) != 0) }
+        return shown.int64Value != nil && shown.int64Value == value.int64Value
+    case "DOUBLE":
+        guard let number = shown.doubleValue, let expected = value.doubleValue else { return false }
+        return number == expected
+    case "TIMESTAMP":
+        guard let text = shown.stringValue, let date = isoFormatter.date(from: text), let milliseconds = value.doubleValue else { return false }
+        return (date.timeIntervalSince1970 * 1000).rounded() == milliseconds.rounded()
+    case "REFERENCE":
+        return shown.stringValue != nil && shown.stringValue == value["recordName"]?.stringValue
+    case "LOCATION":
+        return shown["latitude"]?.doubleValue == value["latitude"]?.doubleValue
+            && shown["longitude"]?.doubleValue == value["longitude"]?.doubleValue
+    default:
+        // ASSET and the like: the CLI does not show them.
+        return shown == .null
+    }
+}
+
+private let isoFormatter: ISO8601DateFormatter = {
+    let formatter = ISO8601DateFormatter()
+    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+    return formatter
+}()
+
+/// The store's own records against the server's, field by field, and no local orphan. Opens the
+/// store in this process: only while no `scorebook` runs on it.
+func assertStoredRecords(of machine: CLIMachine, equal server: ServerZone, _ label: String,
+                         file: StaticString = #filePath, line: UInt = #line) throws
+{
+    for problem in try storeDifferences(try machine.storedRecords(), server) {
+        XCTFail("\(label): \(problem)", file: file, line: line)
+    }
+}
+
+/// What differs between a store's records and the server's: records on one side only, field
+/// values, and local orphans (a `DELETE_SELF` or `VALIDATE` reference to a record not in the store).
+func storeDifferences(_ local: [String: Record], _ server: ServerZone) throws -> [String] {
+    var problems: [String] = []
+    let onlyLocal = Set(local.keys).subtracting(server.records.keys).sorted()
+    let onlyOnServer = Set(server.records.keys).subtracting(local.keys).sorted()
+    if !onlyLocal.isEmpty { problems.append("the store holds \(onlyLocal), which the server lacks") }
+    if !onlyOnServer.isEmpty { problems.append("the store lacks \(onlyOnServer), which the server holds") }
+    for (name, record) in local.sorted(by: { $0.key < $1.key }) {
+        for (field, reference) in record.references where reference.action != .none && local[reference.recordName] == nil {
+            problems.append("local orphan \(name): its \(field) \(reference.recordName) is not in the store")
+        }
+        guard let json = server.records[name] else { continue }
+        let onServer = try Record(responseJSON: json)
+        if record.recordType != onServer.recordType { problems.append("\(name) is a \(record.recordType) in the store") }
+        for field in Set(record.fields.keys).union(onServer.fields.keys).sorted() where record.fields[field] != onServer.fields[field] {
+            problems.append("\(name).\(field) is \(String(describing: record.fields[field])) in the store, "
+                + "\(String(describing: onServer.fields[field])) on the server")
+        }
+    }
+    return problems
 }

@@ -91,7 +91,7 @@ final class CLIRandomizedTests: XCTestCase {
         let first = try stores[0].snapshot()
         for store in stores {
             let snapshot = try store.snapshot()
-            assertStore(snapshot, equals: server, "seed \(seed) store \(store.name)")
+            try assertStore(store, equals: server, "seed \(seed) store \(store.name)", snapshot: snapshot)
             XCTAssertEqual(snapshot, first, "seed \(seed): \(store.name) differs from \(stores[0].name)")
             XCTAssertEqual(try store.json("status")["pending"]?.int64Value, 0, "seed \(seed) \(store.name)")
         }

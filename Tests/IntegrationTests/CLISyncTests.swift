@@ -81,7 +81,7 @@ final class CLISyncTests: XCTestCase {
         let shown = try phone.json("match", "show", match)
         XCTAssertEqual(shown["players"]?.arrayValue?.map { $0["total"]?.doubleValue }, [12, 7])
         XCTAssertEqual(shown["winner"], try phone.json("person", "list").arrayValue?.first?["recordName"])
-        assertStore(try phone.snapshot(), equals: try ServerZone(daemon: daemon, token: token), "phone")
+        try assertStore(phone, equals: try ServerZone(daemon: daemon, token: token), "phone")
         XCTAssertEqual(try laptop.json("status")["pending"]?.int64Value, 0)
     }
 
@@ -185,8 +185,8 @@ final class CLISyncTests: XCTestCase {
         XCTAssertEqual(zone.records.count, 2, "one game and one person on the server, nothing twice")
         XCTAssertEqual(zone.names(ofType: "Game").count, 1)
         XCTAssertEqual(zone.names(ofType: "Person").count, 1)
-        assertStore(try phone.snapshot(), equals: zone, "phone")
-        assertStore(try laptop.snapshot(), equals: zone, "laptop")
+        try assertStore(phone, equals: zone, "phone")
+        try assertStore(laptop, equals: zone, "laptop")
     }
 
     func testRecordsMadeBeforeAnyLoginBelongToTheFirstAccountToLogIn() throws {
@@ -202,7 +202,7 @@ final class CLISyncTests: XCTestCase {
         XCTAssertEqual(try alicesPhone.sync().received, 9)
         XCTAssertEqual(try alicesPhone.snapshot(), try offline.snapshot())
         XCTAssertEqual(try alicesPhone.json("match", "show", match)["players"]?.arrayValue?.map { $0["total"]?.doubleValue }, [12, 7])
-        assertStore(try alicesPhone.snapshot(), equals: try ServerZone(daemon: daemon, token: token), "alice's phone")
+        try assertStore(alicesPhone, equals: try ServerZone(daemon: daemon, token: token), "alice's phone")
 
         let bobsPhone = CLIMachine("bobs-phone")
         try bobsPhone.login(daemon, token: bobToken)
@@ -283,7 +283,7 @@ final class CLISyncTests: XCTestCase {
         XCTAssertEqual(server.names(ofType: "Person").count, 30, "24 people and 6 added between kills, none twice")
         XCTAssertEqual(server.names(ofType: "Player").count, 48)
         XCTAssertEqual(server.orphans, [])
-        assertStore(try phone.snapshot(), equals: server, "phone")
+        try assertStore(phone, equals: server, "phone")
         print("killed \(killed) of 6 syncs while running")
     }
 
@@ -350,7 +350,7 @@ final class CLISyncTests: XCTestCase {
         XCTAssertTrue(fetch.stderr.hasSuffix("\r"))
         XCTAssertEqual(fetch.lines.count, 1, "the one-line summary, on standard output: \(fetch.stdout)")
         XCTAssertFalse(fetch.stdout.contains("syncing"))
-        assertStore(try phone.snapshot(), equals: try ServerZone(daemon: daemon, token: token), "phone")
+        try assertStore(phone, equals: try ServerZone(daemon: daemon, token: token), "phone")
 
         // Standard error is a pipe here, not a terminal: no bar without the variable.
         try laptop.run("person", "add", "Late")

@@ -192,7 +192,7 @@ final class ReliabilityCLICrashTests: XCTestCase {
         let first = try machines[0].snapshot()
         for machine in machines {
             let snapshot = try machine.snapshot()
-            assertStore(snapshot, equals: server, "\(machine.name); \(context)")
+            try assertStore(machine, equals: server, "\(machine.name); \(context)", snapshot: snapshot)
             XCTAssertEqual(snapshot, first, "\(machine.name) differs from \(machines[0].name); \(context)")
             XCTAssertEqual(try machine.json("status")["pending"]?.int64Value, 0, machine.name)
         }
