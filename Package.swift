@@ -67,7 +67,7 @@ let package = Package(
             swiftSettings: settings),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["RecordModel", "RecordClient", "SQLiteDB", "scorebookd", "scorebook", "TestSupport"],
+            dependencies: ["RecordModel", "RecordClient", "SQLiteDB", "SyncEngine", "scorebookd", "scorebook", "TestSupport"],
             swiftSettings: settings),
     ]
 )

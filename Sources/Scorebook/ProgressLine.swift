@@ -2,7 +2,7 @@ import SyncEngine
 
 /// The one-line progress indicator of a long sync, as text: nothing while the sync is younger
 /// than `delay`, then `syncing [#######.....] 1,200/4,000 records` while sending, or
-/// `syncing | received 1,200 records` (a spinner: the feed's total is unknown) while fetching.
+/// `syncing | fetched 1,200 records` (a spinner: the feed's total is unknown) while fetching.
 /// Pure, so the CLI only decides where (standard error, a terminal) and when to draw it.
 public struct ProgressLine: Equatable, Sendable {
     /// Seconds a sync runs before the indicator appears.
@@ -33,7 +33,7 @@ public struct ProgressLine: Equatable, Sendable {
         } else {
             let frame = Self.spinner[Int(max(0, elapsed) * 10) % Self.spinner.count]
             line = progress.phase == .receiving
-                ? "syncing \(frame) received \(Self.grouped(progress.received)) records"
+                ? "syncing \(frame) fetched \(Self.grouped(progress.received)) records"
                 : "syncing \(frame)"
         }
         return String(line.prefix(width - 1))

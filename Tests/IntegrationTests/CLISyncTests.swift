@@ -346,7 +346,7 @@ final class CLISyncTests: XCTestCase {
 
         // Fetching: the total is unknown, so a spinner and the count received.
         let fetch = try phone.run(["sync"], environment: Self.forcedProgress)
-        XCTAssertTrue(fetch.stderr.contains("received 533 records"), fetch.stderr.debugDescription)
+        XCTAssertTrue(fetch.stderr.contains("fetched 533 records"), fetch.stderr.debugDescription)
         XCTAssertTrue(fetch.stderr.hasSuffix("\r"))
         XCTAssertEqual(fetch.lines.count, 1, "the one-line summary, on standard output: \(fetch.stdout)")
         XCTAssertFalse(fetch.stdout.contains("syncing"))
@@ -374,7 +374,7 @@ final class CLISyncTests: XCTestCase {
         XCTAssertEqual(watch.process.terminationStatus, 0, watch.stderr.text)
         XCTAssertEqual(watch.lines.count, count, "one line per applied change")
         XCTAssertEqual(try watch.lines.map { try JSONValue.parse($0)["event"] }, Array(repeating: "saved", count: count))
-        XCTAssertTrue(watch.stderr.text.contains("received"), watch.stderr.text.debugDescription)
+        XCTAssertTrue(watch.stderr.text.contains("fetched"), watch.stderr.text.debugDescription)
         XCTAssertTrue(watch.stderr.text.hasSuffix("\r"), "erased after the initial sync")
         XCTAssertFalse(watch.stderr.text.contains("\n"))
     }

@@ -42,11 +42,11 @@ final class ProgressLineTests: XCTestCase {
     func testReceivingShowsACountAndASpinnerSinceTheTotalIsUnknown() {
         let progress = SyncProgress(phase: .receiving, sent: 3, toSend: 3, received: 1234)
         // The spinner turns every tenth of a second.
-        XCTAssertEqual(line.text(elapsed: 1.2, progress: progress, width: 80), "syncing | received 1,234 records")
-        XCTAssertEqual(line.text(elapsed: 1.35, progress: progress, width: 80), "syncing / received 1,234 records")
-        XCTAssertEqual(line.text(elapsed: 1.4, progress: progress, width: 80), "syncing - received 1,234 records")
-        XCTAssertEqual(line.text(elapsed: 1.5, progress: progress, width: 80), "syncing \\ received 1,234 records")
-        XCTAssertEqual(line.text(elapsed: 1.6, progress: progress, width: 80), "syncing | received 1,234 records")
+        XCTAssertEqual(line.text(elapsed: 1.2, progress: progress, width: 80), "syncing | fetched 1,234 records")
+        XCTAssertEqual(line.text(elapsed: 1.35, progress: progress, width: 80), "syncing / fetched 1,234 records")
+        XCTAssertEqual(line.text(elapsed: 1.4, progress: progress, width: 80), "syncing - fetched 1,234 records")
+        XCTAssertEqual(line.text(elapsed: 1.5, progress: progress, width: 80), "syncing \\ fetched 1,234 records")
+        XCTAssertEqual(line.text(elapsed: 1.6, progress: progress, width: 80), "syncing | fetched 1,234 records")
         XCTAssertEqual(line.text(elapsed: 5.2, progress: SyncProgress(), width: 80), "syncing |", "nothing queued yet")
     }
 
