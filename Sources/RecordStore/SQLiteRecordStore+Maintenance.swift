@@ -7,7 +7,7 @@ extension SQLiteRecordStore {
     /// one snapshot, so concurrent commits neither block it nor restart it.
     public func backup(to path: String) throws {
         guard !FileManager.default.fileExists(atPath: path) else { throw StoreOpenError("\(path) already exists") }
-        try database.readSync { connection in
+        _ = try database.readSync { connection in
             try connection.run("VACUUM INTO ?", [.text(path)])
         }
     }

@@ -115,7 +115,7 @@ public final class SQLiteRecordStore: RecordStorage, @unchecked Sendable {
 
     public func createAPIToken() throws -> String {
         let token = RandomToken.hex(bytes: 32)
-        try database.writeSync { connection in
+        _ = try database.writeSync { connection in
             try connection.run("INSERT INTO api_tokens (token_hash, created_at) VALUES (?, ?)",
                                [.text(SHA256.hexDigest(token)), .int(clock())])
         }
