@@ -32,7 +32,7 @@ extension LocalRecordStore {
             for name in plan.deletions {
                 let deleted = try Self.applyRemoteDeletion(of: name, in: connection)
                 outcome.applied += deleted
-                if !deleted.isEmpty { outcome.deletedCount += 1 }
+                outcome.deletedCount += deleted.count  // the record and its local cascade: the same total whatever the feed order
             }
             for record in plan.saves {
                 try connection.run("DELETE FROM waiting_records WHERE name = ?", [.text(record.recordName)])

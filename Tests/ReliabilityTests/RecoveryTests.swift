@@ -63,6 +63,26 @@ final class RecoveryTests: XCTestCase {
         try assertEqualToServer(b, server, "B")
     }
 
+    /// A deleted game reaches the other machine as tombstones for it and its cascade, in the
+    /// feed's order; the summary counts every record removed locally, so the figure does not
+    /// depend on whether the game's tombstone came before its matches' or after.
+    func testARemoteCascadeCountsEveryRecordItRemoved() async throws {
+        let testbed = try SyncTestbed(user: "cascade-count")
+        defer { testbed.close() }
+        let a = try testbed.machine(0), b = try testbed.machine(1)
+        let count = try makeScorebook(on: a, clock: testbed.clock)
+        try await a.engine.sync()
+        try await b.engine.sync()
+        let game = try XCTUnwrap(try a.entities(Game.self).first)
+        let removed = try a.delete(game.recordName)
+        XCTAssertEqual(removed.count, count - 1, "everything but the person goes with the game")
+        let sent = try await a.engine.sync()
+        XCTAssertEqual(sent.sentDeleted, 1, "one delete is sent; the server cascades")
+        let received = try await b.engine.sync()
+        XCTAssertEqual(received.receivedDeleted, count - 1)
+        XCTAssertEqual(try b.records().count, 1)
+    }
+
     /// The zone is deleted on the server (another client, or an operator). The next sync of the
     /// machine that has the data recreates the zone and sends everything again, a new edit
     /// included; the other machine's token is then of a zone that no longer exists
