@@ -14,6 +14,8 @@ public struct APIRequest: Sendable {
     public var deviceID: String?
     /// The Host header, for absolute URLs in answers.
     public var host: String?
+    /// `X-Forwarded-Proto` from a TLS-terminating proxy: answers' absolute URLs use `https` when it says so.
+    public var forwardedProto: String?
     /// `Accept`, to tell an event-stream request from a long-poll.
     public var accept: String?
     /// `Last-Event-ID`, where a reconnecting event stream resumes.

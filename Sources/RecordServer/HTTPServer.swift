@@ -50,6 +50,7 @@ struct APIResponder: HTTPResponder {
             authorization: request.headers[.authorization], deviceID: request.headers[APIResponder.deviceIDHeader],
             body: Array(buffer: body))
         apiRequest.host = request.head.authority
+        apiRequest.forwardedProto = request.headers[APIResponder.forwardedProtoHeader]?.lowercased()
         apiRequest.accept = request.headers[.accept]
         apiRequest.lastEventID = request.headers[APIResponder.lastEventIDHeader]
         return Self.response(await api.handle(apiRequest))
@@ -57,6 +58,7 @@ struct APIResponder: HTTPResponder {
 
     static let deviceIDHeader = HTTPField.Name("X-Device-ID")!
     static let lastEventIDHeader = HTTPField.Name("Last-Event-ID")!
+    static let forwardedProtoHeader = HTTPField.Name("X-Forwarded-Proto")!
 
     static func response(_ answer: APIResponse) -> Response {
         if let stream = answer.eventStream {
@@ -114,7 +116,11 @@ public struct HTTPServer {
                 // parser itself refuses the request (400 without a body).
                 httpDecoderConfiguration: .init(maxHeaderFieldSize: 256 * 1024, maxHeaderListSize: 512 * 1024))),
             configuration: .init(address: .hostname(host, port: configuration.port), serverName: nil),
-            onServerRunning: { channel in onReady(host, channel.localAddress?.port ?? 0) },
+            onServerRunning: { [api] channel in
+                let port = channel.localAddress?.port ?? 0
+                api.serverDidBind(host: host, port: port)
+                onReady(host, port)
+            },
             logger: logger)
         var groupConfiguration = ServiceGroupConfiguration(
             services: [.init(service: app)] + services.map { .init(service: $0) },

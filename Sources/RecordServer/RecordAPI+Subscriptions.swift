@@ -52,8 +52,10 @@ extension RecordAPI {
     func createToken(_ body: JSONValue, _ scope: DatabaseScope, request: APIRequest) async throws -> JSONValue {
         let environment = try body.optionalString("apnsEnvironment") ?? "development"
         let token = try await run { try self.store.createPushToken(scope, apnsEnvironment: environment) }
-        let host = request.host ?? "127.0.0.1"
-        let url = "http://\(host)/database/1/\(scope.container)/\(scope.environment.rawValue)/courier/\(token.token)"
+        // The authority the client used (a proxy's included), else the address the daemon is bound to.
+        let host = request.host ?? boundAuthority ?? "127.0.0.1"
+        let scheme = request.forwardedProto == "https" ? "https" : "http"
+        let url = "\(scheme)://\(host)/database/1/\(scope.container)/\(scope.environment.rawValue)/courier/\(token.token)"
         return ["apnsEnvironment": .string(token.apnsEnvironment), "apnsToken": .string(token.token), "webcourierURL": .string(url)]
     }
 

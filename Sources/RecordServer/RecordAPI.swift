@@ -15,6 +15,16 @@ public final class RecordAPI: Sendable {
 
     let rateLimiter: RateLimiter
     let logger: Logger
+    /// `host:port` the server listens on: the courier URL's authority when a request has no
+    /// Host header (HTTP/1.0).
+    private let listeningAuthority = NSLockedValue<String?>(nil)
+
+    /// Called by the server once its socket is bound.
+    public func serverDidBind(host: String, port: Int) {
+        listeningAuthority.set("\(host.contains(":") ? "[\(host)]" : host):\(port)")
+    }
+
+    var boundAuthority: String? { listeningAuthority.value }
 
     /// `requestsPerSecond` (with bursts of twice that) is the per-user rate limit.
     public init(store: any RecordStorage, requestsPerSecond: Double = 2000, logger: Logger = Logger(label: "scorebookd")) {
@@ -242,4 +252,13 @@ extension JSONValue {
         guard let keys = value.arrayValue else { throw ServerError.badRequest("desiredKeys must be an array of strings") }
         return Set(try keys.map { guard let s = $0.stringValue else { throw ServerError.badRequest("desiredKeys must be an array of strings") }; return s })
     }
+}
+
+/// A value behind a lock, for state set once at start-up and read by every request.
+final class NSLockedValue<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: Value
+    init(_ value: Value) { stored = value }
+    var value: Value { lock.withLock { stored } }
+    func set(_ value: Value) { lock.withLock { stored = value } }
 }

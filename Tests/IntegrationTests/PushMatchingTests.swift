@@ -65,4 +65,22 @@ final class PushMatchingTests: PushTestCase {
                                                     ("update", record(newName("Game"), "Game", [:], tag: "missing"))]) }, [],
                        "a rolled-back batch fires nothing")
     }
+
+    /// The courier URL names the address the client used; behind a TLS proxy
+    /// (`X-Forwarded-Proto: https`) it is https; without a Host header (HTTP/1.0) it is the
+    /// daemon's own bound address.
+    func testTheCourierURLNamesAnAddressTheClientCanReach() throws {
+        let tokensPath = "/database/1/\(Self.container)/development/tokens/create"
+        let body = Array(#"{"apnsEnvironment": "development"}"#.utf8)
+        let proxied = try daemon.request("POST", tokensPath, token: token, headers: [("X-Forwarded-Proto", "https")], body: body).parsed()
+        XCTAssertEqual(URL(string: proxied.body["webcourierURL"]?.stringValue ?? "")?.scheme, "https")
+
+        let head = "POST \(tokensPath) HTTP/1.0\r\nAuthorization: Bearer \(token!)\r\nContent-Length: \(body.count)\r\n\r\n"
+        let answer = try RawHTTP.parse(try RawHTTP.sendBytes(port: daemon.port, Array(head.utf8) + body, timeout: 10)).parsed()
+        XCTAssertEqual(answer.status, 200, answer.body.serializedString())
+        let url = try XCTUnwrap(URL(string: answer.body["webcourierURL"]?.stringValue ?? ""))
+        XCTAssertEqual(url.host, "127.0.0.1")
+        XCTAssertEqual(url.port, daemon.port, "without a Host header the daemon names its own address and port")
+        XCTAssertEqual(try poll(url.path, timeout: 0).notifications.count, 0, "and that URL works")
+    }
 }
