@@ -17,7 +17,7 @@ public final class RecordAPI: Sendable {
     let logger: Logger
     /// `host:port` the server listens on: the courier URL's authority when a request has no
     /// Host header (HTTP/1.0).
-    private let listeningAuthority = NSLockedValue<String?>(nil)
+    private let listeningAuthority = LockedValue<String?>(nil)
 
     /// Called by the server once its socket is bound.
     public func serverDidBind(host: String, port: Int) {
@@ -255,7 +255,7 @@ extension JSONValue {
 }
 
 /// A value behind a lock, for state set once at start-up and read by every request.
-final class NSLockedValue<Value: Sendable>: @unchecked Sendable {
+final class LockedValue<Value: Sendable>: @unchecked Sendable {
     private let lock = NSLock()
     private var stored: Value
     init(_ value: Value) { stored = value }
