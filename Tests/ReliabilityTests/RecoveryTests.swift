@@ -25,6 +25,20 @@ final class RecoveryTests: XCTestCase {
         return entities.count
     }
 
+    /// A testbed whose first machine made `makeScorebook` and synced, and whose second machine
+    /// then synced it all; the caller closes the testbed.
+    func scorebookOnTwoMachines(user: String, file: StaticString = #filePath, line: UInt = #line) async throws
+        -> (SyncTestbed, SyncMachine, SyncMachine, Int)
+    {
+        let testbed = try SyncTestbed(user: user)
+        let a = try testbed.machine(0), b = try testbed.machine(1)
+        let count = try makeScorebook(on: a, clock: testbed.clock)
+        try await a.engine.sync()
+        try await b.engine.sync()
+        XCTAssertEqual(try b.records().count, count, "B has the whole scorebook", file: file, line: line)
+        return (testbed, a, b, count)
+    }
+
     func assertEqualToServer(_ machine: SyncMachine, _ server: [String: Record], _ label: String,
                              file: StaticString = #filePath, line: UInt = #line) throws
     {
@@ -67,12 +81,8 @@ final class RecoveryTests: XCTestCase {
     /// feed's order; the summary counts every record removed locally, so the figure does not
     /// depend on whether the game's tombstone came before its matches' or after.
     func testARemoteCascadeCountsEveryRecordItRemoved() async throws {
-        let testbed = try SyncTestbed(user: "cascade-count")
+        let (testbed, a, b, count) = try await scorebookOnTwoMachines(user: "cascade-count")
         defer { testbed.close() }
-        let a = try testbed.machine(0), b = try testbed.machine(1)
-        let count = try makeScorebook(on: a, clock: testbed.clock)
-        try await a.engine.sync()
-        try await b.engine.sync()
         let game = try XCTUnwrap(try a.entities(Game.self).first)
         let removed = try a.delete(game.recordName)
         XCTAssertEqual(removed.count, count - 1, "everything but the person goes with the game")
@@ -88,13 +98,8 @@ final class RecoveryTests: XCTestCase {
     /// included; the other machine's token is then of a zone that no longer exists
     /// (CHANGE_TOKEN_EXPIRED), so it refetches from scratch and ends equal to the server.
     func testADeletedZoneIsRecreatedAndAnExpiredTokenRefetched() async throws {
-        let testbed = try SyncTestbed(user: "zone-reset")
+        let (testbed, a, b, count) = try await scorebookOnTwoMachines(user: "zone-reset")
         defer { testbed.close() }
-        let a = try testbed.machine(0), b = try testbed.machine(1)
-        let count = try makeScorebook(on: a, clock: testbed.clock)
-        try await a.engine.sync()
-        try await b.engine.sync()
-        XCTAssertEqual(try b.records().count, count)
 
         let user = try XCTUnwrap(try testbed.server.authenticate(bearerToken: testbed.token))
         let scope = DatabaseScope(user: user, container: "iCloud.scorebook", environment: .production)
