@@ -185,6 +185,25 @@ final class APIEdgeCaseTests: DaemonTestCase {
         assertError((otherContainer.status, otherContainer.body), 400, "BAD_REQUEST", "a token of another container")
     }
 
+    /// `resultsLimit: 0` means as many as allowed (CloudKit's reading), not one record a page;
+    /// `zones/modify` takes at most 400 operations, like `records/modify`.
+    func testAZeroResultsLimitMeansTheMaximumAndZoneBatchesAreCapped() throws {
+        try modify(token, (0..<12).map { ("create", record("z\($0)", "Thing")) })
+        let page = try ok("records/changes", token, ["zoneID": ["zoneName": "ScorebookData"], "resultsLimit": 0])
+        XCTAssertEqual(page["records"]?.arrayValue?.count, 12)
+        XCTAssertEqual(page["moreComing"], false)
+        let query = try ok("records/query", token, ["zoneID": ["zoneName": "ScorebookData"], "resultsLimit": 0,
+                                                    "query": ["recordType": "Thing"]])
+        XCTAssertEqual(query["records"]?.arrayValue?.count, 12)
+
+        let tooMany: JSONValue = ["operations": .array((0...400).map { index in
+            ["operationType": "create", "zone": ["zoneID": ["zoneName": .string("Zone\(index)")]]]
+        })]
+        assertError(try call("zones/modify", token, tooMany), 413, "LIMIT_EXCEEDED", "401 zone operations")
+        let zones = try ok("zones/list", token)["zones"]?.arrayValue?.count
+        XCTAssertEqual(zones, 2, "nothing of the refused request was applied")
+    }
+
     /// §3.4: every comparator, over HTTP, on values of several types and on `recordName`.
     func testEveryQueryComparator() throws {
         let items: [(String, Int, String, [String])] = [
