@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import RecordModel
 import RecordStore
+import Synchronization
 
 /// The HTTP API of CONTRACT §3, as a function from request to response. Routes decode, call one
 /// store operation, and encode; all the semantics live in the store.
@@ -17,14 +18,15 @@ public final class RecordAPI: Sendable {
     let logger: Logger
     /// `host:port` the server listens on: the courier URL's authority when a request has no
     /// Host header (HTTP/1.0).
-    private let listeningAuthority = LockedValue<String?>(nil)
+    private let listeningAuthority = Mutex<String?>(nil)
 
     /// Called by the server once its socket is bound.
     public func serverDidBind(host: String, port: Int) {
-        listeningAuthority.set("\(host.contains(":") ? "[\(host)]" : host):\(port)")
+        let authority = "\(host.contains(":") ? "[\(host)]" : host):\(port)"
+        listeningAuthority.withLock { $0 = authority }
     }
 
-    var boundAuthority: String? { listeningAuthority.value }
+    var boundAuthority: String? { listeningAuthority.withLock { $0 } }
 
     /// `requestsPerSecond` (with bursts of twice that) is the per-user rate limit.
     public init(store: any RecordStorage, requestsPerSecond: Double = 2000, logger: Logger = Logger(label: "scorebookd")) {
@@ -254,11 +256,3 @@ extension JSONValue {
     }
 }
 
-/// A value behind a lock, for state set once at start-up and read by every request.
-final class LockedValue<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: Value
-    init(_ value: Value) { stored = value }
-    var value: Value { lock.withLock { stored } }
-    func set(_ value: Value) { lock.withLock { stored = value } }
-}

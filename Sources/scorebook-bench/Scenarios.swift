@@ -81,8 +81,7 @@ func batchWrite(_ options: BenchOptions) async throws -> [String: JSONValue] {
     let server = try BenchServer(directory: temporaryDirectory("http"))
     try await server.start()
     let connection = try RawHTTPConnection(port: server.port)
-    _ = try connection.request("POST", server.databasePath + "/zones/modify", token: server.token,
-                               body: Array(#"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"Bench"}}}]}"#.utf8))
+    try createZone("Bench", on: server, connection)
     let bodies = stride(from: 0, to: records.count, by: batchSize).map {
         modifyBody(zone: "Bench", records: Array(records[$0..<min($0 + batchSize, records.count)]))
     }
@@ -289,19 +288,11 @@ func awaitEvent(_ stream: RawHTTPConnection) throws {
     }
 }
 
-/// Creates a zone over HTTP.
-func createZone(_ server: any BenchTarget, _ zone: String) throws {
-    let connection = try RawHTTPConnection(port: server.port)
-    let body = #"{"operations":[{"operationType":"create","zone":{"zoneID":{"zoneName":"\#(zone)"}}}]}"#
-    let (status, _) = try connection.request("POST", server.databasePath + "/zones/modify", token: server.token, body: Array(body.utf8))
-    guard status == 200 else { throw RawHTTPConnection.Failure(description: "zones/modify answered \(status)") }
-}
-
 /// A real release scorebookd for the push scenarios, with one zone and a query subscription on
 /// it: the waiters and the writer are other processes' sockets, as in production.
 func pushDaemon(_ name: String) throws -> DaemonUnderTest {
     let daemon = try DaemonUnderTest(directory: temporaryDirectory(name), extraArguments: ["--rate-limit", "1000000"])
-    try createZone(daemon, "Bench")
+    try createZone("Bench", on: daemon, RawHTTPConnection(port: daemon.port))
     try subscribe(daemon, zone: "Bench")
     return daemon
 }
