@@ -106,6 +106,23 @@ final class CLISyncTests: XCTestCase {
         XCTAssertEqual(try phone.snapshot(), try laptop.snapshot())
     }
 
+    /// `sync --json` counts a deletion as one sent delete (the server cascades) and, on the other
+    /// machine, as every record it removed: the game, its match, 2 players and 3 scores.
+    func testTheSyncSummaryCountsADeletionAndItsCascade() throws {
+        let machines = try machines("laptop", "phone")
+        let (laptop, phone) = (machines[0], machines[1])
+        _ = try recordMatch(on: laptop)
+        try laptop.sync()
+        try phone.sync()
+        try laptop.run("game", "delete", "Catan")
+        let sent = try laptop.json("sync")
+        XCTAssertEqual(sent["sent"]?["deleted"], 1)
+        let received = try phone.json("sync")
+        XCTAssertEqual(received["received"]?["deleted"], 7)
+        XCTAssertEqual(received["received"]?["saved"], 0)
+        XCTAssertEqual(try phone.snapshot(), try laptop.snapshot())
+    }
+
     func testWatchPrintsReadableLinesWithoutJSON() throws {
         let machines = try machines("laptop", "phone")
         let (laptop, phone) = (machines[0], machines[1])

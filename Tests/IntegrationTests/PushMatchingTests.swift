@@ -83,4 +83,17 @@ final class PushMatchingTests: PushTestCase {
         XCTAssertEqual(url.port, daemon.port, "without a Host header the daemon names its own address and port")
         XCTAssertEqual(try poll(url.path, timeout: 0).notifications.count, 0, "and that URL works")
     }
+
+    /// At the 1,000-subscription cap a new subscription is LIMIT_EXCEEDED, and saving an existing
+    /// one again (an update) still works.
+    func testTheSubscriptionCapRefusesOnlyNewSubscriptions() throws {
+        for start in stride(from: 0, to: 1000, by: 400) {
+            try subscribe(contentsOf: (start..<min(start + 400, 1000)).map { ["subscriptionID": .string("db-\($0)"), "subscriptionType": "database"] })
+        }
+        let extra = try call("subscriptions/modify", ["operations": [["operationType": "create",
+                                                                      "subscription": ["subscriptionID": "db-new", "subscriptionType": "database"]]]])
+        XCTAssertEqual(extra["subscriptions"]?.arrayValue?.first?["serverErrorCode"], "LIMIT_EXCEEDED")
+        try subscribe(["subscriptionID": "db-7", "subscriptionType": "zone", "zoneID": ["zoneName": .string(zone)]])
+        XCTAssertEqual(try call("subscriptions/list", [:])["subscriptions"]?.arrayValue?.count, 1000)
+    }
 }

@@ -91,6 +91,10 @@ class PushTestCase: XCTestCase {
     }
 
     func subscribe(_ subscriptions: JSONValue..., token: String? = nil, file: StaticString = #filePath, line: UInt = #line) throws {
+        try subscribe(contentsOf: subscriptions, token: token, file: file, line: line)
+    }
+
+    func subscribe(contentsOf subscriptions: [JSONValue], token: String? = nil, file: StaticString = #filePath, line: UInt = #line) throws {
         let answer = try call("subscriptions/modify", [
             "operations": .array(subscriptions.map { ["operationType": "create", "subscription": $0] }),
         ], token: token, file: file, line: line)
