@@ -24,11 +24,25 @@ extension BookExport {
             let records = rows.filter { $0.recordType == kind.recordType }
             out += ",\n\"\(kind.section)\":["
             for (index, row) in records.enumerated() {
-                out += (index == 0 ? "\n" : ",\n") + JSONText.render(Self.json(of: row, kind: kind))
+                out += (index == 0 ? "\n" : ",\n") + Self.render(Self.json(of: row, kind: kind))
             }
             out += records.isEmpty ? "]" : "\n]"
         }
         return out + "}\n"
+    }
+
+    /// Compact JSON with sorted keys, numbers as the wire format writes them (exactly: an export
+    /// must read back bit for bit, whatever rounding the CLI's output applies for people).
+    static func render(_ value: JSONValue) -> String {
+        switch value {
+        case .object(let members):
+            return "{" + members.keys.sorted().map { JSONValue.string($0).serializedString() + ":" + render(members[$0]!) }
+                .joined(separator: ",") + "}"
+        case .array(let elements):
+            return "[" + elements.map(render).joined(separator: ",") + "]"
+        default:
+            return value.serializedString()
+        }
     }
 
     static func json(of row: ExportRow, kind: ExportKind) -> JSONValue {

@@ -79,3 +79,20 @@ final class ScorekeepingTests: XCTestCase {
         XCTAssertEqual(try book.importBook(exported), ImportSummary(created: 0, updated: 0, unchanged: 15, keptNewer: 0))
     }
 }
+
+final class MatchDateArgumentTests: XCTestCase {
+    func testZonedDatesAreExactAndUnzonedOnesAreLocal() throws {
+        XCTAssertEqual(try Match.date(fromArgument: "2026-11-20T19:30:00Z"), Date(timeIntervalSince1970: 1_795_203_000))
+        XCTAssertEqual(try Match.date(fromArgument: "2026-11-20T19:30:00.250+01:00"), Date(timeIntervalSince1970: 1_795_199_400.25))
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = .current
+        let local = calendar.date(from: DateComponents(year: 2026, month: 11, day: 20, hour: 19, minute: 30))
+        XCTAssertEqual(try Match.date(fromArgument: "2026-11-20T19:30"), local)
+        XCTAssertEqual(try Match.date(fromArgument: "2026-11-20"), calendar.date(from: DateComponents(year: 2026, month: 11, day: 20)))
+        for bad in ["", "tomorrow", "2026-11-31", "20.11.2026", "2026-11-20T25:00:00Z"] {
+            XCTAssertThrowsError(try Match.date(fromArgument: bad), bad) {
+                XCTAssertEqual(($0 as? ScorebookError)?.kind, .invalidInput)
+            }
+        }
+    }
+}
