@@ -290,6 +290,9 @@ final class CLIOutputTests: XCTestCase {
         XCTAssertEqual(try fromFile.json("account", "status")["loggedIn"], true)
         try fromFile.run("game", "add", "Go")
         XCTAssertEqual(try fromFile.sync().sent, 1, "the token read from the file works")
+        let status = try fromFile.run(["status"], environment: ["TZ": "XYZ-5:30"]).stdout
+        XCTAssertNotNil(status.range(of: #"last sync: [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} \+05:30\n"#,
+                                     options: .regularExpression), "status shows the local time: \(status)")
 
         let fromEnvironment = CLIMachine("token-env")
         try fromEnvironment.run(["account", "login", "--server", server], environment: ["SCOREBOOK_TOKEN": token])
