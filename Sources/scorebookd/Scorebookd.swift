@@ -88,7 +88,9 @@ func printJSON(_ members: KeyValuePairs<String, JSONValue>) {
 }
 
 struct Serve: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Serve the HTTP API.")
+    static let configuration = CommandConfiguration(
+        abstract: "Serve the HTTP API.",
+        discussion: "Creates the store when the data directory holds none. One serve per data directory: a second is refused, naming the pid of the first (the lock is DIR/scorebookd.lock).")
 
     @OptionGroup var data: DataDirectoryOption
     @Option(help: "The address to listen on.") var host = "127.0.0.1"
