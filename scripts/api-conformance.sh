@@ -160,9 +160,6 @@ log "python packages ready ($((SECONDS - started_at)) s)"
 DATA="$WORK/data"
 mkdir -p "$DATA"
 json_field() { "$PY" -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
-TOKEN=$("$BIN" user create conformance --data-dir "$DATA" | json_field token) || fail_setup "scorebookd user create failed"
-OTHER_TOKEN=$("$BIN" user create bystander --data-dir "$DATA" | json_field token) || fail_setup "scorebookd user create failed"
-API_TOKEN=$("$BIN" apitoken create --data-dir "$DATA" | json_field apiToken) || fail_setup "scorebookd apitoken create failed"
 
 "$BIN" serve --data-dir "$DATA" --host 127.0.0.1 --port 0 --log-level warning >"$WORK/daemon.out" 2>"$WORK/daemon.log" &
 daemon_pid=$!
@@ -178,6 +175,10 @@ if [ -z "$BASE" ]; then
     fail_setup "scorebookd did not start"
 fi
 log "scorebookd (pid $daemon_pid) at $BASE"
+# Users after `serve` has made the store: the other commands refuse a directory without one.
+TOKEN=$("$BIN" user create conformance --data-dir "$DATA" | json_field token) || fail_setup "scorebookd user create failed"
+OTHER_TOKEN=$("$BIN" user create bystander --data-dir "$DATA" | json_field token) || fail_setup "scorebookd user create failed"
+API_TOKEN=$("$BIN" apitoken create --data-dir "$DATA" | json_field apiToken) || fail_setup "scorebookd apitoken create failed"
 
 daemon_tail() {
     log "last lines of the daemon's log:"

@@ -18,7 +18,8 @@ extension SQLiteRecordStore {
             try connection.readTransaction {
                 var problems: [String] = []
                 let integrity = try connection.map("PRAGMA integrity_check") { $0.text(0) }
-                if integrity != ["ok"] { problems += integrity.prefix(20).map { "sqlite: \($0)" } }
+                // A damaged file stops here: the invariant queries below would only fail on it.
+                if integrity != ["ok"] { return integrity.prefix(20).map { "sqlite: \($0)" } }
                 // No live record may hold a DELETE_SELF or VALIDATE reference to a missing record.
                 try connection.query(
                     """

@@ -15,6 +15,8 @@ public final class SQLiteRecordStore: RecordStorage, @unchecked Sendable {
     private let cacheLock = NSLock()
     private var databaseIDs: [DatabaseScope: Int64] = [:]
     private var authCache: [String: (user: User, expires: Int64)] = [:]
+    /// The store's revocation count when `authCache` was filled (`revocationCount`).
+    private var authCacheRevocations: Int64 = -1
 
     /// Told, after each commit, which databases it changed (the push hub listens here).
     var onCommit: (@Sendable (_ databaseIDs: Set<Int64>) -> Void)?
@@ -122,12 +124,19 @@ public final class SQLiteRecordStore: RecordStorage, @unchecked Sendable {
         return token
     }
 
-    /// Found tokens are cached briefly, so a request costs no hash and no query; a token issued by
-    /// `scorebookd user token` in another process is seen at once (misses are not cached).
+    /// Found tokens are cached briefly, so a request costs no hash and no token query; a token
+    /// issued by `scorebookd user token` in another process is seen at once (misses are not
+    /// cached), and one revoked by `scorebookd user revoke` is refused at once: every request
+    /// reads the store's revocation count, and a changed count empties the cache.
     public func authenticate(bearerToken: String) throws -> User? {
         guard !bearerToken.isEmpty, bearerToken.utf8.count <= 512 else { return nil }
         let now = clock()
+        let revocations = try revocationCount()
         cacheLock.lock()
+        if revocations != authCacheRevocations {
+            authCache.removeAll()
+            authCacheRevocations = revocations
+        }
         if let cached = authCache[bearerToken], cached.expires > now {
             cacheLock.unlock()
             return cached.user
@@ -144,7 +153,8 @@ public final class SQLiteRecordStore: RecordStorage, @unchecked Sendable {
         if let user {
             cacheLock.lock()
             if authCache.count > 10_000 { authCache.removeAll() }
-            authCache[bearerToken] = (user, now + 30_000)
+            // Read before the token was: a revocation since then shows as a changed count.
+            if authCacheRevocations == revocations { authCache[bearerToken] = (user, now + 30_000) }
             cacheLock.unlock()
         }
         return user

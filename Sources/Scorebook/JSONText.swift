@@ -1,7 +1,9 @@
 import RecordModel
 
 /// JSON text for output: compact, one line, object keys sorted so the same data always
-/// prints the same.
+/// prints the same. Strings escape every control character — C0 as JSON requires, and DEL and
+/// C1 too (`\u007f`, `\u009b`), which JSON allows raw but a terminal would act on — so JSON
+/// printed to a terminal cannot carry an escape sequence from another machine's data.
 enum JSONText {
     static func render(_ value: JSONValue) -> String {
         var out = ""
@@ -15,7 +17,8 @@ enum JSONText {
             out += "{"
             for (index, key) in members.keys.sorted().enumerated() {
                 if index > 0 { out += "," }
-                out += JSONValue.string(key).serializedString() + ":"
+                writeString(key, to: &out)
+                out += ":"
                 write(members[key]!, to: &out)
             }
             out += "}"
@@ -26,8 +29,31 @@ enum JSONText {
                 write(element, to: &out)
             }
             out += "]"
+        case .string(let text):
+            writeString(text, to: &out)
         default:
             out += value.serializedString()
         }
     }
+
+    /// The standard JSON string of `text`, then each DEL or C1 scalar (left raw by it) written
+    /// as `\u00XX`.
+    private static func writeString(_ text: String, to out: inout String) {
+        let standard = JSONValue.string(text).serializedString()
+        guard standard.unicodeScalars.contains(where: isDELOrC1) else {
+            out += standard
+            return
+        }
+        var escaped = String.UnicodeScalarView()
+        for scalar in standard.unicodeScalars {
+            if isDELOrC1(scalar) {
+                escaped.append(contentsOf: "\\u00\(String(scalar.value, radix: 16))".unicodeScalars)
+            } else {
+                escaped.append(scalar)
+            }
+        }
+        out += String(escaped)
+    }
+
+    private static func isDELOrC1(_ scalar: Unicode.Scalar) -> Bool { (0x7F...0x9F).contains(scalar.value) }
 }

@@ -45,7 +45,7 @@ public struct Match: CloudKitCompatible, Equatable {
     }
 
     public var isFinished: Bool { endDate != nil }
-    public var displayName: String { "match of \(ISO8601.string(from: startDate))" }
+    public var displayName: String { "match of \(LocalTime.string(from: startDate))" }
 
     public var jsonFields: [String: JSONValue] {
         ["game": .string(game), "startDate": .string(ISO8601.string(from: startDate)),

@@ -3,7 +3,10 @@ import RecordModel
 import SyncEngine
 
 /// What each command prints, as text for people or (`json`) one JSON document
-/// (CONTRACT §4). The CLI only prints these strings.
+/// (CONTRACT §4). The CLI only prints these strings. Text shows times in the local time zone,
+/// numbers as `NumberText` writes them, and anything that may have come from another machine
+/// with its control characters escaped; JSON keeps UTC times, and its strings escape every
+/// control character (`JSONText`).
 public enum Output {
     /// After `add`/`start`: the new record name, or the entity.
     public static func created(_ entity: any CloudKitCompatible, json: Bool) -> String {
@@ -57,21 +60,21 @@ public enum Output {
             guard case .object(var members) = match.json else { return JSONText.render(match.json) }
             members["players"] = .array(result.rows.map {
                 ["recordName": .string($0.player), "person": .string($0.person), "name": .string($0.name),
-                 "total": .double($0.total), "rank": .int(Int64($0.rank))]
+                 "total": .double(NumberText.rounded($0.total)), "rank": .int(Int64($0.rank))]
             })
             members["winner"] = result.winner.map(JSONValue.string) ?? .null
             members["location"] = line.location.map(\.showJSON) ?? .null
             return JSONText.render(.object(members))
         }
-        var lines = ["\(line.gameName) — \(match.recordName)"]
-        lines.append("started \(ISO8601.string(from: match.startDate))"
-            + (match.endDate.map { ", finished \(ISO8601.string(from: $0))" } ?? ", in progress"))
-        if let notes = match.notes { lines.append("notes: \(notes)") }
-        if let location = line.location { lines.append("location: \(location.showText)") }
+        var lines = ["\(shown(line.gameName)) — \(shown(match.recordName))"]
+        lines.append("started \(LocalTime.string(from: match.startDate))"
+            + (match.endDate.map { ", finished \(LocalTime.string(from: $0))" } ?? ", in progress"))
+        if let notes = match.notes { lines.append("notes: \(shown(notes))") }
+        if let location = line.location { lines.append("location: \(shown(location.showText))") }
         let rows = result.rows.map { [String($0.rank), $0.name, NumberText.format($0.total)] }
         lines.append(TextTable(headers: ["RANK", "PLAYER", "TOTAL"], rows: rows).rendered)
         if let winner = result.winner, let row = result.rows.first(where: { $0.person == winner }) {
-            lines.append("winner: \(row.name)")
+            lines.append("winner: \(shown(row.name))")
         } else {
             lines.append(match.isFinished ? "winner: none (tied)" : "winner: none yet (in progress)")
         }
@@ -82,8 +85,8 @@ public enum Output {
         if json {
             return JSONText.render(.array(rows.map {
                 ["person": .string($0.person), "name": .string($0.name), "played": .int(Int64($0.played)),
-                 "won": .int(Int64($0.won)), "winRate": .double($0.winRate),
-                 "averageScore": $0.averageScore.map(JSONValue.double) ?? .null]
+                 "won": .int(Int64($0.won)), "winRate": .double(NumberText.rounded($0.winRate)),
+                 "averageScore": $0.averageScore.map { .double(NumberText.rounded($0)) } ?? .null]
             }))
         }
         let table = rows.map {
@@ -101,7 +104,7 @@ public enum Output {
         }
         guard let first = records.first else { return "nothing deleted" }
         let rest = records.count - 1
-        return "deleted \(first.recordType) \"\(first.displayName)\" (\(first.recordName))"
+        return "deleted \(shown(first.recordType)) \"\(shown(first.displayName))\" (\(shown(first.recordName)))"
             + (rest > 0 ? " and \(rest) record\(rest == 1 ? "" : "s") that depended on it" : "")
     }
 
@@ -119,7 +122,7 @@ public enum Output {
 
     /// One line of `sync --watch` per applied remote change.
     public static func change(_ change: AppliedChange, json: Bool) -> String {
-        guard json else { return Scorebook.describe(change) }
+        guard json else { return shown(Scorebook.describe(change)) }
         let type = change.recordType.isEmpty ? (RecordNaming.recordType(fromRecordName: change.recordName) ?? "") : change.recordType
         return JSONText.render(["event": .string(change.kind.rawValue), "recordType": .string(type),
                                 "recordName": .string(change.recordName)])
@@ -135,7 +138,7 @@ public enum Output {
         guard let account else {
             return "not logged in" + (dataOwner.map { " (the local data belongs to \($0))" } ?? "")
         }
-        return "\(account.userRecordName) at \(account.serverURL.absoluteString) (\(account.container), \(account.environment))"
+        return shown("\(account.userRecordName) at \(account.serverURL.absoluteString) (\(account.container), \(account.environment))")
     }
 
     /// `status`: account, sync switch, last sync, pending changes, last error.
@@ -150,9 +153,9 @@ public enum Output {
         return [
             "account: \(accountText(status.account, dataOwner: status.dataOwner))",
             "sync: \(status.syncEnabled ? "on" : "off")",
-            "last sync: \(status.lastSync.map { ISO8601.string(from: $0) } ?? "never")",
+            "last sync: \(status.lastSync.map { LocalTime.string(from: $0) } ?? "never")",
             "pending changes: \(status.pendingChanges)",
-            "last error: \(status.lastError ?? "none")",
+            "last error: \(status.lastError.map(shown) ?? "none")",
         ].joined(separator: "\n")
     }
 
@@ -167,5 +170,10 @@ public enum Output {
         return accountText(status.account, dataOwner: status.dataOwner)
     }
 
-    static func day(_ date: Date) -> String { String(ISO8601.string(from: date).prefix(16)).replacingOccurrences(of: "T", with: " ") }
+    /// A start time in a table: local, to the minute, with the zone's offset.
+    static func day(_ date: Date) -> String { LocalTime.string(from: date, seconds: false) }
+
+    /// Text that may have come from another machine, as a line may show it: control characters
+    /// escaped (`DisplayText.escapingControls`). Tables escape their cells themselves.
+    static func shown(_ text: String) -> String { DisplayText.escapingControls(text) }
 }

@@ -1,9 +1,10 @@
 import Foundation
 import SyncEngine
 
-/// Resolves a REF typed by a person (CONTRACT §4.1): a record name, a unique display name, or
-/// a unique prefix of the record name's UUID — in that order of precedence, so a person called
-/// "Bea" is found by name even though "BEA" could start a UUID.
+/// Resolves a REF typed by a person (CONTRACT §4.1): a record name, a unique display name, a
+/// unique other name (a person's first name), or a unique prefix of the record name's UUID — in
+/// that order of precedence, so a person called "Bea" is found by name even though "BEA" could
+/// start a UUID, and "Ada" finds the person called just Ada even when Ada Lovelace exists.
 public enum ReferenceResolver {
     public struct Candidate: Equatable, Sendable {
         public var recordName: String
@@ -29,7 +30,10 @@ public enum ReferenceResolver {
         guard !text.isEmpty else { return .notFound }
         if let exact = candidates.first(where: { $0.recordName == text }) { return .found(exact.recordName) }
         let folded = text.lowercased()
+        // The whole display name first: a person called just "Ada" is "Ada" even when
+        // "Ada Lovelace" (first name Ada) exists too.
         let byName = candidates.filter { candidate in candidate.names.contains { $0.lowercased() == folded } }
+        if let result = single(byName.filter { $0.displayName.lowercased() == folded }) { return result }
         if let result = single(byName) { return result }
         let upper = text.uppercased()
         let byPrefix = candidates.filter { candidate in

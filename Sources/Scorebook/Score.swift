@@ -41,11 +41,3 @@ public struct Score: CloudKitCompatible, Equatable {
         ["player": .string(player), "value": .double(value), "round": round.map(JSONValue.int) ?? .null]
     }
 }
-
-/// Numbers as people write them: `42`, not `42.0`.
-public enum NumberText {
-    public static func format(_ value: Double) -> String {
-        if value.rounded() == value, abs(value) < 1e15 { return String(Int64(value)) }
-        return String(value)
-    }
-}

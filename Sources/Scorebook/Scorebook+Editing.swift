@@ -12,9 +12,9 @@ public struct DeletedRecord: Equatable, Sendable {
 extension Scorebook {
     @discardableResult
     public func addPerson(firstName: String, lastName: String? = nil, email: String? = nil) throws -> Person {
-        let first = firstName.trimmingCharacters(in: .whitespaces)
-        guard !first.isEmpty else { throw ScorebookError(.invalidInput, "a person needs a first name") }
-        let person = Person(firstName: first, lastName: lastName.flatMap(Self.nonEmpty), emailAddress: email.flatMap(Self.nonEmpty),
+        let first = try NameValidation.validated(firstName, field: "a person's first name")
+        let last = try NameValidation.validatedOptional(lastName, field: "a person's last name")
+        let person = Person(firstName: first, lastName: last, emailAddress: email.flatMap(Self.nonEmpty),
                             modificationDate: now())
         try save([person])
         return person
@@ -22,7 +22,7 @@ extension Scorebook {
 
     @discardableResult
     public func addGame(name: String, lowScoreWins: Bool = false) throws -> Game {
-        guard let name = Self.nonEmpty(name) else { throw ScorebookError(.invalidInput, "a game needs a name") }
+        let name = try NameValidation.validated(name, field: "a game's name")
         let game = Game(name: name, lowScoreWins: lowScoreWins, modificationDate: now())
         try save([game])
         return game
@@ -33,11 +33,8 @@ extension Scorebook {
     @discardableResult
     public func editPerson(reference: String, firstName: String? = nil, lastName: String? = nil, email: String? = nil) throws -> Person {
         var person = try resolve(Person.self, reference)
-        if let firstName {
-            guard let first = Self.nonEmpty(firstName) else { throw ScorebookError(.invalidInput, "a person needs a first name") }
-            person.firstName = first
-        }
-        if let lastName { person.lastName = Self.nonEmpty(lastName) }
+        if let firstName { person.firstName = try NameValidation.validated(firstName, field: "a person's first name") }
+        if let lastName { person.lastName = try NameValidation.validatedOptional(lastName, field: "a person's last name") }
         if let email { person.emailAddress = Self.nonEmpty(email) }
         person.modificationDate = now()
         try save([person])
@@ -48,10 +45,7 @@ extension Scorebook {
     @discardableResult
     public func editGame(reference: String, name: String? = nil, lowScoreWins: Bool? = nil) throws -> Game {
         var game = try resolve(Game.self, reference)
-        if let name {
-            guard let newName = Self.nonEmpty(name) else { throw ScorebookError(.invalidInput, "a game needs a name") }
-            game.name = newName
-        }
+        if let name { game.name = try NameValidation.validated(name, field: "a game's name") }
         if let lowScoreWins { game.lowScoreWins = lowScoreWins }
         game.modificationDate = now()
         try save([game])

@@ -4,18 +4,19 @@ import Foundation
 public struct StandingsRow: Equatable, Sendable {
     public var person: String
     public var name: String
-    /// Matches the person took part in, finished or not.
+    /// Finished matches the person took part in.
     public var played: Int
     /// Finished matches the person won outright.
     public var won: Int
     /// `won / played`, 0 when nothing was played.
     public var winRate: Double
-    /// The mean of the person's match totals; nil when nothing was played.
+    /// The mean of the person's totals in finished matches; nil when nothing was played.
     public var averageScore: Double?
 }
 
 /// Standings over a set of matches: per person, matches played and won, win rate and average
-/// total, best first.
+/// total, best first. Only finished matches count: a match in progress has no result yet, and
+/// counting it would lower every player's win rate until it ends.
 public enum Standings {
     public struct MatchInput: Sendable {
         public var match: Match
@@ -32,7 +33,7 @@ public enum Standings {
             var played = 0
             var won = 0
             var totals: [Double] = []
-            for input in matches {
+            for input in matches where input.match.isFinished {
                 guard let row = input.result.rows.first(where: { $0.person == person.recordName }) else { continue }
                 played += 1
                 totals.append(row.total)

@@ -178,11 +178,6 @@ final class DaemonUnderTest: BenchTarget {
         self.directory = directory
         self.container = container
         self.environment = environment
-        let created = try Subprocess.run(binary, ["user", "create", "bench", "--data-dir", directory])
-        guard let token = try JSONValue.parse(Array(created.utf8))["token"]?.stringValue else {
-            throw Subprocess.Failure(description: "scorebookd user create printed \(created)")
-        }
-        self.token = token
         process = try Subprocess(binary, ["serve", "--data-dir", directory, "--port", "0", "--log-level", "error"] + extraArguments,
                                  captureOutput: true, keepStandardError: true)
         guard let line = process.readLine(timeout: 60), let range = line.range(of: "http://127.0.0.1:"),
@@ -193,6 +188,21 @@ final class DaemonUnderTest: BenchTarget {
             throw Subprocess.Failure(description: "scorebookd did not announce its port")
         }
         self.port = port
+        // After `serve` made the store: `user create` refuses a directory without one.
+        let created: String
+        do {
+            created = try Subprocess.run(binary, ["user", "create", "bench", "--data-dir", directory])
+        } catch {
+            process.signal(SIGKILL)
+            _ = try? process.wait()
+            throw error
+        }
+        guard let token = try JSONValue.parse(Array(created.utf8))["token"]?.stringValue else {
+            process.signal(SIGKILL)
+            _ = try? process.wait()
+            throw Subprocess.Failure(description: "scorebookd user create printed \(created)")
+        }
+        self.token = token
     }
 
     var baseURL: String { "http://127.0.0.1:\(port)" }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Scorebook
 
 struct AccountCommand: ParsableCommand {
@@ -9,14 +10,20 @@ struct AccountCommand: ParsableCommand {
 
     struct Login: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "login", abstract: "Log in with a token from 'scorebookd user create'.")
+            commandName: "login", abstract: "Log in with a token from 'scorebookd user create'.",
+            discussion: "The token comes from exactly one of --token, --token-file or the environment variable SCOREBOOK_TOKEN.")
         @OptionGroup var global: GlobalOptions
         @Option(name: .long, help: "The server, e.g. http://127.0.0.1:8080.") var server: String
-        @Option(name: .long, help: "The user's token.") var token: String
+        @Option(name: .long, help: "The user's token (visible to other users in the process list; prefer --token-file).")
+        var token: String?
+        @Option(name: .customLong("token-file"), help: ArgumentHelp("A file holding the token.", valueName: "file"))
+        var tokenFile: String?
         @Option(name: .long, help: "The container.") var container = "iCloud.scorebook"
         @Option(name: .long, help: "The environment: production or development.") var environment = "production"
 
         func run() async throws {
+            let token = try TokenSource.token(flag: token, file: tokenFile,
+                                              environment: ProcessInfo.processInfo.environment["SCOREBOOK_TOKEN"])
             let book = try global.openScorebook()
             try await book.login(server: server, token: token, container: container, environment: environment)
             let status = try book.status()

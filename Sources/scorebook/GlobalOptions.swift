@@ -20,7 +20,11 @@ struct GlobalOptions: ParsableArguments {
         return "\(home)/.local/share/scorebook/scorebook.sqlite"
     }
 
-    func openScorebook() throws -> Scorebook { try Scorebook(storePath: storePath) }
+    func openScorebook() throws -> Scorebook {
+        let path = storePath
+        try StoreFile.createPrivately(at: path)
+        return try Scorebook(storePath: path)
+    }
 
     /// `scorebook --store X person list` puts the global options before the command that
     /// declares them; move them after it, where the parser looks for them.
@@ -47,12 +51,14 @@ struct GlobalOptions: ParsableArguments {
     }
 }
 
-/// Writes a line to standard output at once, so a reader of a pipe sees it as it happens.
+/// Writes a line to standard output at once, so a reader of a pipe sees it as it happens. Any
+/// control character but the newlines between lines is escaped here, the last guard that no
+/// text from another machine reaches the terminal raw (`Output` already escapes what it shows).
 func emit(_ text: String) {
-    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    FileHandle.standardOutput.write(Data((DisplayText.escapingControls(text, keepingNewlines: true) + "\n").utf8))
 }
 
-/// Writes a line to standard error.
+/// Writes a line to standard error, control characters escaped as by `emit`.
 func warn(_ text: String) {
-    FileHandle.standardError.write(Data((text + "\n").utf8))
+    FileHandle.standardError.write(Data((DisplayText.escapingControls(text, keepingNewlines: true) + "\n").utf8))
 }

@@ -16,15 +16,24 @@ struct ScoreCommand: ParsableCommand {
         @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The points scored.", valueName: "value"))
         var value: [String] = []
 
+        /// The words given for VALUE, without a `--` that ends the options (`score add … -- -3`),
+        /// which this way of capturing keeps.
+        var valueWords: [String] {
+            guard let terminator = value.firstIndex(of: "--") else { return value }
+            var words = value
+            words.remove(at: terminator)
+            return words
+        }
+
         func validate() throws {
-            guard value.count == 1, Double(value[0]) != nil else {
+            guard valueWords.count == 1, Double(valueWords[0]) != nil else {
                 throw ValidationError("give exactly one score VALUE, a number")
             }
         }
 
         func run() throws {
             let score = try global.openScorebook().addScore(matchReference: match, playerReference: player,
-                                                            value: Double(value[0]) ?? 0, round: round)
+                                                            value: Double(valueWords[0]) ?? 0, round: round)
             emit(Output.created(score, json: global.json))
         }
     }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import RecordModel
 import Scorebook
 
 /// Every command of the tree states its `commandName`. Without it, ArgumentParser derives the
@@ -10,9 +11,28 @@ struct ScorebookCommand: AsyncParsableCommand {
         commandName: "scorebook",
         abstract: "Keep scores of games, offline, and sync them between machines.",
         discussion: """
-            REF is a record name, a unique prefix of its UUID, or a unique display name (a game's \
-            name, a person's first or full name).
+            QUICK START (works offline):
+              scorebook person add Ada; scorebook person add Alan; scorebook game add Go
+              M=$(scorebook match start --game Go --players Ada,Alan)
+              scorebook score add --match "$M" --player Ada 7; scorebook match show "$M"
+
+            GLOBAL OPTIONS (every command takes them, before or after its name):
+              --store <path>  The local store, a SQLite file (one per machine); also
+                              SCOREBOOK_STORE; default
+                              ~/.local/share/scorebook/scorebook.sqlite
+              --json          Print machine-readable JSON.
+              -h, --help      Show help for scorebook or for a command.
+              --version       Show the version.
+
+            To sync: 'scorebookd user create NAME --data-dir DIR' on the server gives a
+            token; then 'scorebook account login --server URL --token-file FILE' and
+            'scorebook sync'.
+
+            REF is a record name, a unique prefix of its UUID, or a unique display name \
+            (a game's name, a person's first or full name; a whole name wins over a \
+            first name).
             """,
+        version: "scorebook \(ProductVersion.current)",
         subcommands: [
             PersonCommand.self, GameCommand.self, MatchCommand.self, ScoreCommand.self, StandingsCommand.self,
             ExportCommand.self, ImportCommand.self,

@@ -5,7 +5,7 @@ struct StandingsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "standings",
         abstract: "Per person: matches played, won, win rate, average total.",
-        discussion: "Played counts every match the person is in; won counts finished matches with a single best total.")
+        discussion: "Only finished matches count: played is the finished matches the person is in, won those they won with a single best total.")
     @OptionGroup var global: GlobalOptions
     @Option(name: .long, help: "Only this game's matches (REF).") var game: String?
 

@@ -11,6 +11,7 @@ struct Scorebookd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "scorebookd",
         abstract: "A CloudKit Web Services-style record store with change feeds and push.",
+        version: "scorebookd \(ProductVersion.current)",
         subcommands: [Serve.self, UserCommand.self, APITokenCommand.self, Backup.self, Check.self])
 
     /// Parses and runs, reporting any failure as one line on standard error.
@@ -41,6 +42,26 @@ struct DataDirectoryOption: ParsableArguments {
     @Option(name: .customLong("data-dir"), help: "The directory holding the store.")
     var dataDirectory: String
 
+    /// The store's database file in the directory.
+    var storeFile: String { (dataDirectory as NSString).appendingPathComponent(SQLiteRecordStore.databaseFileName) }
+
+    /// Opens the store of a data directory that already holds one. Every command but `serve`
+    /// uses this (CONTRACT §2): a mistyped path is refused, never made into an empty store that
+    /// a backup, a check or a new user would then "succeed" on.
+    func openExistingStore() throws -> SQLiteRecordStore {
+        try requireExistingStore()
+        return try openStore()
+    }
+
+    /// Fails with one line naming the directory unless it holds a store.
+    func requireExistingStore() throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: storeFile, isDirectory: &isDirectory), !isDirectory.boolValue else {
+            throw CommandFailure(message: "no store in \(dataDirectory): 'scorebookd serve --data-dir \(dataDirectory)' creates one")
+        }
+    }
+
+    /// Opens the store, creating the directory and the store when missing (for `serve`).
     func openStore(schema: Schema = BuiltinSchema.scorebook) throws -> SQLiteRecordStore {
         do {
             return try SQLiteRecordStore(directory: dataDirectory, schema: schema)
@@ -52,12 +73,24 @@ struct DataDirectoryOption: ParsableArguments {
     }
 }
 
-func printJSON(_ json: JSONValue) {
-    print(json.serializedString())
+/// Prints one JSON object on one line with its keys in the order given, so the same answer
+/// always reads the same (`{"userRecordName":…,"name":…,"token":…}` as CONTRACT §2 shows it).
+func printJSON(_ members: KeyValuePairs<String, JSONValue>) {
+    var out: [UInt8] = [UInt8(ascii: "{")]
+    for (index, member) in members.enumerated() {
+        if index > 0 { out.append(UInt8(ascii: ",")) }
+        JSONValue.appendString(member.key, to: &out)
+        out.append(UInt8(ascii: ":"))
+        member.value.serialize(into: &out)
+    }
+    out.append(UInt8(ascii: "}"))
+    print(String(decoding: out, as: UTF8.self))
 }
 
 struct Serve: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Serve the HTTP API.")
+    static let configuration = CommandConfiguration(
+        abstract: "Serve the HTTP API.",
+        discussion: "Creates the store when the data directory holds none. One serve per data directory: a second is refused, naming the pid of the first (the lock is DIR/scorebookd.lock).")
 
     @OptionGroup var data: DataDirectoryOption
     @Option(help: "The address to listen on.") var host = "127.0.0.1"
@@ -98,6 +131,7 @@ struct Serve: AsyncParsableCommand {
             logger.warning("the open-file limit is \(openFiles): at most about \(openFiles > 64 ? openFiles - 64 : 0) connections (event streams included) fit, fewer than --max-connections \(maxConnections); raise it with ulimit -n")
         }
         let loadedSchema = try loadSchema()
+        try lockDataDirectory()
         let store = try data.openStore(schema: loadedSchema)
         store.setBusyTimeout(milliseconds: Int32(busyTimeout))
         let api = RecordAPI(store: store, requestsPerSecond: Double(rateLimit), logger: logger)
@@ -118,6 +152,25 @@ struct Serve: AsyncParsableCommand {
             throw CommandFailure(message: "cannot serve on \(host):\(port): \(Serve.describe(error))")
         }
         store.close()
+    }
+
+    /// Refuses a data directory another `serve` holds (CONTRACT §2), naming its pid.
+    func lockDataDirectory() throws {
+        let directory = data.dataDirectory
+        // Made here so the lock file can be; a directory that cannot be made is reported by
+        // `openStore`, in the words every command uses.
+        if !FileManager.default.fileExists(atPath: directory) {
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        do {
+            try ServeLock.acquire(directory: directory)
+        } catch ServeLock.Failure.held(let pid) {
+            throw CommandFailure(message: "data directory \(directory) is already being served by "
+                + (pid.map { "scorebookd pid \($0)" } ?? "another scorebookd"))
+        } catch {
+            _ = try data.openStore()  // says why the directory is unusable
+            throw CommandFailure(message: "cannot lock data directory \(directory): \(error)")
+        }
     }
 
     func loadSchema() throws -> Schema {
@@ -141,7 +194,7 @@ struct Serve: AsyncParsableCommand {
 
 struct UserCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "user", abstract: "Manage users.", subcommands: [Create.self, Token.self, List.self])
+        commandName: "user", abstract: "Manage users.", subcommands: [Create.self, Token.self, Revoke.self, List.self])
 
     struct Create: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create a user and print its first token.")
@@ -149,7 +202,7 @@ struct UserCommand: ParsableCommand {
         @OptionGroup var data: DataDirectoryOption
 
         func run() throws {
-            let store = try data.openStore()
+            let store = try data.openExistingStore()
             defer { store.close() }
             let (user, token) = try wrap { try store.createUser(name: name) }
             printJSON(["userRecordName": .string(user.recordName), "name": .string(user.name), "token": .string(token)])
@@ -162,10 +215,26 @@ struct UserCommand: ParsableCommand {
         @OptionGroup var data: DataDirectoryOption
 
         func run() throws {
-            let store = try data.openStore()
+            let store = try data.openExistingStore()
             defer { store.close() }
             let (user, token) = try wrap { try store.issueToken(userName: name) }
             printJSON(["userRecordName": .string(user.recordName), "name": .string(user.name), "token": .string(token)])
+        }
+    }
+
+    struct Revoke: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Revoke one token of a user (--token), or every token of the user.",
+            discussion: "A revoked token is refused (401 AUTHENTICATION_FAILED) from the next request on, also by a daemon serving the store now.")
+        @Argument(help: "The user's name.") var name: String
+        @Option(help: "The token to revoke; without it, every token of the user.") var token: String?
+        @OptionGroup var data: DataDirectoryOption
+
+        func run() throws {
+            let store = try data.openExistingStore()
+            defer { store.close() }
+            let (user, revoked) = try wrap { try store.revokeTokens(userName: name, token: token) }
+            printJSON(["userRecordName": .string(user.recordName), "name": .string(user.name), "revoked": .int(Int64(revoked))])
         }
     }
 
@@ -174,7 +243,7 @@ struct UserCommand: ParsableCommand {
         @OptionGroup var data: DataDirectoryOption
 
         func run() throws {
-            let store = try data.openStore()
+            let store = try data.openExistingStore()
             defer { store.close() }
             for user in try wrap({ try store.listUsers() }) {
                 printJSON(["userRecordName": .string(user.recordName), "name": .string(user.name)])
@@ -192,7 +261,7 @@ struct APITokenCommand: ParsableCommand {
         @OptionGroup var data: DataDirectoryOption
 
         func run() throws {
-            let store = try data.openStore()
+            let store = try data.openExistingStore()
             defer { store.close() }
             printJSON(["apiToken": .string(try wrap { try store.createAPIToken() })])
         }
@@ -220,7 +289,7 @@ struct Backup: ParsableCommand {
     @Option(name: .customLong("to"), help: "The file to write (must not exist).") var destination: String
 
     func run() throws {
-        let store = try data.openStore()
+        let store = try data.openExistingStore()
         defer { store.close() }
         try wrap { try store.backup(to: destination) }
         printJSON(["backup": .string(destination)])
@@ -231,10 +300,19 @@ struct Check: ParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Verify a data directory's integrity; exit 1 if anything is wrong.")
     @OptionGroup var data: DataDirectoryOption
 
+    /// A store that cannot be opened or read is a problem to report like any other, in the
+    /// same JSON, not an SQL error.
     func run() throws {
-        let store = try data.openStore()
-        defer { store.close() }
-        let problems = try wrap { try store.checkIntegrity() }
+        try data.requireExistingStore()
+        var problems: [String]
+        do {
+            let store = try data.openStore()
+            defer { store.close() }
+            problems = try store.checkIntegrity()
+        } catch {
+            let reason = (error as? CommandFailure)?.message ?? "\(error)"
+            problems = ["the store cannot be read: " + (reason.split(separator: "\n").first.map(String.init) ?? reason)]
+        }
         printJSON(["ok": .bool(problems.isEmpty), "problems": .array(problems.map { .string($0) })])
         if !problems.isEmpty { throw ExitCode(1) }
     }

@@ -1,0 +1,35 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The local store's file is its owner's alone (CONTRACT §4: "created readable by its owner
+/// only"): it holds the sync token.
+public enum StoreFile {
+    /// Creates the store's directory (mode 0700, when it has to) and an empty file at `path`
+    /// with mode 0600 when none exists. SQLite then opens the existing file, and gives the
+    /// `-wal` and `-shm` files it creates beside it the same mode. An existing file is left as
+    /// it is.
+    public static func createPrivately(at path: String) throws {
+        guard !FileManager.default.fileExists(atPath: path) else { return }
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty, !FileManager.default.fileExists(atPath: directory) {
+            do {
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw ScorebookError(.invalidInput, "cannot create the store's directory \(directory): \(error.localizedDescription)")
+            }
+        }
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if descriptor < 0 {
+            let code = errno
+            if code == EEXIST { return }  // another process made it just now
+            throw ScorebookError(.invalidInput, "cannot create the store \(path): \(String(cString: strerror(code)))")
+        }
+        close(descriptor)
+    }
+}
