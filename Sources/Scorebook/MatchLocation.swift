@@ -81,7 +81,7 @@ public struct MatchPlace: Equatable, Sendable {
     /// pair or out of range (CONTRACT §4.1).
     func validated() throws -> MatchPlace {
         var place = self
-        place.name = try Self.validName(name, what: "a location name")
+        place.name = try NameValidation.validated(name, field: "a location name")
         switch (latitude, longitude) {
         case (nil, nil):
             break
@@ -99,16 +99,6 @@ public struct MatchPlace: Equatable, Sendable {
     }
 
     /// A name of 1–200 characters without control characters (CONTRACT §4.1), trimmed.
-    static func validName(_ text: String, what: String) throws -> String {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        guard !trimmed.isEmpty else { throw ScorebookError(.invalidInput, "\(what) cannot be empty") }
-        guard trimmed.count <= 200 else { throw ScorebookError(.invalidInput, "\(what) is longer than 200 characters") }
-        guard !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw ScorebookError(.invalidInput, "\(what) cannot contain control characters")
-        }
-        return trimmed
-    }
-
     /// Match notes: free text of at most 10,000 characters, line breaks and tabs allowed, no
     /// other control characters; blank notes are none.
     static func validNotes(_ text: String) throws -> String? {

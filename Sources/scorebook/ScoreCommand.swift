@@ -60,14 +60,17 @@ struct ScoreCommand: ParsableCommand {
         @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The score (REF) and its new value.", valueName: "ref value"))
         var arguments: [String] = []
 
+        /// REF and VALUE without a `--` that ends the options (`score edit REF -- -3`).
+        var words: [String] { arguments.filter { $0 != "--" } }
+
         func validate() throws {
-            guard arguments.count == 2, Double(arguments[1]) != nil else {
+            guard words.count == 2, Double(words[1]) != nil else {
                 throw ValidationError("give the score's REF and one new VALUE, a number")
             }
         }
 
         func run() throws {
-            let score = try global.openScorebook().editScore(reference: arguments[0], value: Double(arguments[1]) ?? 0, round: round)
+            let score = try global.openScorebook().editScore(reference: words[0], value: Double(words[1]) ?? 0, round: round)
             emit(Output.created(score, json: global.json))
         }
     }

@@ -74,6 +74,10 @@ final class CLIScorekeepingTests: XCTestCase {
         let edited = try machine.json("score", "edit", annRound1, "-4", "--round", "5")
         XCTAssertEqual(edited["value"]?.doubleValue, -4, "a negative value is a value, not an option")
         XCTAssertEqual(edited["round"]?.int64Value, 5)
+        try machine.run("score", "edit", annRound1, "--round", "5", "--", "-4.5")
+        XCTAssertEqual(try machine.json("score", "list", "--match", match).arrayValue?.first { $0["recordName"]?.stringValue == annRound1 }?["value"]?.doubleValue,
+                       -4.5, "VALUE may follow a -- that ends the options")
+        _ = try machine.json("score", "edit", annRound1, "-4", "--round", "5")
         // A UUID prefix is a REF for scores too.
         let prefix = String(bobRound2.dropFirst("Score|~|".count).prefix(8))
         XCTAssertEqual(try machine.run("score", "delete", prefix).lines, ["deleted Score \"-3 in round 2\" (\(bobRound2))"])
@@ -199,6 +203,8 @@ final class CLIScorekeepingTests: XCTestCase {
             (["--location", "Pub", "--latitude", "91", "--longitude", "0"], "between -90 and 90"),
             (["--location", "Pub", "--latitude", "0", "--longitude", "-180.5"], "between -180 and 180"),
             (["--location", "  ", "--latitude", "0", "--longitude", "0"], "location name"),
+            (["--location", "Pub\u{1B}[2J"], "location name must not contain control characters"),
+            (["--location", String(repeating: "p", count: 201)], "the most is 200"),
             (["--date", "last tuesday"], "ISO-8601"),
             (["--date", "2026-13-45T00:00:00Z"], "ISO-8601"),
         ] {
@@ -243,7 +249,7 @@ final class CLIScorekeepingTests: XCTestCase {
                        "low score wins: 30 beats 40")
         XCTAssertEqual(try machine.json("match", "show", match)["winner"]?.stringValue, ann)
         _ = try refused("game", "edit", "Crazy Golf", "--low-score-wins", "maybe", status: 64)
-        XCTAssertTrue(try refused("game", "edit", "Crazy Golf", "--name", "").contains("a game needs a name"))
+        XCTAssertTrue(try refused("game", "edit", "Crazy Golf", "--name", "").contains("a game's name must not be empty"))
         _ = try refused("game", "edit", "Chess", "--name", "Go", status: 2)
     }
 }
