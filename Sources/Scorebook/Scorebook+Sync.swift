@@ -41,6 +41,9 @@ extension Scorebook {
             return try await accounts.makeSynchronizer(zoneID: Self.zoneID).sync(onChange: onChange, onProgress: onProgress)
         } catch let error as SyncError {
             throw ScorebookError(.sync, error.description)
+        } catch let stopped as SyncStopped {
+            // Another process logged out, logged in or turned sync off during this sync.
+            throw ScorebookError(.sync, stopped.description)
         }
     }
 
