@@ -119,13 +119,21 @@ extension ZoneSynchronizer {
                         }
                     }
                 case .sleep(let seconds):
-                    // Waiting out a failure: only a change of account or switch cuts it short.
+                    // Waiting out a failure (only a change of account or switch cuts it short), or
+                    // the interval between syncs where the server gives no notifications (local
+                    // edits cut that short too).
                     let baseline = seenDataVersion
                     let wake = await firstOf({ [sleep] in
                         try? await sleep(seconds)
                         return .slept
-                    }, or: { await self.localWork(monitor, after: baseline, stopOnly: true) })
-                    if case .stopped(let stopped) = wake { throw stopped }
+                    }, or: { [backingOff = machine.isBackingOff] in
+                        await self.localWork(monitor, after: baseline, stopOnly: backingOff)
+                    })
+                    switch wake {
+                    case .stopped(let stopped): throw stopped
+                    case .localChanges: machine.localChangesPending()
+                    case .answered, .slept: break
+                    }
                 case .stop:
                     if let failure = machine.failure { throw Self.syncError(failure) }
                     return nil
