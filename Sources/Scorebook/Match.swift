@@ -53,3 +53,24 @@ public struct Match: CloudKitCompatible, Equatable {
          "notes": notes.map(JSONValue.string) ?? .null]
     }
 }
+
+extension Match {
+    /// The date of `match start --date`: ISO-8601 with a time zone (`2026-11-20T19:30:00Z`,
+    /// `2026-11-20T19:30:00+01:00`, fractional seconds allowed), or a local date and time without
+    /// one (`2026-11-20T19:30`, `2026-11-20`, midnight), read in the local time zone.
+    public static func date(fromArgument text: String) throws -> Date {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        // Milliseconds, as records carry them.
+        func rounded(_ date: Date) -> Date { Date(timeIntervalSince1970: (date.timeIntervalSince1970 * 1000).rounded() / 1000) }
+        if let date = ISO8601.date(from: trimmed) { return rounded(date) }
+        for pattern in ["yyyy-MM-dd'T'HH:mm:ss.SSS", "yyyy-MM-dd'T'HH:mm:ss", "yyyy-MM-dd'T'HH:mm", "yyyy-MM-dd"] {
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.calendar = Calendar(identifier: .gregorian)
+            formatter.timeZone = TimeZone.current
+            formatter.dateFormat = pattern
+            if let date = formatter.date(from: trimmed) { return rounded(date) }
+        }
+        throw ScorebookError(.invalidInput, "--date \"\(text)\" is not an ISO-8601 date; write it like 2026-11-20T19:30:00Z")
+    }
+}

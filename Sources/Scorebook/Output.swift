@@ -27,11 +27,14 @@ public enum Output {
         public var match: Match
         public var gameName: String
         public var result: MatchResult
+        /// Where it was played (`match show`).
+        public var location: MatchLocation?
 
-        public init(match: Match, gameName: String, result: MatchResult) {
+        public init(match: Match, gameName: String, result: MatchResult, location: MatchLocation? = nil) {
             self.match = match
             self.gameName = gameName
             self.result = result
+            self.location = location
         }
     }
 
@@ -57,12 +60,14 @@ public enum Output {
                  "total": .double($0.total), "rank": .int(Int64($0.rank))]
             })
             members["winner"] = result.winner.map(JSONValue.string) ?? .null
+            members["location"] = line.location.map(\.showJSON) ?? .null
             return JSONText.render(.object(members))
         }
         var lines = ["\(line.gameName) — \(match.recordName)"]
         lines.append("started \(ISO8601.string(from: match.startDate))"
             + (match.endDate.map { ", finished \(ISO8601.string(from: $0))" } ?? ", in progress"))
         if let notes = match.notes { lines.append("notes: \(notes)") }
+        if let location = line.location { lines.append("location: \(location.showText)") }
         let rows = result.rows.map { [String($0.rank), $0.name, NumberText.format($0.total)] }
         lines.append(TextTable(headers: ["RANK", "PLAYER", "TOTAL"], rows: rows).rendered)
         if let winner = result.winner, let row = result.rows.first(where: { $0.person == winner }) {

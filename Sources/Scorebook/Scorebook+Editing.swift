@@ -58,10 +58,12 @@ extension Scorebook {
         return game
     }
 
-    /// Starts a match of a game with people in seat order; the match and its players are saved
-    /// together.
+    /// Starts a match of a game with people in seat order; the match, its players and its
+    /// location (when given) are saved together. `date` is when it started (default now).
     @discardableResult
-    public func startMatch(gameReference: String, playerReferences: [String]) throws -> Match {
+    public func startMatch(gameReference: String, playerReferences: [String], date: Date? = nil, notes: String? = nil,
+                           location: MatchPlace? = nil) throws -> Match
+    {
         let game = try resolve(Game.self, gameReference)
         let references = playerReferences.compactMap(Self.nonEmpty)
         guard !references.isEmpty else { throw ScorebookError(.invalidInput, "a match needs at least one player") }
@@ -74,24 +76,37 @@ extension Scorebook {
             }
             chosen.append(person)
         }
-        let date = now()
-        let match = Match(game: game.recordName, startDate: date, modificationDate: date)
+        let notes = try notes.flatMap { try MatchPlace.validNotes($0) }
+        let location = try location?.validated()
+        let edited = now()
+        let match = Match(game: game.recordName, startDate: date ?? edited, notes: notes, modificationDate: edited)
         let players = chosen.enumerated().map { seat, person in
-            Player(match: match.recordName, person: person.recordName, seat: Int64(seat + 1), modificationDate: date)
+            Player(match: match.recordName, person: person.recordName, seat: Int64(seat + 1), modificationDate: edited)
         }
-        try save([match] + players)
+        var entities: [any CloudKitCompatible] = [match] + players
+        if let location {
+            entities.append(MatchLocation(match: match.recordName, name: location.name, latitude: location.latitude,
+                                          longitude: location.longitude, modificationDate: edited))
+        }
+        try save(entities)
         return match
     }
 
-    /// Adds a score for a player of a match; without `round`, the player's next round.
+    /// Adds a score for a player of a match; without `round`, the player's next round. A
+    /// finished match, or a round the player already has a score in, is refused.
     @discardableResult
     public func addScore(matchReference: String, playerReference: String, value: Double, round: Int64? = nil) throws -> Score {
         guard value.isFinite else { throw ScorebookError(.invalidInput, "a score must be a finite number") }
         let match = try resolve(Match.self, matchReference)
+        try requireOpen(match)
         let player = try resolvePlayer(playerReference, in: match)
-        let earlier = try entities(Score.self, referencing: player.recordName)
+        let earlier = try entities(Score.self, referencing: player.recordName).filter { $0.player == player.recordName }
         let nextRound = (earlier.compactMap(\.round).max() ?? Int64(earlier.count)) + 1
-        let score = Score(player: player.recordName, value: value, round: round ?? nextRound, modificationDate: now())
+        let round = round ?? nextRound
+        if let taken = earlier.first(where: { $0.round == round }) {
+            throw try duplicateRound(taken, of: player)
+        }
+        let score = Score(player: player.recordName, value: value, round: round, modificationDate: now())
         try save([score])
         return score
     }
@@ -123,6 +138,32 @@ extension Scorebook {
         match.modificationDate = date
         try save([match])
         return match
+    }
+
+    /// Reopens a finished match so that its scores can change again; an open match stays as it is.
+    @discardableResult
+    public func reopenMatch(reference: String) throws -> Match {
+        var match = try resolve(Match.self, reference)
+        guard match.endDate != nil else { return match }
+        match.endDate = nil
+        match.modificationDate = now()
+        try save([match])
+        return match
+    }
+
+    /// Refuses a score change in a finished match, naming the command that reopens it.
+    func requireOpen(_ match: Match) throws {
+        guard match.isFinished else { return }
+        throw ScorebookError(.invalidInput, "the match \(match.recordName) is finished; "
+            + "run `scorebook match reopen \(match.recordName)` before adding, editing or deleting its scores")
+    }
+
+    /// The error for a second score in a player's round, naming the command that changes the first.
+    func duplicateRound(_ taken: Score, of player: Player) throws -> ScorebookError {
+        let name = try entity(Person.self, named: player.person)?.fullName ?? player.person
+        let round = taken.round.map { "round \($0)" } ?? "that round"
+        return ScorebookError(.invalidInput, "\(name) already has a score in \(round) (\(taken.recordName)); "
+            + "change it with `scorebook score edit \(taken.recordName) VALUE`")
     }
 
     /// Deletes the entity `reference` names and, as the server will, everything that depends

@@ -3,8 +3,8 @@ import Scorebook
 
 struct MatchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "match", abstract: "Start, finish, show, list and delete matches.",
-        subcommands: [Start.self, Finish.self, Show.self, List.self, Delete.self])
+        commandName: "match", abstract: "Start, finish, reopen, show, list and delete matches.",
+        subcommands: [Start.self, Finish.self, Reopen.self, Show.self, List.self, Delete.self])
 
     struct Start: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "start", abstract: "Start a match; prints the new record name.")
@@ -12,10 +12,23 @@ struct MatchCommand: ParsableCommand {
         @Option(name: .long, help: "The game (REF).") var game: String
         @Option(name: .long, help: ArgumentHelp("The people playing, in seat order (REF,REF,…).", valueName: "refs"))
         var players: String
+        @Option(name: .long, help: ArgumentHelp("When it started (ISO-8601; default now).", valueName: "date")) var date: String?
+        @Option(name: .long, help: "Notes on the match.") var notes: String?
+        @Option(name: .long, help: ArgumentHelp("Where it is played.", valueName: "name")) var location: String?
+        @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("The place's latitude (with --longitude).", valueName: "x"))
+        var latitude: Double?
+        @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("The place's longitude (with --latitude).", valueName: "y"))
+        var longitude: Double?
 
         func run() throws {
             let references = players.split(separator: ",").map(String.init)
-            let match = try global.openScorebook().startMatch(gameReference: game, playerReferences: references)
+            if location == nil, latitude != nil || longitude != nil {
+                throw ScorebookError(.invalidInput, "--latitude and --longitude need --location NAME")
+            }
+            let place = location.map { MatchPlace(name: $0, latitude: latitude, longitude: longitude) }
+            let match = try global.openScorebook().startMatch(
+                gameReference: game, playerReferences: references, date: try date.map(Match.date(fromArgument:)), notes: notes,
+                location: place)
             emit(Output.created(match, json: global.json))
         }
     }
@@ -31,17 +44,31 @@ struct MatchCommand: ParsableCommand {
         }
     }
 
-    struct Show: ParsableCommand {
+    struct Reopen: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "show", abstract: "Show each player's total and rank, and the winner.")
+            commandName: "reopen", abstract: "Reopen a finished match so that its scores can change again.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The match (REF).") var reference: String
 
         func run() throws {
+            let match = try global.openScorebook().reopenMatch(reference: reference)
+            emit(Output.created(match, json: global.json))
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "show", abstract: "Show the match, each player's total and rank, and the winner.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The match (REF).") var reference: String
+        @Flag(name: .long, help: "Also show a table of rounds by players, with totals.") var rounds = false
+
+        func run() throws {
             let book = try global.openScorebook()
             let match = try book.resolve(Match.self, reference)
-            let line = Output.MatchLine(match: match, gameName: try book.gameName(of: match), result: try book.result(of: match))
-            emit(Output.matchDetail(line, json: global.json))
+            let line = Output.MatchLine(match: match, gameName: try book.gameName(of: match), result: try book.result(of: match),
+                                        location: try book.location(of: match))
+            emit(MatchShow.render(line, rounds: rounds ? try book.rounds(of: match) : nil, json: global.json))
         }
     }
 

@@ -15,6 +15,7 @@ struct ScorebookCommand: AsyncParsableCommand {
             """,
         subcommands: [
             PersonCommand.self, GameCommand.self, MatchCommand.self, ScoreCommand.self, StandingsCommand.self,
+            ExportCommand.self, ImportCommand.self,
             AccountCommand.self, SyncCommand.self, StatusCommand.self,
         ])
 }

@@ -50,6 +50,11 @@ final class CLIRandomizedTests: XCTestCase {
                 guard let player = show["players"]?.arrayValue?.randomElement(using: &random)?["recordName"]?.stringValue else {
                     arguments = ["status"]; break
                 }
+                // A finished match takes no score until it is reopened (CONTRACT §4.1).
+                if show["endDate"]?.stringValue != nil {
+                    arguments = ["match", "reopen", match]
+                    break
+                }
                 arguments = ["score", "add", "--match", match, "--player", player, String(Int.random(in: -5...20, using: &random))]
             case 50..<56:
                 guard let match = pick(matches) else { arguments = ["status"]; break }

@@ -146,6 +146,8 @@ final class ZoneSynchronizerTests: XCTestCase {
         try await second.sync()
         try first.book.delete(Match.self, reference: match.recordName)
         try await first.sync()
+        // The match was finished: reopening it is a local edit of the deleted match as well.
+        try second.book.reopenMatch(reference: match.recordName)
         try second.book.addScore(matchReference: match.recordName, playerReference: "Bob", value: 3)
         try await second.sync()
         XCTAssertEqual(try second.book.all(Score.self), [])

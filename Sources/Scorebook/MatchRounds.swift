@@ -1,0 +1,66 @@
+import Foundation
+import RecordModel
+
+/// A match's scores as a grid: one row per round, one column per player (seat order).
+public struct MatchRounds: Equatable, Sendable {
+    public struct Column: Equatable, Sendable {
+        /// The Player record.
+        public var player: String
+        /// The Person record.
+        public var person: String
+        public var name: String
+    }
+
+    public struct Row: Equatable, Sendable {
+        /// nil for scores entered without a round.
+        public var round: Int64?
+        /// Each column's points in this round (summed should sync have brought two), by Player
+        /// record name; a player without a score in the round is absent.
+        public var values: [String: Double]
+    }
+
+    public var columns: [Column]
+    /// Rounds in order, scores without a round last.
+    public var rows: [Row]
+
+    static func compute(columns: [Column], scores: [Score]) -> MatchRounds {
+        var byRound: [Int64?: [String: Double]] = [:]
+        for score in scores { byRound[score.round, default: [:]][score.player, default: 0] += score.value }
+        let rows = byRound.keys.sorted { ($0 ?? .max, $0 == nil ? 1 : 0) < ($1 ?? .max, $1 == nil ? 1 : 0) }
+            .map { Row(round: $0, values: byRound[$0] ?? [:]) }
+        return MatchRounds(columns: columns, rows: rows)
+    }
+
+    /// The grid as a table, with a TOTAL row of each player's total from `result` (the totals
+    /// `match show` prints).
+    public func table(totals result: MatchResult) -> TextTable {
+        let totals = Dictionary(result.rows.map { ($0.player, $0.total) }, uniquingKeysWith: { first, _ in first })
+        var rows = self.rows.map { row in
+            [row.round.map(String.init) ?? "-"] + columns.map { row.values[$0.player].map(NumberText.format) ?? "" }
+        }
+        rows.append(["TOTAL"] + columns.map { NumberText.format(totals[$0.player] ?? 0) })
+        return TextTable(headers: ["ROUND"] + columns.map(\.name), rows: rows)
+    }
+
+    /// `"rounds"` of `match show --rounds --json`: `[{"round", "scores": {PLAYER: value}}]`.
+    public var json: JSONValue {
+        .array(rows.map { row in
+            ["round": row.round.map(JSONValue.int) ?? .null, "scores": .object(row.values.mapValues(JSONValue.double))]
+        })
+    }
+}
+
+/// `match show`'s output with what the detail of Output.matchDetail leaves out: the rounds grid
+/// (`--rounds`).
+public enum MatchShow {
+    public static func render(_ line: Output.MatchLine, rounds: MatchRounds?, json: Bool) -> String {
+        let detail = Output.matchDetail(line, json: json)
+        guard let rounds else { return detail }
+        if json {
+            guard case .object(var members) = try? JSONValue.parse(detail) else { return detail }
+            members["rounds"] = rounds.json
+            return JSONText.render(.object(members))
+        }
+        return detail + "\n\n" + rounds.table(totals: line.result).rendered
+    }
+}
