@@ -114,10 +114,26 @@ public enum Output {
                 "sent": ["saved": .int(Int64(summary.sentSaved)), "deleted": .int(Int64(summary.sentDeleted))],
                 "received": ["saved": .int(Int64(summary.receivedSaved)), "deleted": .int(Int64(summary.receivedDeleted))],
                 "conflicts": .int(Int64(summary.conflicts)),
+                "dropped": .array(summary.dropped.map { dropped in
+                    ["recordName": .string(dropped.recordName), "recordType": .string(dropped.recordType),
+                     "reason": .string(dropped.reason.rawValue)]
+                }),
             ])
         }
         return "sent \(summary.sentSaved) saved, \(summary.sentDeleted) deleted; "
             + "received \(summary.receivedSaved) saved, \(summary.receivedDeleted) deleted; \(summary.conflicts) conflicts"
+            + droppedText(summary.dropped)
+    }
+
+    /// The end of the summary line for local edits dropped because their record or its parent
+    /// was deleted elsewhere: how many, and which.
+    static func droppedText(_ dropped: [DroppedChange]) -> String {
+        guard !dropped.isEmpty else { return "" }
+        let shown = dropped.prefix(5).map { change in
+            "\(change.recordType) \(change.recordName) (\(change.reason == .deleted ? "deleted" : "its parent was deleted") elsewhere)"
+        }
+        let more = dropped.count > shown.count ? ", and \(dropped.count - shown.count) more" : ""
+        return "; \(dropped.count) local \(dropped.count == 1 ? "edit" : "edits") dropped: " + shown.joined(separator: ", ") + more
     }
 
     /// One line of `sync --watch` per applied remote change.

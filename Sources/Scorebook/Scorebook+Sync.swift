@@ -41,18 +41,24 @@ extension Scorebook {
             return try await accounts.makeSynchronizer(zoneID: Self.zoneID).sync(onChange: onChange, onProgress: onProgress)
         } catch let error as SyncError {
             throw ScorebookError(.sync, error.description)
+        } catch let stopped as SyncStopped {
+            // Another process logged out, logged in or turned sync off during this sync.
+            throw ScorebookError(.sync, stopped.description)
         }
     }
 
-    /// Syncs, then applies remote changes as they are announced, for `seconds` (or until the
-    /// task is cancelled). The first sync reports its progress to `onInitialSyncProgress`.
+    /// Syncs, then applies remote changes as they are announced and sends the edits other
+    /// processes make on this store, for `seconds` (or until the task is cancelled). The first
+    /// sync reports its progress to `onInitialSyncProgress`. Returns why it stopped early when
+    /// the store's account or sync switch changed meanwhile (nil when the time was up).
+    @discardableResult
     public func watch(seconds: Double?, onChange: (AppliedChange) -> Void, onProblem: (String) -> Void,
-                      onInitialSyncProgress: ((SyncProgress) -> Void)? = nil) async throws
+                      onInitialSyncProgress: ((SyncProgress) -> Void)? = nil) async throws -> SyncStopped?
     {
         do {
             let synchronizer = try accounts.makeSynchronizer(zoneID: Self.zoneID)
-            try await synchronizer.watch(until: seconds.map { Date().addingTimeInterval($0) }, onChange: onChange, onProblem: onProblem,
-                                         onInitialSyncProgress: onInitialSyncProgress)
+            return try await synchronizer.watch(until: seconds.map { Date().addingTimeInterval($0) }, onChange: onChange,
+                                                onProblem: onProblem, onInitialSyncProgress: onInitialSyncProgress)
         } catch let error as SyncError {
             throw ScorebookError(.sync, error.description)
         }

@@ -54,3 +54,25 @@ public enum RecordNaming {
 enum UUIDGenerator {
     static func uppercase() -> String { UUID().uuidString.uppercased() }
 }
+
+/// A local edit the server could not take because the record, or a record it belongs to, was
+/// deleted elsewhere: the deletion stands and the edit is gone. Reported, never silent
+/// (CONTRACT §4.2).
+public struct DroppedChange: Equatable, Sendable {
+    public enum Reason: String, Sendable {
+        /// The record itself was deleted on another machine.
+        case deleted
+        /// A record it belongs to (a score's match, a match's game) was deleted elsewhere.
+        case parentDeleted
+    }
+
+    public var recordName: String
+    public var recordType: String
+    public var reason: Reason
+
+    public init(recordName: String, recordType: String, reason: Reason) {
+        self.recordName = recordName
+        self.recordType = recordType
+        self.reason = reason
+    }
+}

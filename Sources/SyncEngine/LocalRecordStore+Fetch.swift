@@ -10,6 +10,7 @@ extension LocalRecordStore {
         var savedCount = 0
         var deletedCount = 0
         var conflicts = 0
+        var dropped: [DroppedChange] = []
     }
 
     /// Applies one page of the change feed and stores its token, in one transaction: tombstones
@@ -30,9 +31,10 @@ extension LocalRecordStore {
                 (try? Self.exists(name, in: connection)) ?? false
             }
             for name in plan.deletions {
-                let deleted = try Self.applyRemoteDeletion(of: name, in: connection)
-                outcome.applied += deleted
-                outcome.deletedCount += deleted.count  // the record and its local cascade: the same total whatever the feed order
+                let deletion = try Self.applyRemoteDeletion(of: name, in: connection)
+                outcome.applied += deletion.applied
+                outcome.dropped += deletion.dropped
+                outcome.deletedCount += deletion.applied.count  // the record and its local cascade: the same total whatever the feed order
             }
             for record in plan.saves {
                 try connection.run("DELETE FROM waiting_records WHERE name = ?", [.text(record.recordName)])
@@ -78,15 +80,15 @@ extension LocalRecordStore {
     /// After reading the feed from the beginning: a local record whose server copy the feed no
     /// longer holds was deleted on the server, so it is deleted here too. Records never sent
     /// have no server copy and stay, to be sent.
-    func finishRefetchFromScratch(flagKey: String) throws -> [AppliedChange] {
+    func finishRefetchFromScratch(flagKey: String) throws -> RemoteDeletion {
         try transaction { connection in
             let gone = try connection.map("SELECT name FROM server_copies WHERE seen = 0") { $0.text(0) }
-            var applied: [AppliedChange] = []
+            var deletion = RemoteDeletion()
             for name in gone {
-                applied += try Self.applyRemoteDeletion(of: name, in: connection)
+                deletion += try Self.applyRemoteDeletion(of: name, in: connection)
             }
             try Self.setSetting(flagKey, nil, in: connection)
-            return applied
+            return deletion
         }
     }
 

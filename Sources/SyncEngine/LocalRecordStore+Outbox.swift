@@ -219,18 +219,39 @@ extension LocalRecordStore {
         return MergeOutcome(applied: applied, hadConflict: !result.conflictingFields.isEmpty)
     }
 
-    /// The record, or a record it required, was deleted on another machine: delete it here
-    /// with its cascade, sending nothing.
-    func applyRemoteDeletion(of name: String) throws -> [AppliedChange] {
-        try transaction { try Self.applyRemoteDeletion(of: name, in: $0) }
+    /// What a remote deletion removed here: every local record of its cascade, and the local
+    /// edits among them that will never reach the server.
+    struct RemoteDeletion {
+        var applied: [AppliedChange] = []
+        var dropped: [DroppedChange] = []
+
+        static func += (left: inout RemoteDeletion, right: RemoteDeletion) {
+            left.applied += right.applied
+            left.dropped += right.dropped
+        }
     }
 
-    static func applyRemoteDeletion(of name: String, in connection: SQLiteConnection) throws -> [AppliedChange] {
+    /// The record, or a record it required, was deleted on another machine: delete it here
+    /// with its cascade, sending nothing. `reason` is why a pending edit of `name` itself is
+    /// dropped; pending edits of the rest of the cascade are dropped because their parent went.
+    func applyRemoteDeletion(of name: String, reason: DroppedChange.Reason) throws -> RemoteDeletion {
+        try transaction { try Self.applyRemoteDeletion(of: name, reason: reason, in: $0) }
+    }
+
+    static func applyRemoteDeletion(of name: String, reason: DroppedChange.Reason = .deleted,
+                                    in connection: SQLiteConnection) throws -> RemoteDeletion
+    {
         let names = try cascade(from: name, in: connection)
-        var applied: [AppliedChange] = []
+        var deletion = RemoteDeletion()
         for member in names {
             if let record = try record(named: member, in: connection) {
-                applied.append(AppliedChange(kind: .deleted, record: record))
+                deletion.applied.append(AppliedChange(kind: .deleted, record: record))
+            }
+            if let type = try connection.first("SELECT type FROM outbox WHERE name = ? AND operation = 'save'", [.text(member)], {
+                $0.text(0)
+            }) {
+                deletion.dropped.append(DroppedChange(recordName: member, recordType: type,
+                                                      reason: member == name ? reason : .parentDeleted))
             }
         }
         try removeLocally(names, in: connection)
@@ -239,6 +260,6 @@ extension LocalRecordStore {
             try connection.run("DELETE FROM server_copies WHERE name = ?", [.text(member)])
         }
         try connection.run("DELETE FROM waiting_records WHERE name = ?", [.text(name)])
-        return applied
+        return deletion
     }
 }

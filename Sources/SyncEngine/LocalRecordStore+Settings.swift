@@ -12,7 +12,7 @@ extension LocalRecordStore {
     public func setSetting(_ key: String, _ value: String?) throws {
         try withConnection { connection in
             guard try Self.setting(key, in: connection) != value else { return }
-            try connection.transaction { try Self.setSetting(key, value, in: connection) }
+            try transaction { try Self.setSetting(key, value, in: $0) }
         }
     }
 

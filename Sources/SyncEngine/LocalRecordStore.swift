@@ -19,6 +19,9 @@ public final class LocalRecordStore: @unchecked Sendable {
     public let path: String
     let connection: SQLiteConnection
     private let lock = NSRecursiveLock()
+    /// Transactions open on this thread's call stack (under `lock`): a transaction begun inside
+    /// another joins it, so the sync engine can check its session and apply an answer in one.
+    private var transactionDepth = 0
 
     static let schemaVersion: Int64 = 1
 
@@ -72,9 +75,20 @@ public final class LocalRecordStore: @unchecked Sendable {
         return try body(connection)
     }
 
-    /// Runs `body` in one write transaction.
+    /// Runs `body` in one write transaction; inside another transaction, as part of it.
     func transaction<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
-        try withConnection { connection in try connection.transaction { try body(connection) } }
+        try withConnection { connection in
+            if transactionDepth > 0 { return try body(connection) }
+            transactionDepth += 1
+            defer { transactionDepth -= 1 }
+            return try connection.transaction { try body(connection) }
+        }
+    }
+
+    /// SQLite's `PRAGMA data_version` on this store's connection: it changes when another
+    /// connection (another process) commits, and never for this one's own writes.
+    public func dataVersion() throws -> Int64 {
+        try withConnection { try $0.scalarInt("PRAGMA data_version") ?? 0 }
     }
 
     // MARK: Reading records

@@ -78,19 +78,24 @@ public struct AccountManager: Sendable {
         } catch {
             throw ZoneSynchronizer.syncError(error)
         }
-        let owner = try store.setting(SyncSettingKey.dataOwner)
-        switch LoginPolicy.decide(dataOwner: owner, hasLocalData: try store.hasLocalData(), user: user) {
-        case .refuse(let reason):
-            throw SyncError(reason)
-        case .adopt:
-            // Whatever was learned from another account's server state does not apply.
-            try store.forgetServerState(keepingSettings: [SyncSettingKey.syncEnabled])
-        case .resume:
-            break
-        }
         let account = SyncAccount(endpoint: endpoint, userRecordName: user)
-        try store.setSetting(SyncSettingKey.account, account.json.serializedString())
-        try store.setSetting(SyncSettingKey.dataOwner, user)
+        // The decision and every write it leads to in one transaction: a watcher of the previous
+        // account checks the account in its own transactions, so it sees all of this or none.
+        try store.transaction { connection in
+            let owner = try LocalRecordStore.setting(SyncSettingKey.dataOwner, in: connection)
+            switch LoginPolicy.decide(dataOwner: owner, hasLocalData: try store.hasLocalData(), user: user) {
+            case .refuse(let reason):
+                throw SyncError(reason)
+            case .adopt:
+                // Whatever was learned from another account's server state does not apply.
+                try store.forgetServerState(keepingSettings: [SyncSettingKey.syncEnabled])
+            case .resume:
+                break
+            }
+            try LocalRecordStore.setSetting(SyncSettingKey.account, account.json.serializedString(), in: connection)
+            try LocalRecordStore.setSetting(SyncSettingKey.dataOwner, user, in: connection)
+            try LocalRecordStore.setSetting(SyncSettingKey.accountGeneration, SyncSession.newGeneration(), in: connection)
+        }
         return account
     }
 
@@ -101,9 +106,12 @@ public struct AccountManager: Sendable {
             try store.deleteAllData()
             return
         }
-        try store.setSetting(SyncSettingKey.account, nil)
-        try store.setSetting(SyncSettingKey.notificationChannel, nil)
-        try store.setSetting(SyncSettingKey.notificationCursor, nil)
+        try store.transaction { connection in
+            for key in [SyncSettingKey.account, SyncSettingKey.notificationChannel, SyncSettingKey.notificationCursor] {
+                try LocalRecordStore.setSetting(key, nil, in: connection)
+            }
+            try LocalRecordStore.setSetting(SyncSettingKey.accountGeneration, SyncSession.newGeneration(), in: connection)
+        }
     }
 
     public func account() throws -> SyncAccount? {
@@ -113,7 +121,14 @@ public struct AccountManager: Sendable {
 
     /// The single switch: when off, `sync` refuses and nothing is sent (edits still queue).
     public func setSyncEnabled(_ enabled: Bool) throws {
-        try store.setSetting(SyncSettingKey.syncEnabled, enabled ? "1" : "0")
+        try store.transaction { connection in
+            let wasEnabled = try LocalRecordStore.setting(SyncSettingKey.syncEnabled, in: connection) != "0"
+            try LocalRecordStore.setSetting(SyncSettingKey.syncEnabled, enabled ? "1" : "0", in: connection)
+            // Turning it off ends every running watch (see `SyncSession`).
+            if wasEnabled && !enabled {
+                try LocalRecordStore.setSetting(SyncSettingKey.accountGeneration, SyncSession.newGeneration(), in: connection)
+            }
+        }
     }
 
     public func isSyncEnabled() throws -> Bool {
@@ -129,10 +144,22 @@ public struct AccountManager: Sendable {
 
     /// An engine for the store's account, or an error saying why syncing is not possible now.
     public func makeSynchronizer(zoneID: ZoneID) throws -> ZoneSynchronizer {
-        guard let account = try account() else {
+        // The account, the switch and the session read together, so the token used is the one
+        // the session checks for.
+        let (account, session) = try store.transaction { connection in
+            (try LocalRecordStore.setting(SyncSettingKey.account, in: connection).flatMap { try? JSONValue.parse($0) }
+                .flatMap(SyncAccount.init(json:)), try SyncSession.current(in: connection))
+        }
+        guard let account else {
             throw SyncError("not logged in; run 'scorebook account login --server URL --token TOKEN' first")
         }
-        guard try isSyncEnabled() else { throw SyncError("sync is disabled; run 'scorebook sync enable' to turn it on") }
-        return ZoneSynchronizer(store: store, database: makeDatabase(account.endpoint), zoneID: zoneID)
+        switch session {
+        case .failure(let stopped) where stopped.reason == .syncDisabled:
+            throw SyncError("sync is disabled; run 'scorebook sync enable' to turn it on")
+        case .failure(let stopped):
+            throw SyncError(stopped.description)
+        case .success(let session):
+            return ZoneSynchronizer(store: store, database: makeDatabase(account.endpoint), zoneID: zoneID, session: session)
+        }
     }
 }

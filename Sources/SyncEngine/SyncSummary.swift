@@ -1,4 +1,6 @@
-/// What one sync did: changes sent, remote changes applied, and conflicts merged.
+/// What one sync did: changes sent, remote changes applied, conflicts merged, and local edits
+/// dropped. `receivedDeleted` counts every local record remote deletions removed, cascades
+/// included, whether the deletion came from the change feed or from an answer to a send.
 public struct SyncSummary: Equatable, Sendable {
     public var sentSaved = 0
     public var sentDeleted = 0
@@ -6,6 +8,9 @@ public struct SyncSummary: Equatable, Sendable {
     public var receivedDeleted = 0
     /// Records changed on both sides in the same field, settled by the merge rule.
     public var conflicts = 0
+    /// Local edits the server could not take because their record or its parent was deleted
+    /// elsewhere (they are gone; the deletion stands).
+    public var dropped: [DroppedChange] = []
 
     public init() {}
 }
@@ -24,6 +29,8 @@ public enum SyncSettingKey {
     public static let syncEnabled = "syncEnabled"
     public static let lastSync = "lastSync"
     public static let lastError = "lastError"
+    /// Changes with every login, logout and `sync disable`; see `SyncSession`.
+    public static let accountGeneration = "accountGeneration"
     static let syncToken = "syncToken"
     static let refetchInProgress = "refetchInProgress"
     static let zoneReady = "zoneReady"

@@ -105,9 +105,15 @@ public struct WatchStateMachine: Sendable {
         }
     }
 
-    /// Local edits are waiting in the outbox (made by another process meanwhile): sync.
+    /// Waiting out failures: the wait is not cut short for local edits, which could not be
+    /// sent now either.
+    public var isBackingOff: Bool { consecutiveFailures > 0 }
+
+    /// Local edits are waiting in the outbox (made by another process meanwhile): sync, now
+    /// rather than at the end of the poll interval when the server gives no notifications.
     public mutating func localChangesPending() {
         if phase == .polling { phase = .needsSync }
+        if isPollingBySync && !isBackingOff { sleepUntil = nil }
     }
 
     public mutating func pollFailed(_ error: RecordClientError, now: Date) {

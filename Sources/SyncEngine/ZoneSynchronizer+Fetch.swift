@@ -24,15 +24,18 @@ extension ZoneSynchronizer {
                     action = machine.fetchFailed(error)
                     continue
                 }
-                let outcome = try store.applyFetchedPage(page, tokenKey: SyncSettingKey.syncToken)
+                let outcome = try guarded { try store.applyFetchedPage(page, tokenKey: SyncSettingKey.syncToken) }
                 summary.receivedSaved += outcome.savedCount
                 summary.receivedDeleted += outcome.deletedCount
                 summary.conflicts += outcome.conflicts
+                summary.dropped += outcome.dropped
                 outcome.applied.forEach(onChange)
                 progress.received(page.changes.count)
                 action = machine.pageApplied(syncToken: page.syncToken, moreComing: page.moreComing)
             case .restartFromScratch:
-                try store.beginRefetchFromScratch(tokenKey: SyncSettingKey.syncToken, flagKey: SyncSettingKey.refetchInProgress)
+                try guarded {
+                    try store.beginRefetchFromScratch(tokenKey: SyncSettingKey.syncToken, flagKey: SyncSettingKey.refetchInProgress)
+                }
                 action = machine.restartedFromScratch()
             case .recreateZone:
                 try await recreateZone()
@@ -42,9 +45,8 @@ extension ZoneSynchronizer {
                 action = machine.waited()
             case .finish(let reconcile):
                 if reconcile {
-                    let deletions = try store.finishRefetchFromScratch(flagKey: SyncSettingKey.refetchInProgress)
-                    summary.receivedDeleted += Set(deletions.map(\.recordName)).count
-                    deletions.forEach(onChange)
+                    let deletion = try guarded { try store.finishRefetchFromScratch(flagKey: SyncSettingKey.refetchInProgress) }
+                    report(deletion, &summary, onChange: onChange)
                 }
                 return
             case .fail(let error):

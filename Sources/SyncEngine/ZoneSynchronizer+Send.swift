@@ -61,32 +61,39 @@ extension ZoneSynchronizer {
             if let operation = try operation(for: change) {
                 sending.append((change, operation))
             } else {
-                try store.dropIfUnchanged(change)
+                try guarded { try store.dropIfUnchanged(change) }
             }
         }
-        sending = try store.markAttempted(sending)
+        // The last moment before the request leaves: checked in the same transaction that the
+        // store still belongs to the account whose token sends it.
+        sending = try guarded { try store.markAttempted(sending) }
         guard !sending.isEmpty else { return }
         let results = try await modify(sending.map(\.operation), attempt: 1)
         // An answer arrived, so every sent state is settled (applied or refused): only a lost
         // answer leaves them as merge ancestors.
-        try store.forgetSentStates(sending.map(\.change.recordName))
+        try guarded { try store.forgetSentStates(sending.map(\.change.recordName)) }
         let unsent = try store.unsentRecordNames()
         var toLookUp: [PendingChange] = []
         for ((change, operation), result) in zip(sending, results) {
             let decision = SendDecision.decide(change: change, sent: operation.kind, result: result, unsentRecordNames: unsent)
             switch decision {
             case .acknowledgeSave(let saved):
-                try store.acknowledgeSave(change, sent: operation.record, saved: saved)
+                try guarded { try store.acknowledgeSave(change, sent: operation.record, saved: saved) }
                 summary.sentSaved += 1
             case .acknowledgeDelete:
-                try store.acknowledgeDelete(change)
+                try guarded { try store.acknowledgeDelete(change) }
                 summary.sentDeleted += 1
             case .merge(let serverRecord):
                 try merge(serverRecord, &summary, onChange: onChange)
             case .lookUpAndMerge:
                 toLookUp.append(change)
             case .deleteLocally:
-                report(try store.applyRemoteDeletion(of: change.recordName), &summary, onChange: onChange)
+                // Refused for a missing reference: a record it belongs to went; else it went itself.
+                let parentWent = if case .failed(let error) = result { error.code == .validatingReferenceError } else { false }
+                let deletion = try guarded {
+                    try store.applyRemoteDeletion(of: change.recordName, reason: parentWent ? .parentDeleted : .deleted)
+                }
+                report(deletion, &summary, onChange: onChange)
             case .sendAfterDependencies:
                 break
             case .retry(let after):
@@ -96,7 +103,7 @@ extension ZoneSynchronizer {
             case .recreateZone:
                 round.zoneMissing = true
             case .park(let reason):
-                try store.park(change, reason: reason)
+                try guarded { try store.park(change, reason: reason) }
                 round.problem = "\(change.recordName): \(reason)"
             case .stop(let error):
                 round.stop = error
@@ -142,7 +149,7 @@ extension ZoneSynchronizer {
     }
 
     private func merge(_ serverRecord: Record, _ summary: inout SyncSummary, onChange: (AppliedChange) -> Void) throws {
-        let outcome = try store.mergeServerRecord(serverRecord)
+        let outcome = try guarded { try store.mergeServerRecord(serverRecord) }
         if outcome.hadConflict { summary.conflicts += 1 }
         if let applied = outcome.applied {
             summary.receivedSaved += 1
@@ -159,18 +166,21 @@ extension ZoneSynchronizer {
             case .saved(let serverRecord):
                 try merge(serverRecord, &summary, onChange: onChange)
             case .failed(let error) where error.code == .notFound:
-                report(try store.applyRemoteDeletion(of: change.recordName), &summary, onChange: onChange)
+                report(try guarded { try store.applyRemoteDeletion(of: change.recordName, reason: .deleted) }, &summary, onChange: onChange)
             case .failed(let error):
                 round.needsRetry = true
                 round.problem = error.description
             case .deleted:
-                report(try store.applyRemoteDeletion(of: change.recordName), &summary, onChange: onChange)
+                report(try guarded { try store.applyRemoteDeletion(of: change.recordName, reason: .deleted) }, &summary, onChange: onChange)
             }
         }
     }
 
-    func report(_ deletions: [AppliedChange], _ summary: inout SyncSummary, onChange: (AppliedChange) -> Void) {
-        if !deletions.isEmpty { summary.receivedDeleted += 1 }
-        deletions.forEach(onChange)
+    /// Counts a remote deletion as every local record it removed (the README's rule, the same
+    /// on the fetch path), and the local edits it dropped.
+    func report(_ deletion: LocalRecordStore.RemoteDeletion, _ summary: inout SyncSummary, onChange: (AppliedChange) -> Void) {
+        summary.receivedDeleted += deletion.applied.count
+        summary.dropped += deletion.dropped
+        deletion.applied.forEach(onChange)
     }
 }

@@ -9,13 +9,18 @@ extension ZoneSynchronizer {
     }
 
     /// Syncs, subscribes, then long-polls the notification channel and syncs whenever remote
-    /// changes are announced (or local ones are waiting), until `deadline` (forever when nil,
+    /// changes are announced, or local edits are committed by another process on the same store
+    /// (seen through `StoreFileMonitor`, within a second), until `deadline` (forever when nil,
     /// until the task is cancelled). Connection problems are reported through `onProblem`
     /// and retried with back-off; a refused token ends the watch with an error. The first sync
     /// reports its progress to `onInitialSyncProgress` (the later ones are small).
+    ///
+    /// Returns why it stopped early when the store's account or sync switch changed (another
+    /// process logged out, logged in or ran `sync disable`); nil when the deadline passed.
+    @discardableResult
     public func watch(until deadline: Date?, pollTimeout: Int = 30, onChange: (AppliedChange) -> Void,
                       onProblem: (String) -> Void = { _ in },
-                      onInitialSyncProgress: ((SyncProgress) -> Void)? = nil) async throws
+                      onInitialSyncProgress: ((SyncProgress) -> Void)? = nil) async throws -> SyncStopped?
     {
         var initialSyncProgress = onInitialSyncProgress
         var machine = WatchStateMachine(deadline: deadline, cursor: try store.setting(SyncSettingKey.notificationCursor),
@@ -26,61 +31,166 @@ extension ZoneSynchronizer {
             if text != lastProblem { onProblem(text) }
             lastProblem = text
         }
-        while !Task.isCancelled {
-            switch machine.nextAction(now: Date()) {
-            case .openChannel:
-                do {
-                    try await ensureZone()
-                    try await database.saveSubscription(zoneSubscription)
-                    if channel == nil {
-                        let created = try await database.createNotificationChannel()
-                        try storeChannel(created)
-                        channel = created
-                    }
-                    machine.channelOpened()
-                } catch {
-                    problem(Self.syncError(error).description)
-                    machine.channelFailed(Self.clientError(error), now: Date())
-                }
-            case .sync:
-                do {
-                    defer { initialSyncProgress = nil }
-                    try await sync(onChange: onChange, onProgress: initialSyncProgress)
-                    lastProblem = nil
-                    machine.syncSucceeded()
-                    try store.setSetting(SyncSettingKey.notificationCursor, machine.cursor)
-                } catch {
-                    problem(Self.syncError(error).description)
-                    machine.syncFailed(Self.clientError(error), now: Date())
-                }
-            case .poll(let since, let timeout):
-                guard let current = channel else {
-                    machine.pollFailed(.server(ServerError(.notFound, "no notification channel"), httpStatus: 404), now: Date())
-                    continue
-                }
-                do {
-                    let page = try await database.pollNotifications(current, since: since, timeout: timeout)
-                    machine.pollReturned(notificationCount: page.notifications.count, cursor: page.cursor, now: Date())
-                    if page.notifications.isEmpty {
-                        try store.setSetting(SyncSettingKey.notificationCursor, machine.cursor)
-                        if try !store.sendableChanges().isEmpty { machine.localChangesPending() }
-                    }
-                } catch {
-                    let clientError = Self.clientError(error)
-                    if clientError.serverErrorCode == .notFound || clientError.serverErrorCode == .accessDenied {
-                        channel = nil
-                        try storeChannel(nil)
-                    } else {
+        let monitor = StoreFileMonitor(storePath: store.path)
+        // Other processes' commits since this version have not been looked at yet.
+        var seenDataVersion = try store.dataVersion()
+        // A long poll survives a sync started by a local edit, and is awaited again after it:
+        // the socket cannot be interrupted, and the cursor it polls from has not moved.
+        var pendingPoll: (since: String?, task: Task<Result<NotificationPage, Error>, Never>)?
+        do {
+            while !Task.isCancelled {
+                switch machine.nextAction(now: Date()) {
+                case .openChannel:
+                    do {
+                        try checkSession()
+                        try await ensureZone()
+                        try await database.saveSubscription(zoneSubscription)
+                        if channel == nil {
+                            let created = try await database.createNotificationChannel()
+                            try storeChannel(created)
+                            channel = created
+                        }
+                        machine.channelOpened()
+                    } catch let stopped as SyncStopped {
+                        throw stopped
+                    } catch {
                         problem(Self.syncError(error).description)
+                        machine.channelFailed(Self.clientError(error), now: Date())
                     }
-                    machine.pollFailed(clientError, now: Date())
+                case .sync:
+                    do {
+                        defer { initialSyncProgress = nil }
+                        seenDataVersion = try store.dataVersion()
+                        let summary = try await sync(onChange: onChange, onProgress: initialSyncProgress)
+                        for dropped in summary.dropped { onProblem(Self.describe(dropped)) }
+                        lastProblem = nil
+                        machine.syncSucceeded()
+                        try guarded { try store.setSetting(SyncSettingKey.notificationCursor, machine.cursor) }
+                    } catch let stopped as SyncStopped {
+                        throw stopped
+                    } catch {
+                        problem(Self.syncError(error).description)
+                        machine.syncFailed(Self.clientError(error), now: Date())
+                    }
+                case .poll(let since, let timeout):
+                    guard let current = channel else {
+                        machine.pollFailed(.server(ServerError(.notFound, "no notification channel"), httpStatus: 404), now: Date())
+                        continue
+                    }
+                    if pendingPoll?.since != since { pendingPoll = nil }
+                    let poll = pendingPoll?.task ?? Task { [database] in
+                        do {
+                            return .success(try await database.pollNotifications(current, since: since, timeout: timeout))
+                        } catch {
+                            return .failure(error)
+                        }
+                    }
+                    pendingPoll = (since, poll)
+                    let baseline = seenDataVersion
+                    let wake = await firstOf({ .answered(await poll.value) }, or: { await self.localWork(monitor, after: baseline) })
+                    switch wake {
+                    case .stopped(let stopped):
+                        throw stopped
+                    case .localChanges:
+                        machine.localChangesPending()
+                        continue
+                    case .slept:
+                        continue
+                    case .answered(let result):
+                        pendingPoll = nil
+                        do {
+                            let page = try result.get()
+                            machine.pollReturned(notificationCount: page.notifications.count, cursor: page.cursor, now: Date())
+                            if page.notifications.isEmpty {
+                                try guarded { try store.setSetting(SyncSettingKey.notificationCursor, machine.cursor) }
+                                if try !store.sendableChanges().isEmpty { machine.localChangesPending() }
+                            }
+                        } catch let stopped as SyncStopped {
+                            throw stopped
+                        } catch {
+                            let clientError = Self.clientError(error)
+                            if clientError.serverErrorCode == .notFound || clientError.serverErrorCode == .accessDenied {
+                                channel = nil
+                                try storeChannel(nil)
+                            } else {
+                                problem(Self.syncError(error).description)
+                            }
+                            machine.pollFailed(clientError, now: Date())
+                        }
+                    }
+                case .sleep(let seconds):
+                    // Waiting out a failure (only a change of account or switch cuts it short), or
+                    // the interval between syncs where the server gives no notifications (local
+                    // edits cut that short too).
+                    let baseline = seenDataVersion
+                    let wake = await firstOf({ [sleep] in
+                        try? await sleep(seconds)
+                        return .slept
+                    }, or: { [backingOff = machine.isBackingOff] in
+                        await self.localWork(monitor, after: baseline, stopOnly: backingOff)
+                    })
+                    switch wake {
+                    case .stopped(let stopped): throw stopped
+                    case .localChanges: machine.localChangesPending()
+                    case .answered, .slept: break
+                    }
+                case .stop:
+                    if let failure = machine.failure { throw Self.syncError(failure) }
+                    return nil
                 }
-            case .sleep(let seconds):
-                try await sleep(seconds)
-            case .stop:
-                if let failure = machine.failure { throw Self.syncError(failure) }
-                return
             }
+        } catch let stopped as SyncStopped {
+            return stopped
+        }
+        return nil
+    }
+
+    /// What woke a watch waiting for notifications.
+    enum WatchWake: Sendable {
+        case answered(Result<NotificationPage, Error>)
+        /// Another process committed local edits that are waiting to be sent.
+        case localChanges
+        case stopped(SyncStopped)
+        case slept
+    }
+
+    /// Runs `first` and `second` and returns the first answer; the other is cancelled (a poll
+    /// blocked on its socket runs on in its own task, and may be awaited again).
+    private func firstOf(_ first: @escaping @Sendable () async -> WatchWake?,
+                         or second: @escaping @Sendable () async -> WatchWake?) async -> WatchWake
+    {
+        let winner = FirstWake()
+        let tasks = [first, second].map { body in Task { if let wake = await body() { winner.offer(wake) } } }
+        let wake = await winner.value()
+        tasks.forEach { $0.cancel() }
+        return wake
+    }
+
+    /// Waits until another process commits to the store (not this one: `PRAGMA data_version`
+    /// ignores its own writes), then says whether the session ended or local edits wait to be
+    /// sent; nil when cancelled. Woken by `monitor`, so it costs nothing while nothing happens.
+    func localWork(_ monitor: StoreFileMonitor, after dataVersion: Int64, stopOnly: Bool = false) async -> WatchWake? {
+        var seen = dataVersion
+        repeat {
+            guard !Task.isCancelled, let version = try? store.dataVersion() else { return nil }
+            if version != seen {
+                seen = version
+                do {
+                    try checkSession()
+                } catch let stopped as SyncStopped {
+                    return .stopped(stopped)
+                } catch {}
+                if !stopOnly, let waiting = try? store.sendableChanges(), !waiting.isEmpty { return .localChanges }
+            }
+        } while await monitor.nextEvent()
+        return nil
+    }
+
+    /// A watch's line for a local edit dropped because its record or parent was deleted elsewhere.
+    static func describe(_ dropped: DroppedChange) -> String {
+        switch dropped.reason {
+        case .deleted: return "dropped a local edit of \(dropped.recordName): it was deleted on another machine"
+        case .parentDeleted: return "dropped a local edit of \(dropped.recordName): a record it belongs to was deleted on another machine"
         }
     }
 
@@ -100,7 +210,42 @@ extension ZoneSynchronizer {
         let text = channel.map {
             JSONValue.object(["apnsToken": .string($0.apnsToken), "webcourierURL": .string($0.webcourierURL)]).serializedString()
         }
-        try store.setSetting(SyncSettingKey.notificationChannel, text)
-        if channel == nil { try store.setSetting(SyncSettingKey.notificationCursor, nil) }
+        try guarded {
+            try store.setSetting(SyncSettingKey.notificationChannel, text)
+            if channel == nil { try store.setSetting(SyncSettingKey.notificationCursor, nil) }
+        }
+    }
+}
+
+/// The first of several offered wake-ups, for one waiter.
+private final class FirstWake: @unchecked Sendable {
+    private let lock = NSLock()
+    private var wake: ZoneSynchronizer.WatchWake?
+    private var waiter: CheckedContinuation<ZoneSynchronizer.WatchWake, Never>?
+
+    func offer(_ offered: ZoneSynchronizer.WatchWake) {
+        lock.lock()
+        if wake != nil {
+            lock.unlock()
+            return
+        }
+        wake = offered
+        let waiting = waiter
+        waiter = nil
+        lock.unlock()
+        waiting?.resume(returning: offered)
+    }
+
+    func value() async -> ZoneSynchronizer.WatchWake {
+        await withCheckedContinuation { continuation in
+            lock.lock()
+            if let wake {
+                lock.unlock()
+                continuation.resume(returning: wake)
+            } else {
+                waiter = continuation
+                lock.unlock()
+            }
+        }
     }
 }

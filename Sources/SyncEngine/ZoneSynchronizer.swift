@@ -18,17 +18,22 @@ public final class ZoneSynchronizer: @unchecked Sendable {
     let database: any CloudDatabase
     let retryPolicy: RetryPolicy
     let sleep: @Sendable (Double) async throws -> Void
+    /// The account and switch this engine runs for; nil runs unchecked (in-process tests that
+    /// make an engine by hand).
+    let session: SyncSession?
 
     /// Send rounds per sync: each round sends what is still queued (merged records, records
     /// whose parents were refused meanwhile, throttled ones).
     static let maximumSendRounds = 8
 
     public init(store: LocalRecordStore, database: any CloudDatabase, zoneID: ZoneID, retryPolicy: RetryPolicy = RetryPolicy(),
+                session: SyncSession? = nil,
                 sleep: @escaping @Sendable (Double) async throws -> Void = { seconds in
                     try await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1_000_000_000))
                 })
     {
         self.store = store
+        self.session = session
         self.database = database
         self.zoneID = zoneID
         self.retryPolicy = retryPolicy
@@ -47,6 +52,7 @@ public final class ZoneSynchronizer: @unchecked Sendable {
         let progress = SyncProgressReporter(onProgress)
         defer { progress.finish() }
         do {
+            try checkSession()
             try await ensureZone()
             if try store.hasUnacknowledgedSends() {
                 // A send whose answer was lost may have been applied, and the record deleted by
@@ -59,19 +65,43 @@ public final class ZoneSynchronizer: @unchecked Sendable {
             if try !store.sendableChanges().isEmpty {
                 try await sendOutbox(&summary, progress: progress, onChange: onChange)
             }
-            try store.setSetting(SyncSettingKey.lastSync, ISO8601.string(from: Date()))
-            try store.setSetting(SyncSettingKey.lastError, nil)
+            try guarded {
+                try store.setSetting(SyncSettingKey.lastSync, ISO8601.string(from: Date()))
+                try store.setSetting(SyncSettingKey.lastError, nil)
+            }
             return summary
+        } catch let stopped as SyncStopped {
+            // The store is no longer this session's: nothing of it is written there.
+            throw stopped
         } catch {
             let failure = Self.syncError(error)
-            try? store.setSetting(SyncSettingKey.lastError, failure.description)
+            try? guarded { try store.setSetting(SyncSettingKey.lastError, failure.description) }
             throw failure
+        }
+    }
+
+    /// Throws `SyncStopped` when the store's account or sync switch changed since this engine
+    /// was made.
+    func checkSession() throws {
+        guard let session else { return }
+        try store.withConnection { try session.verify(in: $0) }
+    }
+
+    /// Runs `body`, a write into the store from a server's answer (or the marking of a batch
+    /// about to be sent), in one transaction with the check that the store is still this
+    /// session's: there is no moment between the check and the write for a login to slip in.
+    func guarded<T>(_ body: () throws -> T) throws -> T {
+        guard let session else { return try body() }
+        return try store.transaction { connection in
+            try session.verify(in: connection)
+            return try body()
         }
     }
 
     static func syncError(_ error: Error) -> SyncError {
         switch error {
         case let error as SyncError: return error
+        case let error as SyncStopped: return SyncError(error.description)
         case RecordClientError.server(let serverError, _)
             where serverError.code == .authenticationFailed || serverError.code == .authenticationRequired:
             return SyncError("the server refused the account's token (\(serverError.code.rawValue)); log in again")
@@ -83,14 +113,16 @@ public final class ZoneSynchronizer: @unchecked Sendable {
     func ensureZone() async throws {
         guard try store.setting(SyncSettingKey.zoneReady) == nil else { return }
         try await database.createZone(zoneID)
-        try store.setSetting(SyncSettingKey.zoneReady, "1")
+        try guarded { try store.setSetting(SyncSettingKey.zoneReady, "1") }
     }
 
     /// The zone is gone on the server: create it again and queue every local record.
     func recreateZone() async throws {
         try await database.createZone(zoneID)
-        try store.resetForRecreatedZone(tokenKey: SyncSettingKey.syncToken, flagKey: SyncSettingKey.refetchInProgress)
-        try store.setSetting(SyncSettingKey.zoneReady, "1")
+        try guarded {
+            try store.resetForRecreatedZone(tokenKey: SyncSettingKey.syncToken, flagKey: SyncSettingKey.refetchInProgress)
+            try store.setSetting(SyncSettingKey.zoneReady, "1")
+        }
     }
 }
 

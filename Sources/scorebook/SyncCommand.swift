@@ -37,9 +37,11 @@ struct SyncCommand: AsyncParsableCommand {
         func printing(_ body: () -> Void) {
             if let progress { progress.interrupt(body) } else { body() }
         }
-        try await book.watch(seconds: seconds, onChange: { change in printing { emit(Output.change(change, json: json)) } },
-                             onProblem: { problem in printing { warn("warning: \(problem)") } },
-                             onInitialSyncProgress: onProgress)
+        let stopped = try await book.watch(seconds: seconds, onChange: { change in printing { emit(Output.change(change, json: json)) } },
+                                           onProblem: { problem in printing { warn("warning: \(problem)") } },
+                                           onInitialSyncProgress: onProgress)
+        // Another process logged out, logged in or turned sync off: one line, and status 0.
+        if let stopped { printing { warn(stopped.description) } }
     }
 
     /// Ctrl-C or SIGTERM ends a watch with status 0: every change applied so far is committed.

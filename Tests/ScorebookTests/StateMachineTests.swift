@@ -125,6 +125,23 @@ final class WatchStateMachineTests: XCTestCase {
         machine.localChangesPending()
         XCTAssertEqual(machine.nextAction(now: start), .sync)
     }
+
+    /// Without notifications, local edits cut the interval between syncs short; during a
+    /// failure's back-off they do not (they could not be sent either).
+    func testLocalChangesCutTheIntervalShortWithoutNotificationsButNotABackOff() {
+        var machine = WatchStateMachine(deadline: nil, cursor: nil, pollTimeout: 10)
+        machine.channelFailed(.server(ServerError(.badRequest, "no push here"), httpStatus: 400), now: start)
+        XCTAssertEqual(machine.nextAction(now: start), .sync)
+        machine.syncSucceeded()
+        XCTAssertEqual(machine.nextAction(now: start), .sleep(seconds: 10))
+        machine.localChangesPending()
+        XCTAssertEqual(machine.nextAction(now: start.addingTimeInterval(1)), .sync)
+        machine.syncFailed(.unreachable("down"), now: start.addingTimeInterval(1))
+        XCTAssertTrue(machine.isBackingOff)
+        XCTAssertEqual(machine.nextAction(now: start.addingTimeInterval(1)), .sleep(seconds: 0.5))
+        machine.localChangesPending()
+        XCTAssertEqual(machine.nextAction(now: start.addingTimeInterval(1.25)), .sleep(seconds: 0.25))
+    }
 }
 
 final class PolicyTests: XCTestCase {
