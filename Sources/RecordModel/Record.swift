@@ -4,6 +4,9 @@ public struct ChangeStamp: Equatable, Sendable {
     public var userRecordName: String?
     public var deviceID: String?
 
+    /// The `deviceID` answered for a change whose request named no device (no `X-Device-ID`).
+    public static let placeholderDeviceID = "_unknownDevice"
+
     public init(timestamp: Int64, userRecordName: String? = nil, deviceID: String? = nil) {
         self.timestamp = timestamp
         self.userRecordName = userRecordName

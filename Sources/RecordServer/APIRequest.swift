@@ -72,6 +72,8 @@ public struct APIResponse: Sendable {
     public var status: Int
     public var body: [UInt8]
     public var contentType = "application/json"
+    /// Extra response headers (name, value).
+    public var headers: [(String, String)] = []
     /// Set for `text/event-stream` answers: writes events until the client leaves or the server stops.
     public var eventStream: (@Sendable (inout any EventStreamWriter) async throws -> Void)?
 

@@ -62,16 +62,26 @@ struct APIResponder: HTTPResponder {
 
     static func response(_ answer: APIResponse) -> Response {
         if let stream = answer.eventStream {
+            var headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-cache"]
+            appendHeaders(answer.headers, to: &headers)
             return Response(
-                status: .ok, headers: [.contentType: "text/event-stream", .cacheControl: "no-cache"],
+                status: .ok, headers: headers,
                 body: ResponseBody { writer in
                     var events: any EventStreamWriter = BodyEventWriter(writer: writer)
                     try await stream(&events)
                     if let body = events as? BodyEventWriter { try await body.writer.finish(nil) }
                 })
         }
-        return Response(status: HTTPResponse.Status(code: answer.status), headers: [.contentType: answer.contentType],
+        var headers: HTTPFields = [.contentType: answer.contentType]
+        appendHeaders(answer.headers, to: &headers)
+        return Response(status: HTTPResponse.Status(code: answer.status), headers: headers,
                         body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
+    }
+
+    static func appendHeaders(_ extra: [(String, String)], to headers: inout HTTPFields) {
+        for (name, value) in extra {
+            if let field = HTTPField.Name(name) { headers.append(HTTPField(name: field, value: value)) }
+        }
     }
 }
 

@@ -52,6 +52,27 @@ extension RecordAPI {
     func createToken(_ body: JSONValue, _ scope: DatabaseScope, request: APIRequest) async throws -> JSONValue {
         let environment = try body.optionalString("apnsEnvironment") ?? "development"
         let token = try await run { try self.store.createPushToken(scope, apnsEnvironment: environment) }
+        return channelJSON(token, scope, request: request)
+    }
+
+    /// `tokens/register` (CloudKit: `{"apnsEnvironment", "apnsToken"}`, no documented answer). This
+    /// daemon delivers through its courier, not APNs, so the token must be one the caller made with
+    /// `tokens/create` (else `404 NOT_FOUND`, or `403 ACCESS_DENIED` for another user's); the answer
+    /// repeats that channel, so a client that registers what it created gets its courier URL back.
+    func registerToken(_ body: JSONValue, _ scope: DatabaseScope, request: APIRequest) async throws -> JSONValue {
+        guard let token = try body.optionalString("apnsToken"), !token.isEmpty else {
+            throw ServerError.badRequest("tokens/register needs apnsToken, a token made by tokens/create")
+        }
+        if let environment = try body.optionalString("apnsEnvironment"), environment != "development", environment != "production" {
+            throw ServerError.badRequest("apnsEnvironment must be development or production")
+        }
+        guard token.utf8.count <= 128 else { throw ServerError(.notFound, "no such notification channel") }
+        let channel = try await run { try self.store.pushToken(scope, token: token) }
+        return channelJSON(channel, scope, request: request)
+    }
+
+    /// `{"apnsEnvironment", "apnsToken", "webcourierURL"}` of a channel.
+    func channelJSON(_ token: PushToken, _ scope: DatabaseScope, request: APIRequest) -> JSONValue {
         // The authority the client used (a proxy's included), else the address the daemon is bound to.
         let host = request.host ?? boundAuthority ?? "127.0.0.1"
         let scheme = request.forwardedProto == "https" ? "https" : "http"

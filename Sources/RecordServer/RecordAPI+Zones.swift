@@ -53,13 +53,18 @@ extension RecordAPI {
         return ["zones": .array(results)]
     }
 
-    func databaseChanges(_ body: JSONValue, _ scope: DatabaseScope) async throws -> JSONValue {
-        let token = try body.optionalString("syncToken")
+    /// `changes/database`, and with `metaSyncToken` its older form `zones/changes`, whose token CloudKit
+    /// names `metaSyncToken` (the live service ignores `syncToken` there): that form takes either
+    /// name, `metaSyncToken` first, and answers both.
+    func databaseChanges(_ body: JSONValue, _ scope: DatabaseScope, metaSyncToken: Bool) async throws -> JSONValue {
+        let token = try (metaSyncToken ? body.optionalString("metaSyncToken") : nil) ?? body.optionalString("syncToken")
         let limit = try body.optionalInt("resultsLimit") ?? 400
         let page = try await run { try self.store.databaseChanges(scope, syncToken: token, resultsLimit: limit) }
         let zones: [JSONValue] = page.zones.map { zone in
             zone.deleted ? ["zoneID": zone.zoneID.json, "deleted": true] : ["zoneID": zone.zoneID.json]
         }
-        return ["zones": .array(zones), "syncToken": .string(page.syncToken), "moreComing": .bool(page.moreComing)]
+        var answer: [String: JSONValue] = ["zones": .array(zones), "syncToken": .string(page.syncToken), "moreComing": .bool(page.moreComing)]
+        if metaSyncToken { answer["metaSyncToken"] = .string(page.syncToken) }
+        return .object(answer)
     }
 }

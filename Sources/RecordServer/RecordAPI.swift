@@ -38,7 +38,8 @@ public final class RecordAPI: Sendable {
         store.setCommitObserver { hub.commitLanded($0) }
     }
 
-    /// The parts of a `/database/1/{container}/{environment}/{database}/{operation}` path.
+    /// The parts of a `/database/1/{container}/{environment}/{database}/{operation}` path, or of
+    /// `/device/1/{container}/{environment}/tokens/{operation}` (database `tokens`).
     struct Route {
         var container: String
         var environment: Environment
@@ -49,14 +50,17 @@ public final class RecordAPI: Sendable {
     static let knownOperations: Set<String> = [
         "zones/list", "zones/lookup", "zones/modify", "zones/changes", "changes/database", "changes/zone", "records/modify",
         "records/lookup", "records/query", "records/changes", "subscriptions/modify", "subscriptions/list", "subscriptions/lookup",
-        "users/current", "users/caller", "tokens/create",
+        "users/current", "users/caller", "tokens/create", "tokens/register",
     ]
 
     /// Answers one request and counts it in the metrics under its operation.
     public func handle(_ request: APIRequest) async -> APIResponse {
         let started = ContinuousClock.now
         let requestID = UUID().uuidString.lowercased()
-        let response = await answer(request, requestID: requestID)
+        var webAuthToken: String?
+        var response = await answer(request, requestID: requestID, authenticatedWebAuthToken: &webAuthToken)
+        // CloudKit answers a ckWebAuthToken request with the token to use next; ours do not rotate.
+        if let webAuthToken { response.headers.append((RecordAPI.webAuthTokenHeader, webAuthToken)) }
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let operation = RecordAPI.operationLabel(request.path)
@@ -86,20 +90,30 @@ public final class RecordAPI: Sendable {
         return knownOperations.contains(operation) ? operation : "other"
     }
 
-    func answer(_ request: APIRequest, requestID uuid: String) async -> APIResponse {
+    static let webAuthTokenHeader = "X-Apple-CloudKit-Web-Auth-Token"
+
+    /// `authenticatedWebAuthToken` is set once the request is authenticated by `ckWebAuthToken`.
+    func answer(_ request: APIRequest, requestID uuid: String, authenticatedWebAuthToken: inout String?) async -> APIResponse {
         do {
             if request.path == "/health" { return APIResponse(status: 200, json: ["status": "ok"]) }
             if request.path == "/metrics" { return try await metricsResponse() }
             let route = try parseRoute(request.path)
             let user = try await authenticate(request)
+            if request.authorization == nil { authenticatedWebAuthToken = request.query["ckWebAuthToken"] }
             if let wait = rateLimiter.acquire(userID: user.id) {
                 throw ServerError(.throttled, "too many requests; retry after \(wait) s", retryAfter: wait)
             }
             let scope = DatabaseScope(user: user, container: route.container, environment: route.environment)
             switch route.database {
             case "tokens":
-                guard route.operation == "create" else { throw ServerError(.notFound, "unknown operation 'tokens/\(route.operation.prefix(100))'") }
-                return APIResponse(status: 200, json: try await createToken(try parseBody(request, operation: "tokens/create"), scope, request: request))
+                switch route.operation {
+                case "create":
+                    return APIResponse(status: 200, json: try await createToken(try parseBody(request, operation: "tokens/create"), scope, request: request))
+                case "register":
+                    return APIResponse(status: 200, json: try await registerToken(try parseBody(request, operation: "tokens/register"), scope, request: request))
+                default:
+                    throw ServerError(.notFound, "unknown operation 'tokens/\(route.operation.prefix(100))'")
+                }
             case "courier":
                 return try await courier(token: route.operation, scope: scope, request: request)
             default:
@@ -140,7 +154,8 @@ public final class RecordAPI: Sendable {
     func parseRoute(_ path: String) throws -> Route {
         let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         let parts = Array(segments)
-        guard parts.count >= 6, parts[0] == "database", parts[1] == "1" else {
+        // CloudKit clients call the push-token operations under `/device/1/` (CONTRACT §3.12).
+        guard parts.count >= 6, parts[0] == "database" || (parts[0] == "device" && parts[4] == "tokens"), parts[1] == "1" else {
             throw ServerError(.notFound, "no such endpoint: \(path.prefix(200))")
         }
         let container = String(parts[2])
@@ -207,8 +222,11 @@ public final class RecordAPI: Sendable {
         case "zones/list": return try await listZones(scope)
         case "zones/lookup": return try await lookupZones(body, scope)
         case "zones/modify": return try await modifyZones(body, scope)
-        case "zones/changes", "changes/database": return try await databaseChanges(body, scope)
-        case "records/modify": return try await modifyRecords(body, scope, deviceID: request.deviceID)
+        case "zones/changes": return try await databaseChanges(body, scope, metaSyncToken: true)
+        case "changes/database": return try await databaseChanges(body, scope, metaSyncToken: false)
+        case "records/modify":
+            // An empty X-Device-ID names no device.
+            return try await modifyRecords(body, scope, deviceID: request.deviceID.flatMap { $0.isEmpty ? nil : $0 })
         case "records/lookup": return try await lookupRecords(body, scope)
         case "records/query": return try await queryRecords(body, scope)
         case "records/changes": return try await recordChanges(body, scope)

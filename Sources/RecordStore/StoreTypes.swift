@@ -121,10 +121,9 @@ public struct StoredRecord: Sendable {
             out.append(contentsOf: #","userRecordName":"#.utf8)
             JSONValue.appendString(user, to: &out)
         }
-        if let device = stamp.deviceID {
-            out.append(contentsOf: #","deviceID":"#.utf8)
-            JSONValue.appendString(device, to: &out)
-        }
+        // Always present: some CloudKit clients drop the whole stamp without it (CONTRACT §3.12).
+        out.append(contentsOf: #","deviceID":"#.utf8)
+        JSONValue.appendString(stamp.deviceID ?? ChangeStamp.placeholderDeviceID, to: &out)
         out.append(UInt8(ascii: "}"))
     }
 
