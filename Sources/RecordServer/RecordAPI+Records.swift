@@ -10,6 +10,8 @@ extension RecordAPI {
         guard rawOperations.count <= 400 else {
             throw ServerError(.limitExceeded, "at most 400 operations per request, got \(rawOperations.count)")
         }
+        // CloudKit's operation dictionary may carry its own desiredKeys, over the request's.
+        var operationKeys: [String: Set<String>] = [:]
         let operations = try rawOperations.map { operation -> RecordOperation in
             guard let name = operation["operationType"]?.stringValue, let type = RecordOperationType(rawValue: name) else {
                 throw ServerError.badRequest("unknown operationType \(operation["operationType"]?.serializedString() ?? "(none)")")
@@ -17,8 +19,10 @@ extension RecordAPI {
             guard let record = operation["record"], case .object = record else {
                 throw ServerError.badRequest("operation \(name) needs a record object")
             }
+            if let keys = try operation.desiredKeys(), let recordName = record["recordName"]?.stringValue { operationKeys[recordName] = keys }
             return RecordOperation(type: type, record: record)
         }
+        let keysByRecord = operationKeys
         let results = try await run {
             try self.store.modifyRecords(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID)
         }
@@ -27,7 +31,7 @@ extension RecordAPI {
             return 160
         }, write: { result, out in
             switch result {
-            case .saved(let record): record.write(into: &out, desiredKeys: desiredKeys)
+            case .saved(let record): record.write(into: &out, desiredKeys: keysByRecord[record.recordName] ?? desiredKeys)
             case .deleted(let name): JSONValue.object(["recordName": .string(name), "deleted": true]).serialize(into: &out)
             case .failed(let error): error.json().serialize(into: &out)
             }
@@ -38,17 +42,21 @@ extension RecordAPI {
     func lookupRecords(_ body: JSONValue, _ scope: DatabaseScope) async throws -> JSONValue {
         let zone = try ZoneID.fromRequest(body["zoneID"])
         let desiredKeys = try body.desiredKeys()
+        // CloudKit's lookup entries may carry their own desiredKeys, over the request's.
+        var entryKeys: [String: Set<String>] = [:]
         let names = try body.requiredArray("records").map { entry -> String in
             guard let name = entry["recordName"]?.stringValue else { throw ServerError.badRequest("every lookup entry needs a recordName") }
+            if let keys = try entry.desiredKeys() { entryKeys[name] = keys }
             return name
         }
+        let keysByRecord = entryKeys
         let results = try await run { try self.store.lookupRecords(scope, zone: zone, recordNames: names) }
         let entries = JSONValue.rawArray(results, estimatedBytes: { result in
             if case .success(let record) = result { return record.estimatedJSONBytes }
             return 160
         }, write: { result, out in
             switch result {
-            case .success(let record): record.write(into: &out, desiredKeys: desiredKeys)
+            case .success(let record): record.write(into: &out, desiredKeys: keysByRecord[record.recordName] ?? desiredKeys)
             case .failure(let error): error.json().serialize(into: &out)
             }
         })
@@ -94,14 +102,19 @@ extension RecordAPI {
             var desiredKeys: Set<String>?
             var recordTypes: Set<String>?
         }
-        let requests = try body.requiredArray("zones").map { entry -> ZoneRequest in
-            let types = try entry["desiredRecordTypes"].flatMap { value -> Set<String>? in
+        func recordTypes(_ dictionary: JSONValue) throws -> Set<String>? {
+            try dictionary["desiredRecordTypes"].flatMap { value -> Set<String>? in
                 guard !value.isNull else { return nil }
                 guard let list = value.arrayValue else { throw ServerError.badRequest("desiredRecordTypes must be an array") }
                 return Set(list.compactMap(\.stringValue))
             }
-            return ZoneRequest(zone: try ZoneID.fromRequest(entry["zoneID"]), token: try entry.optionalString("syncToken"),
-                               desiredKeys: try entry.desiredKeys(), recordTypes: types)
+        }
+        // As in CloudKit, the request's desiredKeys and desiredRecordTypes apply to every zone that gives none.
+        let defaultKeys = try body.desiredKeys()
+        let defaultTypes = try recordTypes(body)
+        let requests = try body.requiredArray("zones").map { entry -> ZoneRequest in
+            ZoneRequest(zone: try ZoneID.fromRequest(entry["zoneID"]), token: try entry.optionalString("syncToken"),
+                        desiredKeys: try entry.desiredKeys() ?? defaultKeys, recordTypes: try recordTypes(entry) ?? defaultTypes)
         }
         guard requests.count <= 100 else { throw ServerError(.limitExceeded, "at most 100 zones per request") }
         let entries: [JSONValue] = try await run {

@@ -212,4 +212,44 @@ final class APICompatibilityTests: DaemonTestCase {
                                                        "records": [["recordName": "Game|~|anon"]]])["records"]?.arrayValue?.first
         assertDevices(desired, created: placeholder, modified: placeholder, "records/lookup with empty desiredKeys")
     }
+    // MARK: request keys of the CloudKit reference
+
+    /// `desiredKeys` of one lookup entry or one modify operation wins over the request's; the
+    /// request's `desiredKeys` and `desiredRecordTypes` of `changes/zone` apply to every zone that
+    /// gives none.
+    func testPerItemDesiredKeysAndChangesZoneDefaults() throws {
+        let (_, token) = try makeUser("keys")
+        try createZone("ScorebookData", token)
+        let fields: [String: JSONValue] = ["name": ["value": "Catan"], "rating": ["value": 4.5], "plays": ["value": 3]]
+        let saved = try ok("records/modify", token, [
+            "zoneID": ["zoneName": "ScorebookData"], "desiredKeys": ["name"],
+            "operations": [
+                ["operationType": "create", "record": record("Game|~|a", "Game", fields)],
+                ["operationType": "create", "desiredKeys": ["rating"], "record": record("Game|~|b", "Game", fields)],
+                ["operationType": "create", "record": record("Player|~|p", "Player", ["name": ["value": "Ann"]])],
+            ],
+        ])["records"]?.arrayValue ?? []
+        XCTAssertEqual(saved.map { $0["fields"]?.objectValue?.keys.sorted() ?? [] }, [["name"], ["rating"], ["name"]],
+                       "an operation's desiredKeys wins over the request's: \(saved)")
+
+        let looked = try ok("records/lookup", token, [
+            "zoneID": ["zoneName": "ScorebookData"], "desiredKeys": ["plays"],
+            "records": [["recordName": "Game|~|a"], ["recordName": "Game|~|b", "desiredKeys": ["name", "rating"]]],
+        ])["records"]?.arrayValue ?? []
+        XCTAssertEqual(looked.map { $0["fields"]?.objectValue?.keys.sorted() ?? [] }, [["plays"], ["name", "rating"]],
+                       "a lookup entry's desiredKeys wins over the request's")
+
+        let feed = try ok("changes/zone", token, [
+            "desiredKeys": ["name"], "desiredRecordTypes": ["Game"],
+            "zones": [["zoneID": ["zoneName": "ScorebookData"]],
+                      ["zoneID": ["zoneName": "ScorebookData"], "desiredKeys": ["plays"], "desiredRecordTypes": ["Game", "Player"]]],
+        ])["zones"]?.arrayValue ?? []
+        XCTAssertEqual(feed.count, 2)
+        let defaults = feed.first?["records"]?.arrayValue ?? []
+        XCTAssertEqual(Set(defaults.compactMap { $0["recordName"]?.stringValue }), ["Game|~|a", "Game|~|b"], "the request's desiredRecordTypes")
+        XCTAssertTrue(defaults.allSatisfy { $0["fields"]?.objectValue?.keys.sorted() == ["name"] }, "the request's desiredKeys: \(defaults)")
+        let own = feed.last?["records"]?.arrayValue ?? []
+        XCTAssertEqual(Set(own.compactMap { $0["recordName"]?.stringValue }), ["Game|~|a", "Game|~|b", "Player|~|p"], "the zone's own types")
+        XCTAssertEqual(own.first { $0["recordName"] == "Game|~|a" }?["fields"]?.objectValue?.keys.sorted(), ["plays"], "the zone's own keys")
+    }
 }
