@@ -336,8 +336,10 @@ class Checker:
         return f"/database/1/{container or self.CONTAINER}/{environment or self.ENV}/{database}/{operation}"
 
     def template_for(self, operation: str) -> str:
-        if operation == "tokens/create":
-            return "/database/1/{container}/{environment}/tokens/create"
+        if operation in ("tokens/create", "tokens/register"):
+            return "/database/1/{container}/{environment}/" + operation
+        if operation.startswith("device/"):
+            return "/device/1/{container}/{environment}/" + operation[len("device/"):]
         if operation.startswith("courier/"):
             return "/database/1/{container}/{environment}/courier/{token}"
         return "/database/1/{container}/{environment}/{database}/" + operation
@@ -349,8 +351,10 @@ class Checker:
         """Calls one operation, asserting the status and validating the answer against the spec."""
         if token == "default":
             token = self.token
-        if operation == "tokens/create" or operation.startswith("courier/"):
+        if operation in ("tokens/create", "tokens/register") or operation.startswith("courier/"):
             path = f"/database/1/{container or self.CONTAINER}/{environment or self.ENV}/{operation}"
+        elif operation.startswith("device/"):
+            path = f"/device/1/{container or self.CONTAINER}/{environment or self.ENV}/{operation[len('device/'):]}"
         else:
             path = self.db_path(operation, container=container, environment=environment, database=database)
         answer = self.client.call(method, path, body=body, raw=raw, token=token, headers=headers, query=query, timeout=timeout)
@@ -447,6 +451,7 @@ class Checker:
             answer = self.api("GET", "users/current", token=None,
                               query={"ckAPIToken": self.api_token, "ckWebAuthToken": self.token})
             self.user_record_name = answer.json["userRecordName"]
+            assert answer.headers.get("x-apple-cloudkit-web-auth-token") == self.token, f"web auth token not echoed: {answer.headers}"
 
         def ck_query_bad():
             answer = self.api("GET", "users/current", token=None, query={"ckAPIToken": "0" * 64, "ckWebAuthToken": self.token},
@@ -456,7 +461,7 @@ class Checker:
         check("auth: no credentials is 421 AUTHENTICATION_REQUIRED", no_credentials)
         check("auth: unknown bearer token is 401 AUTHENTICATION_FAILED", bad_token)
         check("auth: a non-Bearer Authorization is 401", basic_auth)
-        check("auth: ckAPIToken + ckWebAuthToken query parameters authenticate", ck_query_auth)
+        check("auth: ckAPIToken + ckWebAuthToken query parameters authenticate; the answer echoes the web auth token", ck_query_auth)
         check("auth: an unknown ckAPIToken is 401", ck_query_bad)
 
         # users
@@ -608,9 +613,24 @@ class Checker:
         def tokens_create_bad():
             self.expect_error(self.api("POST", "tokens/create", {"apnsEnvironment": "sandbox"}, expect=400), "BAD_REQUEST")
 
+        def device_tokens():
+            created = self.api("POST", "device/tokens/create", {"apnsEnvironment": "development"})
+            token = created.json["apnsToken"]
+            for operation in ("device/tokens/register", "tokens/register"):
+                registered = self.api("POST", operation, {"apnsEnvironment": "development", "apnsToken": token})
+                assert registered.json == created.json, f"{operation}: {registered!r} after {created!r}"
+
+        def tokens_register_errors():
+            self.expect_error(self.api("POST", "device/tokens/register", {"apnsToken": "ab" * 32}, expect=404), "NOT_FOUND")
+            self.expect_error(self.api("POST", "tokens/register", {"apnsEnvironment": "development"}, expect=400), "BAD_REQUEST")
+            mine = self.api("POST", "device/tokens/create", {}).json["apnsToken"]
+            self.expect_error(self.api("POST", "tokens/register", {"apnsToken": mine}, token=self.other_token, expect=403), "ACCESS_DENIED")
+
         check("tokens/create makes a courier channel", tokens_create)
         check("tokens/create with an empty body defaults to development", tokens_create_default)
         check("tokens/create: unknown apnsEnvironment is 400", tokens_create_bad)
+        check("tokens/create and tokens/register under /device/1/ and /database/1/", device_tokens)
+        check("tokens/register: unknown token 404, no apnsToken 400, another user's token 403", tokens_register_errors)
 
         # records: every field type
         game = "Game|~|9B1DEB4D-3B7D-4BAD-9BDD-2B0D7B3DCB6D"
@@ -866,11 +886,13 @@ class Checker:
 
         def db_changes_since():
             self.api("POST", "zones/modify", {"operations": [{"operationType": "delete", "zone": {"zoneID": {"zoneName": "Scratch"}}}]})
-            for operation in ("changes/database", "zones/changes"):
-                answer = self.api("POST", operation, {"syncToken": state["db_token"]})
+            for operation, key in (("changes/database", "syncToken"), ("zones/changes", "syncToken"), ("zones/changes", "metaSyncToken")):
+                answer = self.api("POST", operation, {key: state["db_token"]})
                 by_name = {z["zoneID"]["zoneName"]: z for z in answer.json["zones"]}
-                assert by_name.get("Scratch", {}).get("deleted") is True, f"{operation}: {answer!r}"
-                assert "ScorebookData" in by_name and "deleted" not in by_name["ScorebookData"], f"{operation}: {answer!r}"
+                assert by_name.get("Scratch", {}).get("deleted") is True, f"{operation} {key}: {answer!r}"
+                assert "ScorebookData" in by_name and "deleted" not in by_name["ScorebookData"], f"{operation} {key}: {answer!r}"
+                if operation == "zones/changes":
+                    assert answer.json["metaSyncToken"] == answer.json["syncToken"], f"zones/changes answers metaSyncToken: {answer!r}"
 
         def db_changes_bad_token():
             answer = self.api("POST", "changes/database", {"syncToken": state["zone_token"]}, expect=400)
