@@ -113,42 +113,39 @@ final class CLIWatchTests: XCTestCase {
     /// A plain `logout` in another process stops the watcher (status 0, one line); an edit made
     /// afterwards stays local, and another machine's change is not pulled in.
     func testAWatcherStopsWhenAnotherProcessLogsOut() throws {
-        let laptop = try machine("laptop", token: aliceToken)
-        let phone = try machine("phone", token: aliceToken)
-        try laptop.run("game", "add", "Catan")
-        try laptop.sync()
-        let watch = try startWatch(on: laptop)
-        try laptop.run("account", "logout")
-        assertStops(watch, saying: "logged out")
-        try laptop.run("game", "add", "Go")
-        try phone.run("game", "add", "Chess")
-        try phone.sync()
-        Thread.sleep(forTimeInterval: 1)
-        XCTAssertEqual(gameNames(on: try ServerZone(daemon: daemon, token: aliceToken)), ["Catan", "Chess"])
-        XCTAssertEqual(try localGameNames(laptop), ["Catan", "Go"])
+        let laptop = try assertWatcherStopsAndNothingCrosses(after: ["account", "logout"], saying: "logged out")
         XCTAssertEqual(try laptop.json("status")["pending"], 1)
     }
 
     /// `sync disable` in another process stops the watcher (status 0, one line), and from then
     /// on nothing is sent or received.
     func testAWatcherStopsWhenSyncIsDisabledAndNothingIsSentAfterwards() throws {
+        let laptop = try assertWatcherStopsAndNothingCrosses(after: ["sync", "disable"], saying: "sync was disabled")
+        let status = try laptop.json("status")
+        XCTAssertEqual(status["syncEnabled"], false)
+        XCTAssertEqual(status["pending"], 1)
+        XCTAssertEqual(status["lastError"], .null, "stopping is not an error")
+    }
+
+    /// Alice's laptop watches; `command` runs in another process on its store and must stop the
+    /// watcher (status 0, one line naming `reason`). Then the laptop's new edit stays local and
+    /// the phone's new edit is not pulled in. Returns the laptop for the caller's own checks.
+    func assertWatcherStopsAndNothingCrosses(after command: [String], saying reason: String,
+                                             file: StaticString = #filePath, line: UInt = #line) throws -> CLIMachine {
         let laptop = try machine("laptop", token: aliceToken)
         let phone = try machine("phone", token: aliceToken)
         try laptop.run("game", "add", "Catan")
         try laptop.sync()
         let watch = try startWatch(on: laptop)
-        try laptop.run("sync", "disable")
-        assertStops(watch, saying: "sync was disabled")
+        try laptop.run(command)
+        assertStops(watch, saying: reason, file: file, line: line)
         try laptop.run("game", "add", "Go")
         try phone.run("game", "add", "Chess")
         try phone.sync()
         Thread.sleep(forTimeInterval: 1)
-        XCTAssertEqual(gameNames(on: try ServerZone(daemon: daemon, token: aliceToken)), ["Catan", "Chess"])
-        XCTAssertEqual(try localGameNames(laptop), ["Catan", "Go"])
-        let status = try laptop.json("status")
-        XCTAssertEqual(status["syncEnabled"], false)
-        XCTAssertEqual(status["pending"], 1)
-        XCTAssertEqual(status["lastError"], .null, "stopping is not an error")
+        XCTAssertEqual(gameNames(on: try ServerZone(daemon: daemon, token: aliceToken)), ["Catan", "Chess"], file: file, line: line)
+        XCTAssertEqual(try localGameNames(laptop), ["Catan", "Go"], file: file, line: line)
+        return laptop
     }
 
     /// A watch started after `sync disable` refuses to start: one line, non-zero.
@@ -176,9 +173,9 @@ final class CLIWatchTests: XCTestCase {
         let phoneWatch = try startWatch(on: phone)
 
         let pid = watch.process.processIdentifier
-        let before = try cpuSeconds(of: pid)
+        let before = try ProcessStat.cpuSeconds(of: pid)
         Thread.sleep(forTimeInterval: 3)
-        let idle = try cpuSeconds(of: pid) - before
+        let idle = try ProcessStat.cpuSeconds(of: pid) - before
         XCTAssertLessThan(idle, 0.1, "CPU seconds of an idle watcher over 3 s")
 
         try laptop.run("game", "add", "Go")
@@ -206,17 +203,6 @@ final class CLIWatchTests: XCTestCase {
         phoneWatch.kill()
         XCTAssertEqual(try localGameNames(phone), ["Catan", "Go"])
         XCTAssertEqual(try laptop.json("status")["pending"], 0)
-    }
-
-    /// User plus system CPU time of a process, from /proc/PID/stat.
-    func cpuSeconds(of pid: Int32) throws -> Double {
-        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
-        guard let close = stat.lastIndex(of: ")") else { throw DaemonError("unreadable /proc/\(pid)/stat") }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else {
-            throw DaemonError("unreadable /proc/\(pid)/stat")
-        }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
     // MARK: Items 3 and 4: dropped edits reported, deletions counted by one rule

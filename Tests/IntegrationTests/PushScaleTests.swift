@@ -36,9 +36,9 @@ final class PushScaleTests: PushTestCase {
                       "the daemon counts every open stream")
 
         // Idle: 1,000 waiting streams cost next to no CPU (a poller would burn it).
-        let before = try cpuSeconds(of: daemon.processIdentifier)
+        let before = try ProcessStat.cpuSeconds(of: daemon.processIdentifier)
         Thread.sleep(forTimeInterval: 2)
-        let idleCPU = try cpuSeconds(of: daemon.processIdentifier) - before
+        let idleCPU = try ProcessStat.cpuSeconds(of: daemon.processIdentifier) - before
         print("PushScaleTests: idle CPU \(idleCPU) s in 2 s with \(Self.streamCount) streams")
         XCTAssertLessThan(idleCPU, 0.1, "CPU seconds used in 2 s of waiting by 1,000 streams")
 
@@ -53,18 +53,5 @@ final class PushScaleTests: PushTestCase {
         XCTAssertEqual(delivered, Self.streamCount, "every stream got the notification")
         XCTAssertLessThan(Date().timeIntervalSince(committed), 10)
         for stream in streams { stream.closeConnection() }
-    }
-
-    /// User plus system CPU time of a process, from /proc/PID/stat.
-    func cpuSeconds(of pid: Int32) throws -> Double {
-        let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
-        // Fields after the command name (which is in parentheses and may hold spaces).
-        guard let close = stat.lastIndex(of: ")") else { throw DaemonError("unreadable /proc/\(pid)/stat") }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        // fields[0] is the state (field 3); utime and stime are fields 14 and 15.
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else {
-            throw DaemonError("unreadable /proc/\(pid)/stat")
-        }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 }
