@@ -1,0 +1,102 @@
+import Foundation
+import RecordModel
+import TestSupport
+import XCTest
+
+/// CONTRACT §2 and §6 through the real binaries: `scorebookd serve --database postgres://…` on a
+/// fresh database of the run's throw-away PostgreSQL cluster, the administrative commands on
+/// `--database`, and the real `scorebook` CLI syncing through it (and through two daemons on one
+/// database).
+final class PostgresDaemonTests: XCTestCase {
+    var databaseURL: String!
+
+    override func setUpWithError() throws {
+        if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
+        databaseURL = try PostgresTestCluster.shared().createDatabase()
+    }
+
+    func recordMatch(on machine: CLIMachine) throws -> String {
+        try machine.run("person", "add", "Ann", "Lee")
+        try machine.run("person", "add", "Bob")
+        try machine.run("game", "add", "Catan")
+        let match = try machine.create("match", "start", "--game", "Catan", "--players", "Ann,Bob")
+        try machine.run("score", "add", "--match", match, "--player", "Ann", "10")
+        try machine.run("score", "add", "--match", match, "--player", "Bob", "7")
+        try machine.run("match", "finish", match)
+        return match
+    }
+
+    func testTheCLISyncsThroughAScorebookdOnPostgreSQL() throws {
+        let daemon = try DaemonProcess.start(postgresURL: databaseURL)
+        defer { XCTAssertNoThrow(try daemon.stop(), "SIGTERM: a clean exit 0") }
+        let token = try daemon.createUser("alice")
+        let laptop = CLIMachine("laptop"), phone = CLIMachine("phone")
+        try laptop.login(daemon, token: token)
+        try phone.login(daemon, token: token)
+        let match = try recordMatch(on: laptop)
+        XCTAssertEqual(try laptop.sync().sent, 8)
+        XCTAssertEqual(try phone.sync().received, 8)
+        XCTAssertEqual(try phone.run("match", "show", match).stdout, try laptop.run("match", "show", match).stdout)
+        XCTAssertEqual(try phone.snapshot(), try laptop.snapshot())
+
+        // A deletion cascades on the server and reaches the other machine.
+        try phone.run("game", "delete", "Catan")
+        XCTAssertEqual(try phone.sync().sent, 1)
+        XCTAssertEqual(try laptop.sync().received, 6, "the game, its match, 2 players and 2 scores")
+        XCTAssertEqual(try laptop.json("match", "list"), [])
+        XCTAssertEqual(try phone.snapshot(), try laptop.snapshot())
+    }
+
+    func testAdministrativeCommandsWorkOnTheDatabaseWhileADaemonServesIt() throws {
+        let daemon = try DaemonProcess.start(postgresURL: databaseURL)
+        defer { XCTAssertNoThrow(try daemon.stop()) }
+        let alice = try daemon.createUserInfo("alice")
+        let listed = try DaemonProcess.run("scorebookd", ["user", "list", "--database", databaseURL])
+        XCTAssertEqual(listed.status, 0, listed.stderr)
+        XCTAssertEqual(try JSONValue.parse(listed.stdout.trimmingCharacters(in: .whitespacesAndNewlines)),
+                       ["userRecordName": .string(alice.userRecordName), "name": "alice"])
+        // A second token made by the command authenticates at once on the serving daemon.
+        let second = try DaemonProcess.run("scorebookd", ["user", "token", "alice", "--database", databaseURL])
+        XCTAssertEqual(second.status, 0, second.stderr)
+        let token = try XCTUnwrap(try JSONValue.parse(second.stdout.trimmingCharacters(in: .whitespacesAndNewlines))["token"]?.stringValue)
+        XCTAssertNotEqual(token, alice.token)
+        let zones = try daemon.post("/database/1/iCloud.scorebook.tests/development/private/zones/list", token: token, json: "{}")
+        XCTAssertEqual(zones.status, 200)
+        let apiToken = try daemon.createAPIToken()
+        XCTAssertEqual(apiToken.count, 64)
+        // The environment variable names the store as --database does.
+        let check = try DaemonProcess.runWithEnvironment("scorebookd", ["check"], environment: ["SCOREBOOK_DATABASE_URL": databaseURL])
+        XCTAssertEqual(check.status, 0, check.stderr)
+        XCTAssertEqual(try JSONValue.parse(check.stdout.trimmingCharacters(in: .whitespacesAndNewlines))["ok"], true)
+    }
+
+    func testCommandsOtherThanServeRefuseADatabaseWithoutAStore() throws {
+        let result = try DaemonProcess.run("scorebookd", ["user", "list", "--database", databaseURL])
+        XCTAssertEqual(result.status, 1)
+        XCTAssertEqual(result.stderr.split(separator: "\n").count, 1, result.stderr)
+        XCTAssertTrue(result.stderr.contains("holds no scorebook store"), result.stderr)
+        let malformed = try DaemonProcess.run("scorebookd", ["user", "list", "--database", "mysql://nowhere"])
+        XCTAssertNotEqual(malformed.status, 0)
+        XCTAssertEqual(malformed.stderr.split(separator: "\n").count, 1, malformed.stderr)
+    }
+
+    /// Two daemons on one database behind no load balancer at all: each machine talks to its own
+    /// daemon, and both converge on the same scorebook.
+    func testMachinesOnTwoDaemonsOfOneDatabaseConverge() throws {
+        let first = try DaemonProcess.start(postgresURL: databaseURL)
+        defer { XCTAssertNoThrow(try first.stop()) }
+        let second = try DaemonProcess.start(postgresURL: databaseURL)
+        defer { XCTAssertNoThrow(try second.stop()) }
+        let token = try first.createUser("alice")
+        let laptop = CLIMachine("laptop"), phone = CLIMachine("phone")
+        try laptop.login(first, token: token)
+        try phone.login(second, token: token)
+        _ = try recordMatch(on: laptop)
+        try phone.run("person", "add", "Cy")
+        try laptop.sync()
+        try phone.sync()
+        try laptop.sync()
+        XCTAssertEqual(try laptop.json("person", "list").arrayValue?.count, 3)
+        XCTAssertEqual(try phone.snapshot(), try laptop.snapshot())
+    }
+}
