@@ -86,9 +86,22 @@ public final class PostgresTestCluster: @unchecked Sendable {
     public func startServer() throws {
         let options = "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
             + "-c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB"
-        try run(["\(binaries)/pg_ctl", "-D", "\(directory)/data", "-o", options, "-l", "\(directory)/server.log", "-w", "-t", "60", "start"],
-                asServerUser: true)
+        // Through system(3), not Process: Foundation's Process counts a child as running while any
+        // descendant holds a descriptor it handed down, and the postmaster would hold it forever.
+        var command = ["\(binaries)/pg_ctl", "-D", "\(directory)/data", "-o", options, "-l", "\(directory)/server.log",
+                       "-w", "-t", "60", "start"]
+        if let runAs { command = ["/usr/sbin/runuser", "-u", runAs, "--"] + command }
+        let output = "\(directory)/start.out"
+        let line = command.map(PostgresTestCluster.shellQuoted).joined(separator: " ") + " </dev/null >\(PostgresTestCluster.shellQuoted(output)) 2>&1"
+        let status = system(line)
+        guard status == 0 else {
+            let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+            let log = (try? String(contentsOfFile: "\(directory)/server.log", encoding: .utf8))?.suffix(2000) ?? ""
+            throw Unavailable(description: "pg_ctl start failed (\(status)): \(text) \(log)")
+        }
     }
+
+    static func shellQuoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
 
     /// Stops the server (fast shutdown: open sessions are ended) and keeps its files.
     public func stopServer() throws {
@@ -131,12 +144,24 @@ public final class PostgresTestCluster: @unchecked Sendable {
         }
         process.arguments = command
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        let output = Pipe()
+        // Output goes to a file, not a pipe: the postmaster that `pg_ctl start` leaves running
+        // inherits the descriptors, and a pipe would then never reach end-of-file.
+        let outputPath = "\(directory)/command-\(UUID().uuidString).out"
+        FileManager.default.createFile(atPath: outputPath, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: outputPath) }
+        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
         process.standardOutput = output
         process.standardError = output
+        process.standardInput = FileHandle.nullDevice
         try process.run()
-        let text = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        try? output.close()
+        let deadline = Date().addingTimeInterval(120)
+        while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.02) }
+        if process.isRunning {
+            process.terminate()
+            throw Unavailable(description: "\(arguments.joined(separator: " ")) did not finish within 120 s")
+        }
+        let text = FileManager.default.contents(atPath: outputPath) ?? Data()
         guard process.terminationStatus == 0 else {
             let log = (try? String(contentsOfFile: "\(directory)/server.log", encoding: .utf8))?.suffix(2000) ?? ""
             throw Unavailable(description: "\(arguments.joined(separator: " ")) failed: \(String(decoding: text, as: UTF8.self)) \(log)")
