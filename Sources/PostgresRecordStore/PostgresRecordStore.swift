@@ -262,6 +262,8 @@ public final class PostgresRecordStore: RecordStorage {
             throw ServerError(.tryAgainLater, "the database did not answer in time; try again", retryAfter: 2)
         } catch let error as StoreMissingError {
             throw error
+        } catch let error as MigrationRefused {
+            throw error
         } catch {
             // Connection failures that postgres-nio reports with NIO's own errors.
             throw ServerError(.tryAgainLater, "the database is unreachable; try again", retryAfter: 2)

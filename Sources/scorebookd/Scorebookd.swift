@@ -12,7 +12,7 @@ struct Scorebookd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "scorebookd",
         abstract: "A CloudKit Web Services-style record store with change feeds and push.",
-        subcommands: [Serve.self, UserCommand.self, APITokenCommand.self, Backup.self, Check.self])
+        subcommands: [Serve.self, UserCommand.self, APITokenCommand.self, Backup.self, Check.self, Migrate.self])
 
     /// Parses and runs, reporting any failure as one line on standard error.
     static func main() async {

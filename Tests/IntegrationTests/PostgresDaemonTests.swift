@@ -99,4 +99,47 @@ final class PostgresDaemonTests: XCTestCase {
         XCTAssertEqual(try laptop.json("person", "list").arrayValue?.count, 3)
         XCTAssertEqual(try phone.snapshot(), try laptop.snapshot())
     }
+
+    /// `scorebookd migrate`: a machine that synced through a daemon on SQLite keeps syncing, with
+    /// its token and its saved sync state, through a daemon on PostgreSQL on the same address.
+    func testMigrateCopiesAnSQLiteStoreAndClientsKeepSyncing() throws {
+        let old = try DaemonProcess.start()
+        let token = try old.createUser("alice")
+        let laptop = CLIMachine("laptop")
+        try laptop.login(old, token: token)
+        let match = try recordMatch(on: laptop)
+        XCTAssertEqual(try laptop.sync().sent, 8)
+        let port = old.port
+        try old.stop()
+
+        let missing = try DaemonProcess.run("scorebookd", ["migrate", "--from-data-dir", "/nonexistent/scorebook", "--database", databaseURL])
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertEqual(missing.stderr.split(separator: "\n").count, 1, missing.stderr)
+
+        let migrated = try DaemonProcess.run("scorebookd", ["migrate", "--from-data-dir", old.dataDirectory.path, "--database", databaseURL])
+        XCTAssertEqual(migrated.status, 0, migrated.stderr)
+        let counts = try JSONValue.parse(migrated.stdout.trimmingCharacters(in: .whitespacesAndNewlines))["migrated"]
+        XCTAssertEqual(counts?["users"], 1)
+        XCTAssertEqual(counts?["records"], 8)
+
+        var daemon: DaemonProcess?
+        for _ in 0..<10 where daemon == nil {
+            daemon = try? DaemonProcess.start(postgresURL: databaseURL, extraArguments: ["--port", String(port)])
+            if daemon == nil { Thread.sleep(forTimeInterval: 0.5) }
+        }
+        let serving = try XCTUnwrap(daemon, "a daemon on PostgreSQL on the old port")
+        defer { XCTAssertNoThrow(try serving.stop()) }
+        try laptop.run("score", "add", "--match", match, "--player", "Bob", "1")
+        let resumed = try laptop.sync()
+        XCTAssertEqual(resumed.sent, 1, "the laptop's saved state and token still hold")
+        XCTAssertLessThanOrEqual(resumed.received, 1, "nothing is fetched again: its sync token is valid on the new store")
+        let phone = CLIMachine("phone")
+        try phone.login(serving, token: token)
+        XCTAssertEqual(try phone.sync().received, 9)
+        XCTAssertEqual(try phone.snapshot(), try laptop.snapshot())
+
+        let again = try DaemonProcess.run("scorebookd", ["migrate", "--from-data-dir", old.dataDirectory.path, "--database", databaseURL])
+        XCTAssertEqual(again.status, 1, "a database that already holds a store is refused")
+        XCTAssertEqual(again.stderr.split(separator: "\n").count, 1, again.stderr)
+    }
 }
