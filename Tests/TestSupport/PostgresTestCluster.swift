@@ -85,7 +85,7 @@ public final class PostgresTestCluster: @unchecked Sendable {
     /// Starts the (stopped) server again on the same port and files.
     public func startServer() throws {
         let options = "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
-            + "-c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB"
+            + "-c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB -c dynamic_shared_memory_type=mmap"
         // Through system(3), not Process: Foundation's Process counts a child as running while any
         // descendant holds a descriptor it handed down, and the postmaster would hold it forever.
         var command = ["\(binaries)/pg_ctl", "-D", "\(directory)/data", "-o", options, "-l", "\(directory)/server.log",
