@@ -32,8 +32,13 @@ extension PostgresRecordStore {
             // sequence numbers commit in the order they are taken.
             try await self.lockDatabase(databaseID, connection)
             let zoneRow = try await self.requireZone(databaseID, zone, forUpdate: true, connection)
-            let development = scope.environment == .development
-                ? try await self.developmentSchema(container: scope.container, connection) : Schema()
+            var development = Schema()
+            if scope.environment == .development {
+                // The development schema is the container's, shared by its users' databases:
+                // writers of one container take turns, so two cannot add one field with two types.
+                try await connection.query("SELECT pg_advisory_xact_lock(7270002, hashtext(\(scope.container)))", logger: self.logger)
+                development = try await self.developmentSchema(container: scope.container, connection)
+            }
             let enforcer = SchemaEnforcer(environment: scope.environment, production: self.productionSchema, development: development)
             var modify = PostgresModify(scope: scope, zone: zoneRow, zoneID: self.zoneID(zoneRow.name, scope), now: now,
                                         deviceID: deviceID, sequence: zoneRow.seq, enforcer: enforcer)

@@ -56,16 +56,20 @@ final class PostgresPushTests: PushTestCase {
         let stream = try openEventStream(courier)
         XCTAssertEqual(stream.waitForHead(timeout: 10), 200)
         XCTAssertTrue(stream.waitForComment("connected", timeout: 10))
-        var names: [String] = []
-        for _ in 0..<3 {
+        // Latency from the write's acknowledgement on daemon 2 to the event on daemon 1's stream.
+        var latencies: [Double] = []
+        for _ in 0..<10 {
             let name = newName("Thing")
-            names.append(name)
-            let started = Date()
             try createOnSecondDaemon(name, "Thing")
+            let acknowledged = Date()
             let event = try XCTUnwrap(stream.nextEvent(timeout: 10), "no event for a write through the other daemon")
-            XCTAssertLessThan(Date().timeIntervalSince(started), 5)
+            latencies.append(Date().timeIntervalSince(acknowledged))
             XCTAssertEqual(try JSONValue.parse(Array(event.data.utf8))["ck"]?["qry"]?["rid"]?.stringValue, name)
         }
+        latencies.sort()
+        print(String(format: "cross-daemon push (ack on daemon 2 -> SSE event on daemon 1): median %.1f ms, max %.1f ms",
+                     latencies[latencies.count / 2] * 1000, latencies.last! * 1000))
+        XCTAssertLessThan(latencies.last!, 5, "woken by LISTEN/NOTIFY, not by a heartbeat or a timeout")
     }
 }
 
