@@ -20,12 +20,22 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-atomics", from: "1.3.0"),
+        // The PostgreSQL backend only (CONTRACT §6); nothing on the CLI side links it.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "SQLiteDB", dependencies: ["CSQLite"], swiftSettings: settings),
         .target(name: "RecordModel", swiftSettings: settings),
         .target(name: "RecordStore", dependencies: ["RecordModel", "SQLiteDB"], swiftSettings: settings),
+        // The PostgreSQL backend of `RecordStorage`: only scorebookd and the tests depend on it.
+        .target(
+            name: "PostgresRecordStore",
+            dependencies: [
+                "RecordModel", "RecordStore", .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: settings),
         .target(
             name: "RecordServer",
             dependencies: [
@@ -42,7 +52,7 @@ let package = Package(
         .target(name: "Scorebook", dependencies: ["RecordModel", "SyncEngine", "SQLiteDB"], swiftSettings: settings),
         .executableTarget(
             name: "scorebookd",
-            dependencies: ["RecordServer", "RecordStore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["RecordServer", "RecordStore", "PostgresRecordStore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: settings),
         .executableTarget(
             name: "scorebook",
@@ -58,7 +68,7 @@ let package = Package(
         // Helpers every test target shares (a seeded generator).
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: settings),
         .testTarget(name: "RecordModelTests", dependencies: ["RecordModel", "RecordStore", "TestSupport"], swiftSettings: settings),
-        .testTarget(name: "RecordStoreTests", dependencies: ["RecordStore", "RecordServer", "RecordModel", "TestSupport"], swiftSettings: settings),
+        .testTarget(name: "RecordStoreTests", dependencies: ["RecordStore", "PostgresRecordStore", "RecordServer", "RecordModel", "TestSupport"], swiftSettings: settings),
         .testTarget(name: "ScorebookTests", dependencies: ["Scorebook", "SyncEngine", "RecordClient", "RecordModel"], swiftSettings: settings),
         // The sync engine against a real store through a fault-injecting in-process transport.
         .testTarget(

@@ -3,7 +3,8 @@
 # or on PATH). Safe to run repeatedly.
 set -euo pipefail
 needed=()
-for pkg in libsqlite3-dev libcurl4-openssl-dev sqlite3 curl; do
+# postgresql: the PostgreSQL store tests start a throw-away cluster of their own (15 on Debian 12).
+for pkg in libsqlite3-dev libcurl4-openssl-dev sqlite3 curl postgresql; do
     dpkg -s "$pkg" >/dev/null 2>&1 || needed+=("$pkg")
 done
 if [ ${#needed[@]} -gt 0 ]; then

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Builds everything and runs the whole test suite: unit and integration tests (integration tests
-# start the real scorebookd and scorebook binaries on loopback), then the API conformance and
+# start the real scorebookd and scorebook binaries on loopback), the store suite a second time on
+# PostgreSQL, then the API conformance and
 # fuzzing run (Schemas/openapi.yaml against the real daemon, with schemathesis from PyPI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
 swift build --build-tests
 swift test --skip-build
+# The store suite again, unchanged, on PostgreSQL: the tests start a throw-away cluster of their
+# own (Debian's postgresql 15 binaries; SCOREBOOK_SKIP_POSTGRES_TESTS=1 skips on a developer machine).
+SCOREBOOK_STORE_BACKEND=postgres swift test --skip-build --filter RecordStoreTests
 scripts/api-conformance.sh

@@ -26,11 +26,24 @@ public final class PushHub: @unchecked Sendable {
     /// happened since its last delivery.
     private var generations: [Int64: Int] = [:]
     private var closed = false
-    private let deliveryQueue = DispatchQueue(label: "scorebookd.push")
+    /// Commits to wake for, handled one at a time in order by `wakeTask`: a wake that reads before
+    /// a later commit puts its waiters back before that commit's wake takes them.
+    private let commits: AsyncStream<Set<Int64>>.Continuation
+    private var wakeTask: Task<Void, Never>?
 
     public init(store: any RecordStorage) {
         self.store = store
+        let (stream, continuation) = AsyncStream<Set<Int64>>.makeStream()
+        self.commits = continuation
+        self.wakeTask = Task { [weak self] in
+            for await databaseIDs in stream {
+                guard let self else { return }
+                for databaseID in databaseIDs { await self.wake(databaseID) }
+            }
+        }
     }
+
+    deinit { commits.finish() }
 
     public var isClosed: Bool {
         lock.lock()
@@ -47,19 +60,17 @@ public final class PushHub: @unchecked Sendable {
 
     /// Called by the store after every commit.
     public func commitLanded(_ databaseIDs: Set<Int64>) {
-        deliveryQueue.async { [self] in
-            for databaseID in databaseIDs { wake(databaseID) }
-        }
+        commits.yield(databaseIDs)
     }
 
-    private func wake(_ databaseID: Int64) {
-        lock.lock()
-        let generation = (generations[databaseID] ?? 0) + 1
-        generations[databaseID] = generation
-        let taken = waiters.removeValue(forKey: databaseID) ?? [:]
-        lock.unlock()
+    private func wake(_ databaseID: Int64) async {
+        let (generation, taken) = lock.withLock { () -> (Int, [UUID: Waiter]) in
+            let generation = (generations[databaseID] ?? 0) + 1
+            generations[databaseID] = generation
+            return (generation, waiters.removeValue(forKey: databaseID) ?? [:])
+        }
         guard let lowest = taken.values.map(\.cursor).min() else { return }
-        let batch = (try? store.notifications(databaseID: databaseID, after: lowest, limit: PushHub.batchLimit)) ?? []
+        let batch = (try? await store.notifications(databaseID: databaseID, after: lowest, limit: PushHub.batchLimit)) ?? []
         let complete = batch.count < PushHub.batchLimit
         // A full batch read from the lowest cursor may end before a waiter further ahead: such a
         // waiter gets its own read (one per distinct cursor), so it is not left asleep with
@@ -67,21 +78,22 @@ public final class PushHub: @unchecked Sendable {
         var aheadReads: [Int64: [StoredNotification]] = [:]
         if !complete, let last = batch.last?.id {
             for cursor in Set(taken.values.map(\.cursor)) where cursor >= last {
-                aheadReads[cursor] = (try? store.notifications(databaseID: databaseID, after: cursor, limit: PushHub.batchLimit)) ?? []
+                aheadReads[cursor] = (try? await store.notifications(databaseID: databaseID, after: cursor, limit: PushHub.batchLimit)) ?? []
             }
         }
-        var ready: [(Waiter, [StoredNotification])] = []
-        lock.lock()
-        for (id, waiter) in taken {
-            let mine = aheadReads[waiter.cursor] ?? batch.filter { $0.id > waiter.cursor }
-            if mine.isEmpty && !closed {
-                // The commit fired nothing for this waiter: keep waiting (its timeout still runs).
-                waiters[databaseID, default: [:]][id] = waiter
-            } else {
-                ready.append((waiter, mine))
+        let ready = lock.withLock { () -> [(Waiter, [StoredNotification])] in
+            var ready: [(Waiter, [StoredNotification])] = []
+            for (id, waiter) in taken {
+                let mine = aheadReads[waiter.cursor] ?? batch.filter { $0.id > waiter.cursor }
+                if mine.isEmpty && !closed {
+                    // The commit fired nothing for this waiter: keep waiting (its timeout still runs).
+                    waiters[databaseID, default: [:]][id] = waiter
+                } else {
+                    ready.append((waiter, mine))
+                }
             }
+            return ready
         }
-        lock.unlock()
         for (waiter, mine) in ready {
             waiter.continuation.resume(returning: Delivery(notifications: mine, generation: complete ? generation : nil))
         }
@@ -103,8 +115,8 @@ public final class PushHub: @unchecked Sendable {
             lock.unlock()
             if knownGeneration != current {
                 // Something may have landed since the caller last looked: read once now.
-                deliveryQueue.async { [self] in
-                    let pending = (try? store.notifications(databaseID: databaseID, after: cursor, limit: PushHub.batchLimit)) ?? []
+                Task { [self] in
+                    let pending = (try? await store.notifications(databaseID: databaseID, after: cursor, limit: PushHub.batchLimit)) ?? []
                     guard !pending.isEmpty, let waiter = remove(databaseID, id) else { return }
                     waiter.continuation.resume(returning: Delivery(notifications: pending,
                                                                    generation: pending.count < PushHub.batchLimit ? current : nil))
@@ -131,6 +143,7 @@ public final class PushHub: @unchecked Sendable {
         let all = waiters.values.flatMap(\.values)
         waiters.removeAll()
         lock.unlock()
+        commits.finish()
         for waiter in all { waiter.continuation.resume(returning: Delivery(notifications: [], generation: nil)) }
     }
 }

@@ -23,9 +23,7 @@ extension RecordAPI {
             return RecordOperation(type: type, record: record)
         }
         let keysByRecord = operationKeys
-        let results = try await run {
-            try self.store.modifyRecords(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID)
-        }
+        let results = try await self.store.modifyRecords(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID)
         let entries = JSONValue.rawArray(results, estimatedBytes: { result in
             if case .saved(let record) = result { return record.estimatedJSONBytes }
             return 160
@@ -50,7 +48,7 @@ extension RecordAPI {
             return name
         }
         let keysByRecord = entryKeys
-        let results = try await run { try self.store.lookupRecords(scope, zone: zone, recordNames: names) }
+        let results = try await self.store.lookupRecords(scope, zone: zone, recordNames: names)
         let entries = JSONValue.rawArray(results, estimatedBytes: { result in
             if case .success(let record) = result { return record.estimatedJSONBytes }
             return 160
@@ -70,9 +68,7 @@ extension RecordAPI {
         let limit = try body.optionalInt("resultsLimit") ?? 200
         let marker = try body.optionalString("continuationMarker")
         let desiredKeys = try body.desiredKeys()
-        let page = try await run {
-            try self.store.queryRecords(scope, zone: zone, query: query, resultsLimit: limit, continuationMarker: marker)
-        }
+        let page = try await self.store.queryRecords(scope, zone: zone, query: query, resultsLimit: limit, continuationMarker: marker)
         var answer: [String: JSONValue] = ["records": .array(page.records.map { $0.json(desiredKeys: desiredKeys) })]
         if let next = page.continuationMarker { answer["continuationMarker"] = .string(next) }
         return .object(answer)
@@ -84,9 +80,7 @@ extension RecordAPI {
         let token = try body.optionalString("syncToken")
         let limit = try body.optionalInt("resultsLimit") ?? 400
         let desiredKeys = try body.desiredKeys()
-        let page = try await run {
-            try self.store.zoneChanges(scope, zone: zone, syncToken: token, resultsLimit: limit, recordTypes: nil)
-        }
+        let page = try await self.store.zoneChanges(scope, zone: zone, syncToken: token, resultsLimit: limit, recordTypes: nil)
         return [
             "zoneID": page.zoneID.json, "records": RecordChange.jsonArray(page.changes, desiredKeys: desiredKeys),
             "syncToken": .string(page.syncToken), "moreComing": .bool(page.moreComing),
@@ -117,19 +111,18 @@ extension RecordAPI {
                         desiredKeys: try entry.desiredKeys() ?? defaultKeys, recordTypes: try recordTypes(entry) ?? defaultTypes)
         }
         guard requests.count <= 100 else { throw ServerError(.limitExceeded, "at most 100 zones per request") }
-        let entries: [JSONValue] = try await run {
-            try requests.map { request in
-                do {
-                    let page = try self.store.zoneChanges(scope, zone: request.zone, syncToken: request.token, resultsLimit: limit,
-                                                          recordTypes: request.recordTypes)
-                    return [
-                        "zoneID": page.zoneID.json, "syncToken": .string(page.syncToken), "moreComing": .bool(page.moreComing),
-                        "records": RecordChange.jsonArray(page.changes, desiredKeys: request.desiredKeys),
-                    ]
-                } catch var error as ServerError {
-                    error.zoneID = request.zone
-                    return error.json()
-                }
+        var entries: [JSONValue] = []
+        for request in requests {
+            do {
+                let page = try await store.zoneChanges(scope, zone: request.zone, syncToken: request.token, resultsLimit: limit,
+                                                       recordTypes: request.recordTypes)
+                entries.append([
+                    "zoneID": page.zoneID.json, "syncToken": .string(page.syncToken), "moreComing": .bool(page.moreComing),
+                    "records": RecordChange.jsonArray(page.changes, desiredKeys: request.desiredKeys),
+                ])
+            } catch var error as ServerError {
+                error.zoneID = request.zone
+                entries.append(error.json())
             }
         }
         return ["zones": .array(entries)]

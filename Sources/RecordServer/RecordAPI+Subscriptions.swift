@@ -15,7 +15,7 @@ extension RecordAPI {
             }
             return .save(try Subscription(json: subscription))
         }
-        let results = try await run { try self.store.modifySubscriptions(scope, operations: operations) }
+        let results = try await self.store.modifySubscriptions(scope, operations: operations)
         let entries: [JSONValue] = zip(operations, results).map { operation, result in
             switch result {
             case .success(let saved?): return saved.json
@@ -29,7 +29,7 @@ extension RecordAPI {
     }
 
     func listSubscriptions(_ scope: DatabaseScope) async throws -> JSONValue {
-        let subscriptions = try await run { try self.store.listSubscriptions(scope) }
+        let subscriptions = try await self.store.listSubscriptions(scope)
         return ["subscriptions": .array(subscriptions.map(\.json))]
     }
 
@@ -38,7 +38,7 @@ extension RecordAPI {
             guard let id = entry["subscriptionID"]?.stringValue else { throw ServerError.badRequest("every entry needs a subscriptionID") }
             return id
         }
-        let all = try await run { try self.store.listSubscriptions(scope) }
+        let all = try await self.store.listSubscriptions(scope)
         let entries: [JSONValue] = ids.map { id in
             if let found = all.first(where: { $0.subscriptionID == id }) { return found.json }
             var error = ServerError(.notFound, "subscription '\(id)' does not exist")
@@ -51,7 +51,7 @@ extension RecordAPI {
     /// `tokens/create`: a new delivery channel for one device.
     func createToken(_ body: JSONValue, _ scope: DatabaseScope, request: APIRequest) async throws -> JSONValue {
         let environment = try body.optionalString("apnsEnvironment") ?? "development"
-        let token = try await run { try self.store.createPushToken(scope, apnsEnvironment: environment) }
+        let token = try await self.store.createPushToken(scope, apnsEnvironment: environment)
         return channelJSON(token, scope, request: request)
     }
 
@@ -67,7 +67,7 @@ extension RecordAPI {
             throw ServerError.badRequest("apnsEnvironment must be development or production")
         }
         guard token.utf8.count <= 128 else { throw ServerError(.notFound, "no such notification channel") }
-        let channel = try await run { try self.store.pushToken(scope, token: token) }
+        let channel = try await self.store.pushToken(scope, token: token)
         return channelJSON(channel, scope, request: request)
     }
 
@@ -84,7 +84,7 @@ extension RecordAPI {
     func courier(token: String, scope: DatabaseScope, request: APIRequest) async throws -> APIResponse {
         guard request.method == .get || request.method == .post else { throw ServerError.badRequest("use GET") }
         guard !token.isEmpty, token.utf8.count <= 128 else { throw ServerError(.notFound, "no such notification channel") }
-        let channel = try await run { try self.store.pushToken(scope, token: token) }
+        let channel = try await self.store.pushToken(scope, token: token)
         let resumeFrom = request.lastEventID ?? request.query["since"]
         let cursor = try resumeFrom.map(NotificationCursor.decode) ?? channel.startCursor
         if request.accept?.contains("text/event-stream") == true {
@@ -100,7 +100,7 @@ extension RecordAPI {
             timeout = min(seconds, 60)
         }
         // Answer at once when something is already waiting (also for timeout=0).
-        let pending = try await run { try self.store.notifications(databaseID: channel.databaseID, after: cursor, limit: PushHub.batchLimit) }
+        let pending = try await self.store.notifications(databaseID: channel.databaseID, after: cursor, limit: PushHub.batchLimit)
         if !pending.isEmpty { return APIResponse(status: 200, json: RecordAPI.notificationsAnswer(pending, cursor: cursor)) }
         let deadline = ContinuousClock.now + .seconds(timeout)
         var generation: Int?

@@ -3,7 +3,7 @@ import RecordStore
 
 extension RecordAPI {
     func listZones(_ scope: DatabaseScope) async throws -> JSONValue {
-        let zones = try await run { try self.store.listZones(scope) }
+        let zones = try await self.store.listZones(scope)
         return ["zones": .array(zones.map(\.json))]
     }
 
@@ -11,14 +11,13 @@ extension RecordAPI {
         let names = try body.requiredArray("zones").map { entry -> String in
             try ZoneID(json: entry["zoneID"] ?? entry).zoneName
         }
-        let results: [JSONValue] = try await run {
-            try names.map { name in
-                do {
-                    return try self.store.lookupZone(scope, zoneName: name).json
-                } catch var error as ServerError {
-                    error.zoneID = ZoneID(zoneName: name)
-                    return error.json()
-                }
+        var results: [JSONValue] = []
+        for name in names {
+            do {
+                results.append(try await store.lookupZone(scope, zoneName: name).json)
+            } catch var error as ServerError {
+                error.zoneID = ZoneID(zoneName: name)
+                results.append(error.json())
             }
         }
         return ["zones": .array(results)]
@@ -28,8 +27,8 @@ extension RecordAPI {
     /// delete does not undo a create beside it.
     func modifyZones(_ body: JSONValue, _ scope: DatabaseScope) async throws -> JSONValue {
         let requested = try body.requiredArray("operations")
-        guard requested.count <= SQLiteRecordStore.maximumOperations else {
-            throw ServerError(.limitExceeded, "at most \(SQLiteRecordStore.maximumOperations) zone operations per request, got \(requested.count)")
+        guard requested.count <= StoreLimits.maximumOperations else {
+            throw ServerError(.limitExceeded, "at most \(StoreLimits.maximumOperations) zone operations per request, got \(requested.count)")
         }
         let operations = try requested.map { operation -> (create: Bool, name: String) in
             guard let type = operation["operationType"]?.stringValue, type == "create" || type == "delete" else {
@@ -38,16 +37,18 @@ extension RecordAPI {
             guard let zone = operation["zone"] else { throw ServerError.badRequest("a zone operation needs a zone") }
             return (type == "create", try ZoneID(json: zone["zoneID"] ?? zone).zoneName)
         }
-        let results: [JSONValue] = try await run {
-            try operations.map { operation in
-                do {
-                    if operation.create { return try self.store.createZone(scope, zoneName: operation.name).json }
-                    try self.store.deleteZone(scope, zoneName: operation.name)
-                    return ["zoneID": ZoneID(zoneName: operation.name, ownerRecordName: scope.userRecordName).json, "deleted": true]
-                } catch var error as ServerError {
-                    error.zoneID = ZoneID(zoneName: operation.name)
-                    return error.json()
+        var results: [JSONValue] = []
+        for operation in operations {
+            do {
+                if operation.create {
+                    results.append(try await store.createZone(scope, zoneName: operation.name).json)
+                } else {
+                    try await store.deleteZone(scope, zoneName: operation.name)
+                    results.append(["zoneID": ZoneID(zoneName: operation.name, ownerRecordName: scope.userRecordName).json, "deleted": true])
                 }
+            } catch var error as ServerError {
+                error.zoneID = ZoneID(zoneName: operation.name)
+                results.append(error.json())
             }
         }
         return ["zones": .array(results)]
@@ -59,7 +60,7 @@ extension RecordAPI {
     func databaseChanges(_ body: JSONValue, _ scope: DatabaseScope, metaSyncToken: Bool) async throws -> JSONValue {
         let token = try (metaSyncToken ? body.optionalString("metaSyncToken") : nil) ?? body.optionalString("syncToken")
         let limit = try body.optionalInt("resultsLimit") ?? 400
-        let page = try await run { try self.store.databaseChanges(scope, syncToken: token, resultsLimit: limit) }
+        let page = try await self.store.databaseChanges(scope, syncToken: token, resultsLimit: limit)
         let zones: [JSONValue] = page.zones.map { zone in
             zone.deleted ? ["zoneID": zone.zoneID.json, "deleted": true] : ["zoneID": zone.zoneID.json]
         }

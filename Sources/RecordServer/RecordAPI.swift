@@ -11,8 +11,6 @@ public final class RecordAPI: Sendable {
     public let store: any RecordStorage
     public let pushHub: PushHub
     public let metrics = ServerMetrics()
-    /// Store calls block (SQLite), so they run here rather than on the server's event loops.
-    private let storeQueue = DispatchQueue(label: "scorebookd.store", attributes: .concurrent)
 
     let rateLimiter: RateLimiter
     let logger: Logger
@@ -140,7 +138,7 @@ public final class RecordAPI: Sendable {
     }
 
     func metricsResponse() async throws -> APIResponse {
-        let statistics = try await run { try self.store.statistics() }
+        let statistics = try await self.store.statistics()
         let text = metrics.render(gauges: [
             ("scorebookd_records", "Live records in all zones.", Double(statistics.records)),
             ("scorebookd_zones", "Live zones in all databases.", Double(statistics.zones)),
@@ -179,13 +177,13 @@ public final class RecordAPI: Sendable {
                 throw ServerError(.authenticationFailed, "Authorization must be 'Bearer TOKEN'")
             }
             let token = parts[1].trimmingCharacters(in: .whitespaces)
-            guard let user = try await run({ try self.store.authenticate(bearerToken: token) }) else {
+            guard let user = try await self.store.authenticate(bearerToken: token) else {
                 throw ServerError(.authenticationFailed, "unknown or revoked token")
             }
             return user
         }
         if let apiToken = request.query["ckAPIToken"], let webAuthToken = request.query["ckWebAuthToken"] {
-            guard let user = try await run({ try self.store.authenticate(apiToken: apiToken, webAuthToken: webAuthToken) }) else {
+            guard let user = try await self.store.authenticate(apiToken: apiToken, webAuthToken: webAuthToken) else {
                 throw ServerError(.authenticationFailed, "unknown or revoked ckAPIToken or ckWebAuthToken")
             }
             return user
@@ -207,13 +205,6 @@ public final class RecordAPI: Sendable {
             return json
         case .other:
             throw ServerError.badRequest("use GET or POST")
-        }
-    }
-
-    /// Runs a blocking store call off the event loop.
-    func run<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            storeQueue.async { continuation.resume(with: Result { try body() }) }
         }
     }
 

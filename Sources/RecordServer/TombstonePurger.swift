@@ -20,9 +20,9 @@ public struct TombstonePurger: Service {
     public func run() async throws {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             do {
-                let removed = try store.purgeTombstones(olderThanMilliseconds: Int64(retentionDays) * 86_400_000)
+                let removed = try await store.purgeTombstones(olderThanMilliseconds: Int64(retentionDays) * 86_400_000)
                 if removed > 0 { logger.info("purged \(removed) tombstones older than \(retentionDays) days") }
-                _ = try store.purgeNotifications(olderThanMilliseconds: TombstonePurger.notificationRetentionMilliseconds)
+                _ = try await store.purgeNotifications(olderThanMilliseconds: TombstonePurger.notificationRetentionMilliseconds)
             } catch {
                 logger.error("tombstone purge failed: \(error)")
             }

@@ -1,53 +1,175 @@
+import Dispatch
 import RecordModel
 
-/// The server's truth, behind one protocol so another backend (PostgreSQL) can come later without
-/// touching the routes. Every method is one transaction; each may block, so async callers run them
-/// off their event loop. Errors are `ServerError`s unless the backend itself failed.
+/// The server's truth, behind one async protocol that the SQLite store (`SQLiteStorage`) and the
+/// PostgreSQL store (`PostgresRecordStore`) both implement, so the routes, the push hub and the
+/// tests never know which backend runs. Every method is one transaction. Errors are
+/// `ServerError`s unless the backend itself failed.
 public protocol RecordStorage: AnyObject, Sendable {
     // Users and credentials.
-    func createUser(name: String) throws -> (user: User, token: String)
-    func issueToken(userName: String) throws -> (user: User, token: String)
-    func listUsers() throws -> [User]
-    func createAPIToken() throws -> String
-    func authenticate(bearerToken: String) throws -> User?
-    func authenticate(apiToken: String, webAuthToken: String) throws -> User?
+    func createUser(name: String) async throws -> (user: User, token: String)
+    func issueToken(userName: String) async throws -> (user: User, token: String)
+    func listUsers() async throws -> [User]
+    func createAPIToken() async throws -> String
+    func authenticate(bearerToken: String) async throws -> User?
+    func authenticate(apiToken: String, webAuthToken: String) async throws -> User?
 
     // Zones.
-    func listZones(_ scope: DatabaseScope) throws -> [ZoneInfo]
-    func lookupZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo
-    func createZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo
-    func deleteZone(_ scope: DatabaseScope, zoneName: String) throws
+    func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo]
+    func lookupZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo
+    func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo
+    func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws
 
     // Records.
     func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
-                       deviceID: String?) throws -> [RecordOperationResult]
-    func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) throws -> [Result<StoredRecord, ServerError>]
+                       deviceID: String?) async throws -> [RecordOperationResult]
+    func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws -> [Result<StoredRecord, ServerError>]
     func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
-                      continuationMarker: String?) throws -> QueryPage
+                      continuationMarker: String?) async throws -> QueryPage
 
     // Change feeds.
     func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
-                     recordTypes: Set<String>?) throws -> ZoneChangesPage
-    func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) throws -> DatabaseChangesPage
+                     recordTypes: Set<String>?) async throws -> ZoneChangesPage
+    func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) async throws -> DatabaseChangesPage
 
     // Subscriptions and notifications.
-    func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) throws -> [Result<Subscription?, ServerError>]
-    func listSubscriptions(_ scope: DatabaseScope) throws -> [Subscription]
-    func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) throws -> PushToken
+    func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) async throws
+        -> [Result<Subscription?, ServerError>]
+    func listSubscriptions(_ scope: DatabaseScope) async throws -> [Subscription]
+    func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) async throws -> PushToken
     /// The caller's token: `NOT_FOUND` if unknown, `ACCESS_DENIED` if another user's.
-    func pushToken(_ scope: DatabaseScope, token: String) throws -> PushToken
+    func pushToken(_ scope: DatabaseScope, token: String) async throws -> PushToken
     /// Notifications of a database after `cursor`, oldest first.
-    func notifications(databaseID: Int64, after cursor: Int64, limit: Int) throws -> [StoredNotification]
+    func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification]
     /// Sets the callback told, after each commit, which databases it changed.
     func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void)
     /// Removes notifications older than the given age.
-    func purgeNotifications(olderThanMilliseconds: Int64) throws -> Int
+    func purgeNotifications(olderThanMilliseconds: Int64) async throws -> Int
 
     /// Totals for monitoring.
-    func statistics() throws -> StoreStatistics
+    func statistics() async throws -> StoreStatistics
 
     /// Removes tombstones older than the retention period; returns how many were removed.
-    func purgeTombstones(olderThanMilliseconds: Int64) throws -> Int
+    func purgeTombstones(olderThanMilliseconds: Int64) async throws -> Int
     /// Flushes and closes (on shutdown).
-    func close()
+    func close() async
+}
+
+/// The SQLite store behind the async protocol. `SQLiteRecordStore` itself stays synchronous (the
+/// administrative commands and the benchmark call it directly); here each call runs on a worker
+/// thread of one concurrent queue (the mechanism the routes used before the protocol became
+/// async), so a blocked SQLite call never holds a thread of Swift's cooperative pool.
+public final class SQLiteStorage: RecordStorage {
+    public let store: SQLiteRecordStore
+    private let queue = DispatchQueue(label: "scorebookd.sqlite-store", attributes: .concurrent)
+
+    public init(_ store: SQLiteRecordStore) { self.store = store }
+
+    private func offload<T: Sendable>(_ body: @escaping @Sendable (SQLiteRecordStore) throws -> T) async throws -> T {
+        let store = self.store
+        return try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try body(store) }) }
+        }
+    }
+
+    public func createUser(name: String) async throws -> (user: User, token: String) {
+        let answer = try await offload { try $0.createUser(name: name) }
+        return answer
+    }
+
+    public func issueToken(userName: String) async throws -> (user: User, token: String) {
+        let answer = try await offload { try $0.issueToken(userName: userName) }
+        return answer
+    }
+
+    public func listUsers() async throws -> [User] { try await offload { try $0.listUsers() } }
+    public func createAPIToken() async throws -> String { try await offload { try $0.createAPIToken() } }
+
+    public func authenticate(bearerToken: String) async throws -> User? {
+        try await offload { try $0.authenticate(bearerToken: bearerToken) }
+    }
+
+    public func authenticate(apiToken: String, webAuthToken: String) async throws -> User? {
+        try await offload { try $0.authenticate(apiToken: apiToken, webAuthToken: webAuthToken) }
+    }
+
+    public func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] { try await offload { try $0.listZones(scope) } }
+
+    public func lookupZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
+        try await offload { try $0.lookupZone(scope, zoneName: zoneName) }
+    }
+
+    public func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
+        try await offload { try $0.createZone(scope, zoneName: zoneName) }
+    }
+
+    public func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {
+        try await offload { try $0.deleteZone(scope, zoneName: zoneName) }
+    }
+
+    public func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
+                              deviceID: String?) async throws -> [RecordOperationResult]
+    {
+        try await offload { try $0.modifyRecords(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID) }
+    }
+
+    public func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws
+        -> [Result<StoredRecord, ServerError>]
+    {
+        try await offload { try $0.lookupRecords(scope, zone: zone, recordNames: recordNames) }
+    }
+
+    public func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
+                             continuationMarker: String?) async throws -> QueryPage
+    {
+        try await offload {
+            try $0.queryRecords(scope, zone: zone, query: query, resultsLimit: resultsLimit, continuationMarker: continuationMarker)
+        }
+    }
+
+    public func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
+                            recordTypes: Set<String>?) async throws -> ZoneChangesPage
+    {
+        try await offload { try $0.zoneChanges(scope, zone: zone, syncToken: syncToken, resultsLimit: resultsLimit, recordTypes: recordTypes) }
+    }
+
+    public func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) async throws -> DatabaseChangesPage {
+        try await offload { try $0.databaseChanges(scope, syncToken: syncToken, resultsLimit: resultsLimit) }
+    }
+
+    public func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) async throws
+        -> [Result<Subscription?, ServerError>]
+    {
+        try await offload { try $0.modifySubscriptions(scope, operations: operations) }
+    }
+
+    public func listSubscriptions(_ scope: DatabaseScope) async throws -> [Subscription] {
+        try await offload { try $0.listSubscriptions(scope) }
+    }
+
+    public func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) async throws -> PushToken {
+        try await offload { try $0.createPushToken(scope, apnsEnvironment: apnsEnvironment) }
+    }
+
+    public func pushToken(_ scope: DatabaseScope, token: String) async throws -> PushToken {
+        try await offload { try $0.pushToken(scope, token: token) }
+    }
+
+    public func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification] {
+        try await offload { try $0.notifications(databaseID: databaseID, after: cursor, limit: limit) }
+    }
+
+    public func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) { store.setCommitObserver(observer) }
+
+    public func purgeNotifications(olderThanMilliseconds age: Int64) async throws -> Int {
+        try await offload { try $0.purgeNotifications(olderThanMilliseconds: age) }
+    }
+
+    public func statistics() async throws -> StoreStatistics { try await offload { try $0.statistics() } }
+
+    public func purgeTombstones(olderThanMilliseconds age: Int64) async throws -> Int {
+        try await offload { try $0.purgeTombstones(olderThanMilliseconds: age) }
+    }
+
+    public func close() async { store.close() }
 }

@@ -2,10 +2,9 @@ import RecordModel
 import SQLiteDB
 
 extension SQLiteRecordStore {
-    public static let maximumResultsLimit = 400
+    public static let maximumResultsLimit = StoreLimits.maximumResultsLimit
 
-    /// 0 or less means "as many as allowed", as CloudKit reads a zero limit.
-    static func clampLimit(_ limit: Int, maximum: Int) -> Int { limit <= 0 ? maximum : min(limit, maximum) }
+    static func clampLimit(_ limit: Int, maximum: Int) -> Int { StoreLimits.clampLimit(limit, maximum: maximum) }
 
     static let recordColumns = """
         name, type, tag, deleted, fields, parent, created_at, created_by, created_device, modified_at, modified_by, modified_device
@@ -36,20 +35,13 @@ extension SQLiteRecordStore {
             try connection.readTransaction {
                 let databaseID = try databaseID(scope)
                 let zoneRow = try requireZone(databaseID, zone, connection)
-                var since: Int64 = 0
-                if let syncToken {
-                    let token = try SyncToken(decoding: syncToken, expectedKind: .zone)
-                    guard token.storeID == storeID else { throw ServerError.badRequest("syncToken belongs to another server") }
-                    guard token.ownerID == zoneRow.id else {
-                        if try zoneWasRecreated(tokenZoneRowID: token.ownerID, databaseID: databaseID, name: zoneRow.name, connection) {
-                            throw ServerError(.changeTokenExpired, "zone '\(zoneRow.name)' was deleted and recreated; fetch again without a token")
-                        }
-                        throw ServerError.badRequest("syncToken belongs to another zone")
-                    }
-                    guard token.sequence >= zoneRow.purgedSeq else {
-                        throw ServerError(.changeTokenExpired, "syncToken is older than the tombstone retention; fetch again without a token")
-                    }
-                    since = token.sequence
+                let since: Int64
+                switch try FeedRules.zoneStart(syncToken, storeID: storeID, zone: zoneRow) {
+                case .since(let sequence):
+                    since = sequence
+                case .otherZone(let rowID):
+                    let recreated = try zoneWasRecreated(tokenZoneRowID: rowID, databaseID: databaseID, name: zoneRow.name, connection)
+                    throw FeedRules.otherZoneError(recreated: recreated, zoneName: zoneRow.name)
                 }
                 let zoneID = zoneID(zoneRow.name, scope)
                 var changes: [RecordChange] = []
@@ -87,17 +79,7 @@ extension SQLiteRecordStore {
                 let (current, purged) = try connection.first("SELECT db_seq, purged_seq FROM databases WHERE id = ?", [.int(databaseID)]) {
                     ($0.int64(0), $0.int64(1))
                 } ?? (0, 0)
-                var since: Int64 = 0
-                if let syncToken {
-                    let token = try SyncToken(decoding: syncToken, expectedKind: .database)
-                    guard token.storeID == storeID, token.ownerID == databaseID else {
-                        throw ServerError.badRequest("syncToken belongs to another database")
-                    }
-                    guard token.sequence >= purged else {
-                        throw ServerError(.changeTokenExpired, "syncToken is older than the retention period; fetch again without a token")
-                    }
-                    since = token.sequence
-                }
+                let since = try FeedRules.databaseStart(syncToken, storeID: storeID, databaseID: databaseID, purgedSeq: purged)
                 var zones: [(zoneID: ZoneID, deleted: Bool)] = []
                 var lastSequence = since
                 var moreComing = false

@@ -1,25 +1,10 @@
 import RecordModel
 import SQLiteDB
 
-/// How a reference's action is stored in the `refs` table.
-enum StoredReferenceAction: Int64 {
-    case deleteSelf = 1, validate = 2
-}
-
-/// A change made by a modify transaction, for notifications.
-struct CommittedChange {
-    enum Kind { case created, updated, deleted }
-    var kind: Kind
-    var recordName: String
-    var recordType: String
-    /// The record after a save; its last state before a deletion.
-    var record: StoredRecord
-}
-
 /// The state of one modify transaction: the zone's advancing change sequence and what changed.
 struct ModifyTransaction {
     let scope: DatabaseScope
-    let zone: SQLiteRecordStore.ZoneRow
+    let zone: ZoneRow
     let zoneID: ZoneID
     let now: Int64
     let deviceID: String?
@@ -33,36 +18,14 @@ struct ModifyTransaction {
     }
 }
 
-/// A record row as the modify path needs it.
-struct ExistingRecord {
-    var type: String
-    var tag: String
-    var deleted: Bool
-    var fieldsJSON: [UInt8]
-    var parent: String?
-    var created: ChangeStamp
-    var modified: ChangeStamp
-}
-
 extension SQLiteRecordStore {
-    public static let maximumOperations = 400
-    public static let maximumRecordBytes = 1_000_000
+    public static let maximumOperations = StoreLimits.maximumOperations
+    public static let maximumRecordBytes = StoreLimits.maximumRecordBytes
 
     public func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
                               deviceID: String?) throws -> [RecordOperationResult]
     {
-        guard operations.count <= SQLiteRecordStore.maximumOperations else {
-            throw ServerError(.limitExceeded, "at most \(SQLiteRecordStore.maximumOperations) operations per request, got \(operations.count)")
-        }
-        var names = Set<String>()
-        for operation in operations {
-            guard let name = operation.record["recordName"]?.stringValue else {
-                throw ServerError.badRequest("every operation needs a record with a string recordName")
-            }
-            guard names.insert(name).inserted else {
-                throw ServerError.badRequest("record '\(name)' appears in more than one operation")
-            }
-        }
+        try RecordRules.validateBatch(operations)
         let databaseID = try self.databaseID(scope)
         let outcome: (results: [RecordOperationResult], transaction: ModifyTransaction?) = try database.writeSync { connection in
             try connection.execute("BEGIN IMMEDIATE")
@@ -86,7 +49,7 @@ extension SQLiteRecordStore {
                 let failed = results.contains { if case .failed = $0 { return true } else { return false } }
                 if atomic && failed {
                     try connection.execute("ROLLBACK")
-                    return (results.map(SQLiteRecordStore.atomicFailure), nil)
+                    return (results.map(RecordRules.atomicFailure), nil)
                 }
                 if transaction.sequence != zoneRow.seq {
                     let dbSeq = try bumpDatabaseSequence(databaseID, connection)
@@ -115,17 +78,6 @@ extension SQLiteRecordStore {
         return outcome.results
     }
 
-    /// In a failed atomic batch, every operation that would have succeeded reports `ATOMIC_ERROR`.
-    static func atomicFailure(_ result: RecordOperationResult) -> RecordOperationResult {
-        switch result {
-        case .failed: return result
-        case .saved(let record):
-            return .failed(ServerError(.atomicError, "another operation of this atomic batch failed").with(recordName: record.recordName))
-        case .deleted(let name):
-            return .failed(ServerError(.atomicError, "another operation of this atomic batch failed").with(recordName: name))
-        }
-    }
-
     func loadRecord(_ zoneRowID: Int64, _ name: String, _ connection: SQLiteConnection) throws -> ExistingRecord? {
         try connection.first(
             """
@@ -140,11 +92,6 @@ extension SQLiteRecordStore {
         }
     }
 
-    func storedRecord(_ name: String, _ existing: ExistingRecord, zoneID: ZoneID) -> StoredRecord {
-        StoredRecord(recordName: name, recordType: existing.type, changeTag: existing.tag, fieldsJSON: existing.fieldsJSON,
-                     parent: existing.parent, created: existing.created, modified: existing.modified, zoneID: zoneID)
-    }
-
     private func apply(_ operation: RecordOperation, _ transaction: inout ModifyTransaction,
                        _ connection: SQLiteConnection) throws -> RecordOperationResult
     {
@@ -153,86 +100,26 @@ extension SQLiteRecordStore {
         let zoneRowID = transaction.zone.id
         let existing = try loadRecord(zoneRowID, name, connection)
         let live = existing.flatMap { $0.deleted ? nil : $0 }
-
-        let tagJSON = operation.record["recordChangeTag"]
-        if let tagJSON, !tagJSON.isNull, tagJSON.stringValue == nil {
-            throw ServerError.badRequest("recordChangeTag must be a string")
-        }
-        func conflictIfStale() throws {
-            guard let live, operation.type.needsTag else { return }
-            let sentTag = tagJSON?.stringValue
-            guard sentTag == live.tag else {
-                var error = ServerError(.conflict, sentTag == nil
-                    ? "\(operation.type.rawValue) needs the record's recordChangeTag"
-                    : "record '\(name)' was changed since change tag \(sentTag!)")
-                error.serverRecord = storedRecord(name, live, zoneID: transaction.zoneID).json()
-                throw error
-            }
-        }
-
-        if operation.type.isDelete {
-            guard live != nil else {
-                if operation.type == .forceDelete { return .deleted(recordName: name) }
-                throw ServerError(.notFound, "record '\(name)' does not exist")
-            }
-            try conflictIfStale()
+        let prepared: RecordRules.PreparedSave
+        switch try RecordRules.plan(operation, name: name, live: live, zoneName: transaction.zone.name, zoneID: transaction.zoneID,
+                                    enforcer: transaction.enforcer) {
+        case .answered(let result):
+            return result
+        case .delete:
             try deleteCascading(name, &transaction, connection)
             return .deleted(recordName: name)
+        case .save(let save):
+            prepared = save
         }
-
-        switch operation.type {
-        case .create:
-            if live != nil { throw ServerError(.exists, "record '\(name)' already exists") }
-        case .update, .replace:
-            guard live != nil else { throw ServerError(.notFound, "record '\(name)' does not exist") }
-            try conflictIfStale()
-        default:
-            break
+        for required in prepared.mustBeLive where try !isLive(zoneRowID, required.recordName, connection) {
+            throw required.error
         }
-
-        var record = try Record(requestJSON: operation.record) { type, field in
-            transaction.enforcer.declaredType(recordType: type.isEmpty ? (live?.type ?? "") : type, field: field)
-        }
-        if record.recordType.isEmpty {
-            guard let live else { throw ServerError.badRequest("record '\(name)' needs a recordType") }
-            record.recordType = live.type
-        } else if let live, live.type != record.recordType {
-            throw ServerError.badRequest("record '\(name)' is a \(live.type); its type cannot change to \(record.recordType)")
-        }
-        if let live, !operation.type.replacesFields {
-            // update / forceUpdate: change only the given fields.
-            var merged = try Record.fields(fromStoredJSON: live.fieldsJSON)
-            for (field, value) in record.fields { merged[field] = value }
-            for field in record.removedFieldNames { merged[field] = nil }
-            record.fields = merged
-            if operation.record["parent"] == nil { record.parent = live.parent }
-        }
-        // An unchanged parent is not checked again: parents do not cascade, so it may have been
-        // deleted since, and that must not make the child unchangeable.
-        let parentIsNew = live == nil || live?.parent != record.parent
-        var enforcer = transaction.enforcer
-        try enforcer.check(record)
-        let fieldsJSON = record.fieldsJSONBytes()
-        guard fieldsJSON.count <= SQLiteRecordStore.maximumRecordBytes else {
-            throw ServerError(.limitExceeded, "record '\(name)' is \(fieldsJSON.count) bytes; the limit is \(SQLiteRecordStore.maximumRecordBytes)")
-        }
-        for (field, reference) in record.references where reference.zoneName.map({ $0 != transaction.zone.name }) ?? false {
-            throw ServerError.badRequest("field '\(field)' references a record in zone '\(reference.zoneName ?? "")'; a reference points to a record in the same zone")
-        }
-        let references = record.references.filter { $0.reference.action != .none }
-        for (field, reference) in references where reference.recordName != name {
-            guard try isLive(zoneRowID, reference.recordName, connection) else {
-                throw ServerError(.validatingReferenceError,
-                                  "field '\(field)' references '\(reference.recordName)', which does not exist")
-            }
-        }
-        if parentIsNew, let parent = record.parent, parent != name, try !isLive(zoneRowID, parent, connection) {
-            throw ServerError(.validatingReferenceError, "parent '\(parent)' does not exist")
-        }
-        transaction.enforcer = enforcer
+        transaction.enforcer = prepared.enforcer
+        let record = prepared.record
+        let fieldsJSON = prepared.fieldsJSON
 
         let sequence = transaction.nextSequence()
-        let tag = SQLiteRecordStore.changeTag(zoneRowID: zoneRowID, sequence: sequence)
+        let tag = RecordRules.changeTag(zoneRowID: zoneRowID, sequence: sequence)
         let modified = ChangeStamp(timestamp: transaction.now, userRecordName: transaction.scope.userRecordName, deviceID: transaction.deviceID)
         let created = live?.created ?? modified
         try connection.run(
@@ -246,7 +133,7 @@ extension SQLiteRecordStore {
         if live != nil {
             try connection.run("DELETE FROM refs WHERE zone_id = ? AND source = ?", [.int(zoneRowID), .text(name)])
         }
-        for (_, reference) in references {
+        for (_, reference) in prepared.references {
             let action: StoredReferenceAction = reference.action == .deleteSelf ? .deleteSelf : .validate
             try connection.run("INSERT OR IGNORE INTO refs (zone_id, target, source, action) VALUES (?, ?, ?, ?)",
                                [.int(zoneRowID), .text(reference.recordName), .text(name), .int(action.rawValue)])
@@ -256,10 +143,6 @@ extension SQLiteRecordStore {
         transaction.changes.append(CommittedChange(kind: live == nil ? .created : .updated, recordName: name,
                                                    recordType: record.recordType, record: stored))
         return .saved(stored)
-    }
-
-    static func changeTag(zoneRowID: Int64, sequence: Int64) -> String {
-        String(zoneRowID, radix: 36) + "-" + String(sequence, radix: 36)
     }
 
     func isLive(_ zoneRowID: Int64, _ name: String, _ connection: SQLiteConnection) throws -> Bool {
@@ -285,9 +168,7 @@ extension SQLiteRecordStore {
         for target in doomed {
             let blockers = try connection.map("SELECT source FROM refs WHERE zone_id = ? AND target = ? AND action = ?",
                                               [.int(zoneRowID), .text(target), .int(StoredReferenceAction.validate.rawValue)]) { $0.text(0) }
-            if let blocker = blockers.first(where: { !seen.contains($0) }) {
-                throw ServerError(.validatingReferenceError, "record '\(target)' is referenced by '\(blocker)' with VALIDATE")
-            }
+            try RecordRules.checkValidateBlockers(target: target, validatingSources: blockers, doomed: seen)
         }
         for name in doomed {
             guard let previous = try loadRecord(zoneRowID, name, connection), !previous.deleted else { continue }
@@ -297,12 +178,12 @@ extension SQLiteRecordStore {
                 UPDATE records SET deleted = 1, fields = ?, tag = ?, seq = ?, modified_at = ?, modified_by = ?, modified_device = ?
                 WHERE zone_id = ? AND name = ?
                 """,
-                [.blob(Array("{}".utf8)), .text(SQLiteRecordStore.changeTag(zoneRowID: zoneRowID, sequence: sequence)), .int(sequence),
+                [.blob(Array("{}".utf8)), .text(RecordRules.changeTag(zoneRowID: zoneRowID, sequence: sequence)), .int(sequence),
                  .int(transaction.now), .text(transaction.scope.userRecordName), transaction.deviceID.sqlValue,
                  .int(zoneRowID), .text(name)])
             try connection.run("DELETE FROM refs WHERE zone_id = ? AND source = ?", [.int(zoneRowID), .text(name)])
             transaction.changes.append(CommittedChange(kind: .deleted, recordName: name, recordType: previous.type,
-                                                       record: storedRecord(name, previous, zoneID: transaction.zoneID)))
+                                                       record: previous.stored(name, zoneID: transaction.zoneID)))
         }
     }
 }

@@ -31,7 +31,7 @@ final class SubscriptionCache: @unchecked Sendable {
 }
 
 extension SQLiteRecordStore {
-    public static let maximumSubscriptions = 1000
+    public static let maximumSubscriptions = StoreLimits.maximumSubscriptions
 
     public func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) throws
         -> [Result<Subscription?, ServerError>]
@@ -44,25 +44,12 @@ extension SQLiteRecordStore {
             return try operations.map { operation -> Result<Subscription?, ServerError> in
                 switch operation {
                 case .save(let subscription):
-                    if let zone = subscription.zoneID, try liveZone(databaseID, name: zone.zoneName, connection) == nil {
-                        var error = ServerError(.zoneNotFound, "zone '\(zone.zoneName)' does not exist")
-                        error.subscriptionID = subscription.subscriptionID
-                        return .failure(error)
-                    }
-                    if let query = subscription.query {
-                        do {
-                            _ = try RecordQuery(json: query)
-                        } catch var error as ServerError {
-                            error.subscriptionID = subscription.subscriptionID
-                            return .failure(error)
-                        }
-                    }
-                    // Saving an existing subscription replaces it: only a new one counts against the cap.
-                    let count = try connection.scalarInt(
+                    let zoneExists = try subscription.zoneID.map { try liveZone(databaseID, name: $0.zoneName, connection) != nil } ?? true
+                    let others = try connection.scalarInt(
                         "SELECT COUNT(*) FROM subscriptions WHERE database_id = ? AND subscription_id != ?",
                         [.int(databaseID), .text(subscription.subscriptionID)]) ?? 0
-                    guard count < SQLiteRecordStore.maximumSubscriptions else {
-                        return .failure(ServerError(.limitExceeded, "at most \(SQLiteRecordStore.maximumSubscriptions) subscriptions per database"))
+                    if let refusal = SubscriptionRules.refusal(subscription, zoneExists: zoneExists, otherCount: Int(others)) {
+                        return .failure(refusal)
                     }
                     try connection.run("INSERT OR REPLACE INTO subscriptions (database_id, subscription_id, definition) VALUES (?, ?, ?)",
                                        [.int(databaseID), .text(subscription.subscriptionID), .blob(subscription.json.serialized())])
@@ -70,11 +57,7 @@ extension SQLiteRecordStore {
                 case .delete(let id):
                     let removed = try connection.run("DELETE FROM subscriptions WHERE database_id = ? AND subscription_id = ?",
                                                      [.int(databaseID), .text(id)])
-                    guard removed > 0 else {
-                        var error = ServerError(.notFound, "subscription '\(id)' does not exist")
-                        error.subscriptionID = id
-                        return .failure(error)
-                    }
+                    guard removed > 0 else { return .failure(SubscriptionRules.notFound(id)) }
                     return .success(nil)
                 }
             }
@@ -90,9 +73,7 @@ extension SQLiteRecordStore {
     }
 
     public func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) throws -> PushToken {
-        guard apnsEnvironment == "development" || apnsEnvironment == "production" else {
-            throw ServerError.badRequest("apnsEnvironment must be development or production")
-        }
+        try CredentialRules.validateAPIEnvironment(apnsEnvironment)
         return try writeTransaction(scope) { connection, databaseID in
             let start = try connection.scalarInt("SELECT MAX(id) FROM notifications WHERE database_id = ?", [.int(databaseID)]) ?? 0
             let token = RandomToken.hex(bytes: 32)
@@ -139,54 +120,11 @@ extension SQLiteRecordStore {
                              zoneChanged: Bool, _ connection: SQLiteConnection) throws
     {
         let subscriptions = try subscriptionCache.subscriptions(databaseID, connection)
-        guard !subscriptions.isEmpty, !changes.isEmpty || zoneChanged else { return }
+        let (payloads, firedOnce) = SubscriptionRules.fire(subscriptions, changes: changes, zone: zoneName, scope: scope, zoneChanged: zoneChanged)
         let now = clock()
-        var firedOnce: [String] = []
-        func insert(_ body: [String: JSONValue]) throws {
-            var ck = body
-            ck["cid"] = .string(scope.container)
-            ck["nid"] = .string(UUID().uuidString.lowercased())
+        for payload in payloads {
             try connection.run("INSERT INTO notifications (database_id, created_at, payload) VALUES (?, ?, ?)",
-                               [.int(databaseID), .int(now), .blob(JSONValue.object(["ck": .object(ck)]).serialized())])
-        }
-        for subscription in subscriptions {
-            var fired = false
-            switch subscription.kind {
-            case .query:
-                guard subscription.zoneID?.zoneName == zoneName, let queryJSON = subscription.query,
-                    let query = try? RecordQuery(json: queryJSON)
-                else { continue }
-                for change in changes where change.recordType == query.recordType {
-                    let trigger: Subscription.Trigger = change.kind == .created ? .create : change.kind == .updated ? .update : .delete
-                    guard subscription.firesOn.contains(trigger) else { continue }
-                    let values = ((try? JSONValue.parse(change.record.fieldsJSON).objectValue) ?? [:]).mapValues { $0["value"] ?? .null }
-                    // Filters are validated when saved; one that still cannot be evaluated never fires,
-                    // and never fails the write that is being committed.
-                    guard query.filters.allSatisfy({ (try? SQLiteRecordStore.matches($0, record: change.record, values: values)) ?? false })
-                    else { continue }
-                    var desired: [String: JSONValue] = [:]
-                    if trigger != .delete {
-                        for key in subscription.desiredKeys { desired[key] = values[key] }
-                    }
-                    try insert(["qry": [
-                        "rid": .string(change.recordName), "zid": .string(zoneName), "zoid": .string(scope.userRecordName),
-                        "dbs": 2, "fo": .int(trigger.firesOnCode), "sid": .string(subscription.subscriptionID),
-                        "af": .object(desired),
-                    ]])
-                    fired = true
-                    if subscription.firesOnce { break }
-                }
-            case .zone:
-                guard subscription.zoneID?.zoneName == zoneName, !changes.isEmpty || zoneChanged else { continue }
-                try insert(["fet": [
-                    "zid": .string(zoneName), "zoid": .string(scope.userRecordName), "dbs": 2, "sid": .string(subscription.subscriptionID),
-                ]])
-                fired = true
-            case .database:
-                try insert(["met": ["dbs": 2, "sid": .string(subscription.subscriptionID)]])
-                fired = true
-            }
-            if fired && subscription.firesOnce { firedOnce.append(subscription.subscriptionID) }
+                               [.int(databaseID), .int(now), .blob(payload)])
         }
         for id in firedOnce {
             try connection.run("DELETE FROM subscriptions WHERE database_id = ? AND subscription_id = ?", [.int(databaseID), .text(id)])

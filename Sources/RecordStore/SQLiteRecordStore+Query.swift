@@ -78,11 +78,9 @@ extension QueryField {
 }
 
 extension SQLiteRecordStore {
-    public static let maximumQueryResults = 200
+    public static let maximumQueryResults = StoreLimits.maximumQueryResults
 
-    /// Filters and sorts in memory over the zone's records of the type (indexed by type). The
-    /// continuation marker is the offset into the sorted result, tied to the zone's sequence so a
-    /// marker from another zone is rejected.
+    /// Filters and sorts (`QueryRules`) over the zone's records of the type (indexed by type).
     public func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
                              continuationMarker: String?) throws -> QueryPage
     {
@@ -90,77 +88,10 @@ extension SQLiteRecordStore {
         return try database.readSync { connection in
             try connection.readTransaction {
                 let zoneRow = try requireZone(try databaseID(scope), zone, connection)
-                var offset = 0
-                if let continuationMarker {
-                    let parts = OpaqueToken.decode(continuationMarker)?.split(separator: "|") ?? []
-                    guard parts.count == 3, parts[0] == "q1", Int64(parts[1]) == zoneRow.id, let start = Int(parts[2]), start >= 0 else {
-                        throw ServerError.badRequest("continuationMarker is not valid for this zone")
-                    }
-                    offset = start
-                }
-                let zoneID = zoneID(zoneRow.name, scope)
-                let candidates = try liveRecords(zoneRow.id, type: query.recordType, zoneID: zoneID, connection)
-                var rows: [(record: StoredRecord, fields: [String: JSONValue])] = []
-                for record in candidates {
-                    let fields = (try? JSONValue.parse(record.fieldsJSON).objectValue) ?? [:]
-                    let values = fields.mapValues { $0["value"] ?? .null }
-                    if try query.filters.allSatisfy({ try SQLiteRecordStore.matches($0, record: record, values: values) }) {
-                        rows.append((record, values))
-                    }
-                }
-                rows.sort { a, b in
-                    for sort in query.sorts {
-                        let left = SQLiteRecordStore.value(sort.field, record: a.record, values: a.fields).flatMap(ComparableValue.init)
-                        let right = SQLiteRecordStore.value(sort.field, record: b.record, values: b.fields).flatMap(ComparableValue.init)
-                        if left == right { continue }
-                        guard let left else { return !sort.ascending }
-                        guard let right else { return sort.ascending }
-                        return sort.ascending ? left < right : right < left
-                    }
-                    return a.record.recordName < b.record.recordName
-                }
-                let page = rows.dropFirst(offset).prefix(limit).map(\.record)
-                let next = offset + page.count
-                let marker = next < rows.count ? OpaqueToken.encode("q1|\(zoneRow.id)|\(next)") : nil
-                return QueryPage(records: Array(page), continuationMarker: marker)
+                let offset = try QueryRules.offset(fromMarker: continuationMarker, zoneRowID: zoneRow.id)
+                let candidates = try liveRecords(zoneRow.id, type: query.recordType, zoneID: zoneID(zoneRow.name, scope), connection)
+                return try QueryRules.page(candidates, query: query, limit: limit, offset: offset, zoneRowID: zoneRow.id)
             }
-        }
-    }
-
-    static func value(_ field: QueryField, record: StoredRecord, values: [String: JSONValue]) -> JSONValue? {
-        switch field {
-        case .field(let name): return values[name]
-        case .recordName: return .string(record.recordName)
-        case .createdTimestamp: return .int(record.created.timestamp)
-        case .modifiedTimestamp: return .int(record.modified.timestamp)
-        }
-    }
-
-    static func matches(_ filter: QueryFilter, record: StoredRecord, values: [String: JSONValue]) throws -> Bool {
-        let actual = value(filter.field, record: record, values: values)
-        let expected = ComparableValue(filter.value)
-        func compare(_ test: (ComparableValue, ComparableValue) -> Bool) -> Bool {
-            guard let actual, let left = ComparableValue(actual), let expected else { return false }
-            return test(left, expected)
-        }
-        switch filter.comparator {
-        case .equals: return compare(==)
-        case .notEquals: return !compare(==)
-        case .lessThan: return compare(<)
-        case .lessThanOrEquals: return compare(<=)
-        case .greaterThan: return compare(>)
-        case .greaterThanOrEquals: return compare(>=)
-        case .in, .notIn:
-            guard let options = filter.value.arrayValue else { throw ServerError.badRequest("\(filter.comparator.rawValue) needs a list value") }
-            let left = actual.flatMap(ComparableValue.init)
-            let found = left != nil && options.contains { ComparableValue($0) == left }
-            return filter.comparator == .in ? found : !found
-        case .beginsWith:
-            guard case .string(let prefix) = filter.value else { throw ServerError.badRequest("BEGINS_WITH needs a string value") }
-            return actual?.stringValue?.hasPrefix(prefix) ?? false
-        case .listContains:
-            guard let list = actual?.arrayValue, let expected else { return false }
-            return list.contains { ComparableValue($0) == expected }
         }
     }
 }

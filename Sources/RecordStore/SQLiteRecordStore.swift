@@ -4,7 +4,7 @@ import SQLiteDB
 
 /// The SQLite implementation of `RecordStorage`: one database file in WAL mode, every write
 /// through one connection (so change sequences follow commit order), reads from pooled readers.
-public final class SQLiteRecordStore: RecordStorage, @unchecked Sendable {
+public final class SQLiteRecordStore: @unchecked Sendable {
     public static let databaseFileName = "scorebook.sqlite"
 
     let database: SQLiteDatabase
@@ -72,9 +72,7 @@ public final class SQLiteRecordStore: RecordStorage, @unchecked Sendable {
     // MARK: Users and credentials
 
     public func createUser(name: String) throws -> (user: User, token: String) {
-        guard Names.isValidName(name), !name.contains(" ") else {
-            throw ServerError.badRequest("user name must be 1-255 printable ASCII characters without spaces")
-        }
+        try CredentialRules.validateUserName(name)
         return try database.writeSync { connection in
             try connection.transaction {
                 if try connection.scalarInt("SELECT id FROM users WHERE name = ?", [.text(name)]) != nil {
@@ -129,7 +127,7 @@ public final class SQLiteRecordStore: RecordStorage, @unchecked Sendable {
     /// cached), and one revoked by `scorebookd user revoke` is refused at once: every request
     /// reads the store's revocation count, and a changed count empties the cache.
     public func authenticate(bearerToken: String) throws -> User? {
-        guard !bearerToken.isEmpty, bearerToken.utf8.count <= 512 else { return nil }
+        guard CredentialRules.isPlausibleBearerToken(bearerToken) else { return nil }
         let now = clock()
         let revocations = try revocationCount()
         cacheLock.lock()
@@ -161,7 +159,7 @@ public final class SQLiteRecordStore: RecordStorage, @unchecked Sendable {
     }
 
     public func authenticate(apiToken: String, webAuthToken: String) throws -> User? {
-        guard apiToken.utf8.count == 64, apiToken.utf8.allSatisfy({ $0.isHexDigit }) else { return nil }
+        guard CredentialRules.isWellFormedAPIToken(apiToken) else { return nil }
         let known = try database.readSync { connection in
             try connection.scalarInt("SELECT 1 FROM api_tokens WHERE token_hash = ?", [.text(SHA256.hexDigest(apiToken.lowercased()))])
         }
@@ -199,14 +197,6 @@ public final class SQLiteRecordStore: RecordStorage, @unchecked Sendable {
         return id!
     }
 
-    /// A live zone's row id and change sequence.
-    struct ZoneRow {
-        var id: Int64
-        var name: String
-        var seq: Int64
-        var purgedSeq: Int64
-    }
-
     func liveZone(_ databaseID: Int64, name: String, _ connection: SQLiteConnection) throws -> ZoneRow? {
         try connection.first("SELECT id, name, seq, purged_seq FROM zones WHERE database_id = ? AND name = ? AND deleted = 0",
                              [.int(databaseID), .text(name)]) { ZoneRow(id: $0.int64(0), name: $0.text(1), seq: $0.int64(2), purgedSeq: $0.int64(3)) }
@@ -223,9 +213,7 @@ public final class SQLiteRecordStore: RecordStorage, @unchecked Sendable {
 
     func zoneID(_ name: String, _ scope: DatabaseScope) -> ZoneID { ZoneID(zoneName: name, ownerRecordName: scope.userRecordName) }
 
-    func zoneToken(_ zone: ZoneRow) -> String {
-        SyncToken(kind: .zone, storeID: storeID, ownerID: zone.id, sequence: zone.seq).encoded
-    }
+    func zoneToken(_ zone: ZoneRow) -> String { FeedRules.zoneToken(storeID: storeID, zone: zone) }
 
     /// Runs a write transaction for `scope`, then tells observers the database changed.
     func writeTransaction<T>(_ scope: DatabaseScope, _ body: (SQLiteConnection, Int64) throws -> T) throws -> T {
@@ -301,24 +289,4 @@ public final class SQLiteRecordStore: RecordStorage, @unchecked Sendable {
 public struct StoreOpenError: Error, CustomStringConvertible {
     public var description: String
     init(_ description: String) { self.description = description }
-}
-
-/// Random identifiers and secrets from the system's CSPRNG.
-enum RandomToken {
-    static func hex(bytes count: Int) -> String {
-        var generator = SystemRandomNumberGenerator()
-        let hexDigits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(count * 2)
-        for _ in 0..<count {
-            let byte = UInt8.random(in: 0...255, using: &generator)
-            out.append(hexDigits[Int(byte >> 4)])
-            out.append(hexDigits[Int(byte & 0xF)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-}
-
-extension UInt8 {
-    var isHexDigit: Bool { (self >= 0x30 && self <= 0x39) || (self >= 0x41 && self <= 0x46) || (self >= 0x61 && self <= 0x66) }
 }

@@ -53,16 +53,22 @@ final class DevelopmentSchemaCache: @unchecked Sendable {
 }
 
 /// Checks records against the schema of the request's environment.
-struct SchemaEnforcer {
-    let environment: Environment
-    let production: Schema
+package struct SchemaEnforcer {
+    package let environment: Environment
+    package let production: Schema
     /// The container's development schema (only in development).
-    var development: Schema
+    package var development: Schema
     /// Types and fields this request adds (development only), written with the transaction.
-    var additions: [String: [String: FieldType]] = [:]
+    package var additions: [String: [String: FieldType]] = [:]
+
+    package init(environment: Environment, production: Schema, development: Schema) {
+        self.environment = environment
+        self.production = production
+        self.development = development
+    }
 
     /// The declared type of a field, for reading fields sent without `type`.
-    func declaredType(recordType: String, field: String) -> FieldType? {
+    package func declaredType(recordType: String, field: String) -> FieldType? {
         if environment == .development {
             if let type = additions[recordType]?[field] ?? development.fieldType(recordType: recordType, field: field) { return type }
         }
@@ -71,7 +77,7 @@ struct SchemaEnforcer {
 
     /// Throws `BAD_REQUEST` naming the type or field that does not match; in development, notes new
     /// fields instead.
-    mutating func check(_ record: Record) throws {
+    package mutating func check(_ record: Record) throws {
         switch environment {
         case .production:
             guard let typeSchema = production.recordTypes[record.recordType] else {

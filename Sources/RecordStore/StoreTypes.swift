@@ -7,6 +7,13 @@ public enum Environment: String, Sendable, CaseIterable {
 
 /// An authenticated user.
 public struct User: Sendable, Equatable {
+    /// Package-wide (the other backends' modules build answers too).
+    package init(id: Int64, name: String, recordName: String) {
+        self.id = id
+        self.name = name
+        self.recordName = recordName
+    }
+
     public var id: Int64
     public var name: String
     public var recordName: String
@@ -60,6 +67,20 @@ public struct RecordOperation: Sendable {
 /// A record as stored: its system fields and its serialized fields dictionary, which responses
 /// splice in without re-encoding.
 public struct StoredRecord: Sendable {
+    /// Package-wide (the other backends' modules build answers too).
+    package init(recordName: String, recordType: String, changeTag: String, fieldsJSON: [UInt8], parent: String?,
+                 created: ChangeStamp, modified: ChangeStamp, zoneID: ZoneID)
+    {
+        self.recordName = recordName
+        self.recordType = recordType
+        self.changeTag = changeTag
+        self.fieldsJSON = fieldsJSON
+        self.parent = parent
+        self.created = created
+        self.modified = modified
+        self.zoneID = zoneID
+    }
+
     public var recordName: String
     public var recordType: String
     public var changeTag: String
@@ -172,6 +193,14 @@ public enum RecordChange: Sendable {
 
 /// One page of a zone's change feed.
 public struct ZoneChangesPage: Sendable {
+    /// Package-wide (the other backends' modules build answers too).
+    package init(zoneID: ZoneID, changes: [RecordChange], syncToken: String, moreComing: Bool) {
+        self.zoneID = zoneID
+        self.changes = changes
+        self.syncToken = syncToken
+        self.moreComing = moreComing
+    }
+
     public var zoneID: ZoneID
     public var changes: [RecordChange]
     public var syncToken: String
@@ -180,6 +209,13 @@ public struct ZoneChangesPage: Sendable {
 
 /// One page of a database's zone changes.
 public struct DatabaseChangesPage: Sendable {
+    /// Package-wide (the other backends' modules build answers too).
+    package init(zones: [(zoneID: ZoneID, deleted: Bool)], syncToken: String, moreComing: Bool) {
+        self.zones = zones
+        self.syncToken = syncToken
+        self.moreComing = moreComing
+    }
+
     public var zones: [(zoneID: ZoneID, deleted: Bool)]
     public var syncToken: String
     public var moreComing: Bool
@@ -187,6 +223,12 @@ public struct DatabaseChangesPage: Sendable {
 
 /// A live zone with its current sync token.
 public struct ZoneInfo: Sendable {
+    /// Package-wide (the other backends' modules build answers too).
+    package init(zoneID: ZoneID, syncToken: String) {
+        self.zoneID = zoneID
+        self.syncToken = syncToken
+    }
+
     public var zoneID: ZoneID
     public var syncToken: String
 
@@ -224,6 +266,12 @@ public struct QuerySort: Sendable {
 }
 
 public struct QueryPage: Sendable {
+    /// Package-wide (the other backends' modules build answers too).
+    package init(records: [StoredRecord], continuationMarker: String?) {
+        self.records = records
+        self.continuationMarker = continuationMarker
+    }
+
     public var records: [StoredRecord]
     public var continuationMarker: String?
 }
@@ -236,6 +284,14 @@ public enum SubscriptionOperation: Sendable {
 
 /// A device's notification channel.
 public struct PushToken: Sendable {
+    /// Package-wide (the other backends' modules build answers too).
+    package init(token: String, apnsEnvironment: String, databaseID: Int64, startCursor: Int64) {
+        self.token = token
+        self.apnsEnvironment = apnsEnvironment
+        self.databaseID = databaseID
+        self.startCursor = startCursor
+    }
+
     public var token: String
     public var apnsEnvironment: String
     public var databaseID: Int64
@@ -246,6 +302,12 @@ public struct PushToken: Sendable {
 
 /// A notification as stored: its cursor and its serialized `{"ck": …}` payload.
 public struct StoredNotification: Sendable {
+    /// Package-wide (the other backends' modules build answers too).
+    package init(id: Int64, payload: [UInt8]) {
+        self.id = id
+        self.payload = payload
+    }
+
     public var id: Int64
     public var payload: [UInt8]
 }
@@ -265,6 +327,13 @@ public enum NotificationCursor {
 
 /// Totals for monitoring.
 public struct StoreStatistics: Sendable {
+    /// Package-wide (the other backends' modules build answers too).
+    package init(records: Int, zones: Int, notifications: Int) {
+        self.records = records
+        self.zones = zones
+        self.notifications = notifications
+    }
+
     public var records: Int
     public var zones: Int
     public var notifications: Int

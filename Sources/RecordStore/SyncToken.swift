@@ -3,8 +3,8 @@ import RecordModel
 /// A sync token names a position in one change log: a zone's (kind `z`) or a database's zone list
 /// (kind `d`). It carries the store's identity so a token from another data directory is rejected,
 /// and travels as base64 because some CloudKit clients decode it.
-struct SyncToken: Equatable {
-    enum Kind: String { case zone = "z", database = "d" }
+package struct SyncToken: Equatable {
+    package enum Kind: String { case zone = "z", database = "d" }
 
     var kind: Kind
     var storeID: String

@@ -28,7 +28,7 @@ final class BenchServer: BenchTarget, @unchecked Sendable {
     init(directory: String) throws {
         self.directory = directory
         store = try SQLiteRecordStore(directory: directory)
-        api = RecordAPI(store: store)
+        api = RecordAPI(store: SQLiteStorage(store))
         let (user, token) = try store.createUser(name: "bench")
         self.token = token
         scope = DatabaseScope(user: user, container: "iCloud.bench", environment: .development)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import PostgresRecordStore
 import RecordModel
 import RecordServer
 import RecordStore
@@ -12,12 +13,14 @@ struct Scorebookd: AsyncParsableCommand {
         commandName: "scorebookd",
         abstract: "A CloudKit Web Services-style record store with change feeds and push.",
         version: "scorebookd \(ProductVersion.current)",
-        subcommands: [Serve.self, UserCommand.self, APITokenCommand.self, Backup.self, Check.self])
+        subcommands: [Serve.self, UserCommand.self, APITokenCommand.self, Backup.self, Check.self, Migrate.self])
 
     /// Parses and runs, reporting any failure as one line on standard error.
     static func main() async {
         do {
             var command = try parseAsRoot()
+            // `--database` (or SCOREBOOK_DATABASE_URL): the administrative commands on PostgreSQL.
+            if try await PostgresAdministration.runIfPostgres(command) { return }
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -39,8 +42,24 @@ struct CommandFailure: Error {
 }
 
 struct DataDirectoryOption: ParsableArguments {
-    @Option(name: .customLong("data-dir"), help: "The directory holding the store.")
-    var dataDirectory: String
+    @Option(name: .customLong("data-dir"), help: "The directory holding the embedded SQLite store.")
+    var dataDirectory: String = ""
+    @Option(name: .customLong("database"), help: "A PostgreSQL store: postgres://USER:PASSWORD@HOST:PORT/DATABASE (also env SCOREBOOK_DATABASE_URL).")
+    var databaseURL: String?
+
+    /// The PostgreSQL store's URL when the command runs on PostgreSQL: `--database`, else
+    /// SCOREBOOK_DATABASE_URL unless `--data-dir` is given.
+    var postgresURL: String? {
+        if let databaseURL { return databaseURL }
+        guard dataDirectory.isEmpty else { return nil }
+        let fromEnvironment = ProcessInfo.processInfo.environment["SCOREBOOK_DATABASE_URL"] ?? ""
+        return fromEnvironment.isEmpty ? nil : fromEnvironment
+    }
+
+    func validate() throws {
+        if databaseURL != nil && !dataDirectory.isEmpty { throw ValidationError("give --data-dir or --database, not both") }
+        if dataDirectory.isEmpty && postgresURL == nil { throw ValidationError("give --data-dir DIR or --database URL") }
+    }
 
     /// The store's database file in the directory.
     var storeFile: String { (dataDirectory as NSString).appendingPathComponent(SQLiteRecordStore.databaseFileName) }
@@ -63,6 +82,7 @@ struct DataDirectoryOption: ParsableArguments {
 
     /// Opens the store, creating the directory and the store when missing (for `serve`).
     func openStore(schema: Schema = BuiltinSchema.scorebook) throws -> SQLiteRecordStore {
+        guard !dataDirectory.isEmpty else { throw CommandFailure(message: "this command needs --data-dir DIR (it does not run on PostgreSQL yet)") }
         do {
             return try SQLiteRecordStore(directory: dataDirectory, schema: schema)
         } catch let error as StoreOpenError {
@@ -131,15 +151,22 @@ struct Serve: AsyncParsableCommand {
             logger.warning("the open-file limit is \(openFiles): at most about \(openFiles > 64 ? openFiles - 64 : 0) connections (event streams included) fit, fewer than --max-connections \(maxConnections); raise it with ulimit -n")
         }
         let loadedSchema = try loadSchema()
-        try lockDataDirectory()
-        let store = try data.openStore(schema: loadedSchema)
-        store.setBusyTimeout(milliseconds: Int32(busyTimeout))
-        let api = RecordAPI(store: store, requestsPerSecond: Double(rateLimit), logger: logger)
+        let storage: any RecordStorage
+        if let url = data.postgresURL {
+            storage = try await PostgresAdministration.open(url: url, create: true, schema: loadedSchema, logger: logger)
+        } else {
+            // One serve per data directory; on PostgreSQL any number of daemons serve one database.
+            try lockDataDirectory()
+            let store = try data.openStore(schema: loadedSchema)
+            store.setBusyTimeout(milliseconds: Int32(busyTimeout))
+            storage = SQLiteStorage(store)
+        }
+        let api = RecordAPI(store: storage, requestsPerSecond: Double(rateLimit), logger: logger)
         var configuration = HTTPServerConfiguration(host: host, port: port)
         configuration.maximumConnections = maxConnections
         var server = HTTPServer(api: api, configuration: configuration, logger: logger)
         server.services = [
-            TombstonePurger(store: store, retentionDays: tombstoneRetention, logger: logger), PushHubCloser(hub: api.pushHub),
+            TombstonePurger(store: storage, retentionDays: tombstoneRetention, logger: logger), PushHubCloser(hub: api.pushHub),
         ]
         do {
             try await server.run { host, port in
@@ -148,10 +175,10 @@ struct Serve: AsyncParsableCommand {
                 fflush(stdout)
             }
         } catch {
-            store.close()
+            await storage.close()
             throw CommandFailure(message: "cannot serve on \(host):\(port): \(Serve.describe(error))")
         }
-        store.close()
+        await storage.close()
     }
 
     /// Refuses a data directory another `serve` holds (CONTRACT §2), naming its pid.

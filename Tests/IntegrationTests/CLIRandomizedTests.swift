@@ -20,13 +20,31 @@ final class CLIRandomizedTests: XCTestCase {
         }
     }
 
-    func runScenario(seed: UInt64, steps: Int) throws {
+    /// CONTRACT §6: the same run with each store attached to a different one of three daemons
+    /// serving one PostgreSQL database (seed 1 in CI; SCOREBOOK_SEEDS for more).
+    func testRandomEditsThroughThreeDaemonsOnOnePostgreSQLDatabaseConverge() throws {
+        if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
+        for seed in Self.seeds.prefix(ProcessInfo.processInfo.environment["SCOREBOOK_SEEDS"] == nil ? 1 : Int.max) {
+            try runScenario(seed: seed, steps: 45, postgresDaemons: 3)
+        }
+    }
+
+    /// `postgresDaemons` > 0: that many daemons on one fresh PostgreSQL database, store i talking
+    /// to daemon i; otherwise one daemon on SQLite.
+    func runScenario(seed: UInt64, steps: Int, postgresDaemons: Int = 0) throws {
         var random = SplitMix64(seed: seed)
-        let daemon = try DaemonProcess.start()
-        defer { try? daemon.stop() }
+        var daemons: [DaemonProcess] = []
+        defer { for daemon in daemons { try? daemon.stop() } }
+        if postgresDaemons > 0 {
+            let url = try PostgresTestCluster.shared().createDatabase()
+            for _ in 0..<postgresDaemons { daemons.append(try DaemonProcess.start(postgresURL: url)) }
+        } else {
+            daemons.append(try DaemonProcess.start())
+        }
+        let daemon = daemons[0]
         let token = try daemon.createUser("user\(seed)")
         let stores = ["a", "b", "c"].map { CLIMachine("seed\(seed)-\($0)") }
-        for store in stores { try store.login(daemon, token: token) }
+        for (index, store) in stores.enumerated() { try store.login(daemons[index % daemons.count], token: token) }
         var log: [String] = []
 
         for step in 0..<steps {

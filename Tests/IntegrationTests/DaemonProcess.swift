@@ -29,6 +29,10 @@ final class DaemonProcess {
     static let readinessPattern = #"^scorebookd listening on http://(127\.0\.0\.1|\[::1\]|localhost|[0-9.]+):([0-9]{1,5})$"#
 
     let dataDirectory: URL
+    /// The PostgreSQL store the daemon serves instead of `dataDirectory` (`--database URL`).
+    let postgresURL: String?
+    /// `--data-dir DIR` or `--database URL`: the store, as `serve` and the admin commands name it.
+    var storeArguments: [String] { postgresURL.map { ["--database", $0] } ?? ["--data-dir", dataDirectory.path] }
     /// `http://HOST:PORT` of the running daemon (a restart may change the port).
     private(set) var baseURL: URL
     let extraArguments: [String]
@@ -39,11 +43,13 @@ final class DaemonProcess {
     private var stderr: PipeCollector
     private let ownsDataDirectory: Bool
 
-    private init(dataDirectory: URL, ownsDataDirectory: Bool, extraArguments: [String]) throws {
+    private init(dataDirectory: URL, ownsDataDirectory: Bool, postgresURL: String? = nil, extraArguments: [String]) throws {
         self.dataDirectory = dataDirectory
         self.ownsDataDirectory = ownsDataDirectory
+        self.postgresURL = postgresURL
         self.extraArguments = extraArguments
-        let launched = try DaemonProcess.launch(dataDirectory: dataDirectory, extraArguments: extraArguments)
+        let store = postgresURL.map { ["--database", $0] } ?? ["--data-dir", dataDirectory.path]
+        let launched = try DaemonProcess.launch(storeArguments: store, extraArguments: extraArguments)
         (process, stdout, stderr, baseURL, readinessLine) = launched
     }
 
@@ -67,10 +73,21 @@ final class DaemonProcess {
         }
     }
 
-    private static func launch(dataDirectory: URL, extraArguments: [String]) throws
+    /// Starts a daemon serving the PostgreSQL database at `postgresURL` (`serve --database URL`).
+    static func start(postgresURL: String, extraArguments: [String] = []) throws -> DaemonProcess {
+        let directory = makeTemporaryDirectory(prefix: "scorebookd-pg")
+        do {
+            return try DaemonProcess(dataDirectory: directory, ownsDataDirectory: true, postgresURL: postgresURL, extraArguments: extraArguments)
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+    }
+
+    private static func launch(storeArguments: [String], extraArguments: [String]) throws
         -> (Process, PipeCollector, PipeCollector, URL, String)
     {
-        let (process, stdout, stderr) = try spawn("scorebookd", ["serve", "--data-dir", dataDirectory.path, "--port", "0"] + extraArguments)
+        let (process, stdout, stderr) = try spawn("scorebookd", ["serve"] + storeArguments + ["--port", "0"] + extraArguments)
         guard let line = stdout.waitForFirstLine(timeout: readinessTimeout) else {
             if process.isRunning { sendSignal(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
@@ -133,7 +150,7 @@ final class DaemonProcess {
     /// Stops the daemon (unless already killed) and starts it again on the same data directory.
     func restart() throws {
         if process.isRunning { try stop() }
-        let launched = try DaemonProcess.launch(dataDirectory: dataDirectory, extraArguments: extraArguments)
+        let launched = try DaemonProcess.launch(storeArguments: storeArguments, extraArguments: extraArguments)
         (process, stdout, stderr, baseURL, readinessLine) = launched
     }
 
@@ -146,7 +163,7 @@ final class DaemonProcess {
 
     /// Creates a user and returns its record name and token.
     func createUserInfo(_ name: String) throws -> (userRecordName: String, token: String) {
-        let json = try runAdminJSON(["user", "create", name, "--data-dir", dataDirectory.path])
+        let json = try runAdminJSON(["user", "create", name] + storeArguments)
         guard let token = json["token"]?.stringValue, let recordName = json["userRecordName"]?.stringValue else {
             throw DaemonError("user create printed \(json.serializedString())")
         }
@@ -155,7 +172,7 @@ final class DaemonProcess {
 
     /// A new ckAPIToken from `scorebookd apitoken create`.
     func createAPIToken() throws -> String {
-        let json = try runAdminJSON(["apitoken", "create", "--data-dir", dataDirectory.path])
+        let json = try runAdminJSON(["apitoken", "create"] + storeArguments)
         guard let token = json["apiToken"]?.stringValue else { throw DaemonError("apitoken create printed \(json.serializedString())") }
         return token
     }
@@ -169,10 +186,15 @@ final class DaemonProcess {
     }
 
     /// Starts a built executable with standard input empty and its output collected.
-    static func spawn(_ executable: String, _ arguments: [String]) throws -> (Process, stdout: PipeCollector, stderr: PipeCollector) {
+    static func spawn(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws
+        -> (Process, stdout: PipeCollector, stderr: PipeCollector)
+    {
         let process = Process()
         process.executableURL = binaryURL(executable)
         process.arguments = arguments
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let outPipe = Pipe(), errPipe = Pipe()
         process.standardOutput = outPipe
         process.standardError = errPipe
@@ -185,7 +207,14 @@ final class DaemonProcess {
     static func run(_ executable: String, _ arguments: [String], timeout: TimeInterval = 30) throws
         -> (status: Int32, stdout: String, stderr: String)
     {
-        let (process, out, err) = try spawn(executable, arguments)
+        try runWithEnvironment(executable, arguments, environment: [:], timeout: timeout)
+    }
+
+    /// `run` with variables added to the test's environment.
+    static func runWithEnvironment(_ executable: String, _ arguments: [String], environment: [String: String], timeout: TimeInterval = 30) throws
+        -> (status: Int32, stdout: String, stderr: String)
+    {
+        let (process, out, err) = try spawn(executable, arguments, environment: environment)
         if !waitForExit(process, timeout: timeout) {
             sendSignal(process.processIdentifier, SIGKILL)
             process.waitUntilExit()

@@ -207,5 +207,63 @@ final class ReliabilityCrashTests: XCTestCase {
               + "\(inFlightLost) absent whole), none partial; "
               + String(format: "%.1f s", Date().timeIntervalSince(started)))
     }
-}
 
+    /// CONTRACT §6: the same crash, of one of two daemons serving one PostgreSQL database. The
+    /// survivor answers at once: every batch is wholly present or absent, every acknowledged batch
+    /// is present, and `scorebookd check --database` is ok; the killed daemon restarts and agrees.
+    func testAtomicBatchesAreWhollyPresentOrAbsentWhenADaemonOnPostgreSQLIsKilled() throws {
+        if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
+        var random = SplitMix64(seed: Self.seed)
+        let url = try PostgresTestCluster.shared().createDatabase()
+        let victim = try DaemonProcess.start(postgresURL: url)
+        let survivor = try DaemonProcess.start(postgresURL: url)
+        defer {
+            victim.kill()
+            survivor.kill()
+        }
+        let token = try victim.createUser("crash")
+        let zoneBody: JSONValue = ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": .string(Self.zone)]]]]]
+        XCTAssertEqual(try victim.post(Self.path("zones/modify"), token: token, json: zoneBody.serializedString()).status, 200)
+        var everAcknowledged: Set<Int> = []
+        var everAttempted: Set<Int> = []
+        var lastBatch = 0
+        for round in 1...min(Self.rounds, 3) {
+            let ledger = Ledger(firstBatch: lastBatch)
+            let port = victim.port
+            let group = DispatchGroup()
+            let writeDeadline = Date().addingTimeInterval(20)
+            for _ in 0..<Self.writerCount {
+                group.enter()
+                Thread {
+                    Self.write(port: port, token: token, ledger: ledger, deadline: writeDeadline)
+                    group.leave()
+                }.start()
+            }
+            Thread.sleep(forTimeInterval: Double.random(in: 0.5..<2.0, using: &random))
+            victim.kill()
+            XCTAssertEqual(group.wait(timeout: .now() + 30), .success, "round \(round): writers stop once the daemon is gone")
+            XCTAssertEqual(ledger.refused, [], "round \(round): no batch is refused")
+            lastBatch = ledger.lastBatch
+            everAcknowledged.formUnion(ledger.acknowledged)
+            everAttempted.formUnion(ledger.attempted)
+            // PostgreSQL rolls back the killed daemon's open transactions when its connections drop.
+            var present: [Int: Set<Int>] = [:]
+            let settle = Date().addingTimeInterval(20)
+            repeat {
+                present = try Self.batchesOnServer(survivor, token: token)
+                if present.values.allSatisfy({ $0.count == Self.batchSize }) { break }
+                Thread.sleep(forTimeInterval: 0.2)
+            } while Date() < settle
+            for (batch, indexes) in present where indexes.count != Self.batchSize {
+                XCTFail("round \(round): batch \(batch) is partly present: \(indexes.count) of \(Self.batchSize) records")
+            }
+            XCTAssertEqual(everAcknowledged.subtracting(present.keys), [], "round \(round): acknowledged batches missing")
+            XCTAssertEqual(Set(present.keys).subtracting(everAttempted), [], "round \(round): batches no writer sent")
+            let check = try DaemonProcess.run("scorebookd", ["check", "--database", url], timeout: 60)
+            XCTAssertEqual(check.status, 0, "round \(round): check: \(check.stdout) \(check.stderr)")
+            try victim.restart()
+            XCTAssertEqual(Set(try Self.batchesOnServer(victim, token: token).keys), Set(present.keys), "round \(round): both daemons agree")
+        }
+        XCTAssertFalse(everAcknowledged.isEmpty, "some batches were acknowledged before the kills")
+    }
+}

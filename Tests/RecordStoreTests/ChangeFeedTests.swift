@@ -187,7 +187,7 @@ final class ChangeFeedTests: StoreTestCase {
 /// Writes creates, updates and deletes to a zone from its own thread and remembers the last change
 /// tag it got for each record (nil once deleted).
 final class ConcurrentWriter: @unchecked Sendable {
-    let store: any RecordStorage
+    let store: BlockingStore
     let scope: DatabaseScope
     let zone: ZoneID
     let names: [String]
@@ -195,7 +195,7 @@ final class ConcurrentWriter: @unchecked Sendable {
     private var tags: [String: String?] = [:]
     private(set) var failure: String?
 
-    init(store: any RecordStorage, scope: DatabaseScope, zone: ZoneID, names: [String]) {
+    init(store: BlockingStore, scope: DatabaseScope, zone: ZoneID, names: [String]) {
         self.store = store
         self.scope = scope
         self.zone = zone

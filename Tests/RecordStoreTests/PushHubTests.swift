@@ -11,7 +11,7 @@ final class PushHubTests: SubscriptionStoreTestCase {
     /// wait together; one more commit lands. Both must be woken with their share: the one ahead
     /// gets the new notification at once, not at its timeout.
     func testAWaiterAheadOfAFullBatchIsWokenByTheCommit() throws {
-        let hub = PushHub(store: store)
+        let hub = PushHub(store: store.base)
         try subscribe(querySubscription("things", type: "Thing"))
         for _ in 0..<2 {
             try modify(ZoneID.defaultZoneName, (0..<300).map { _ in (.create, wireRecord(newName("Thing"), "Thing")) })

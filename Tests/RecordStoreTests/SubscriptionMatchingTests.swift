@@ -236,8 +236,8 @@ final class SubscriptionMatchingTests: SubscriptionStoreTestCase {
     /// At most 1,000 subscriptions a database; at the cap a new one is LIMIT_EXCEEDED, but saving
     /// an existing one again (an update) still works.
     func testTheSubscriptionCapCountsOnlyNewSubscriptions() throws {
-        for start in stride(from: 0, to: SQLiteRecordStore.maximumSubscriptions, by: 400) {
-            let ids = start..<min(start + 400, SQLiteRecordStore.maximumSubscriptions)
+        for start in stride(from: 0, to: StoreLimits.maximumSubscriptions, by: 400) {
+            let ids = start..<min(start + 400, StoreLimits.maximumSubscriptions)
             let operations = try ids.map { SubscriptionOperation.save(try Subscription(json: databaseSubscription("db-\($0)"))) }
             XCTAssertTrue(try store.modifySubscriptions(dev, operations: operations).allSatisfy { (try? $0.get()) != nil })
         }
@@ -245,7 +245,7 @@ final class SubscriptionMatchingTests: SubscriptionStoreTestCase {
         guard case .failure(let error)? = extra.first else { return XCTFail("the 1,001st subscription was accepted") }
         XCTAssertEqual(error.code, .limitExceeded)
         try subscribe(zoneSubscription("db-7", zone: ZoneID.defaultZoneName))
-        XCTAssertEqual(try subscriptionIDs().count, SQLiteRecordStore.maximumSubscriptions)
+        XCTAssertEqual(try subscriptionIDs().count, StoreLimits.maximumSubscriptions)
     }
 
     func testUpdatingASubscriptionReplacesItsMatching() throws {

@@ -175,7 +175,7 @@ final class SubscriptionOutboxTests: SubscriptionStoreTestCase {
         let game = newName("Game")
         try create(zone, game, "Game")
         store.close()
-        store = try SQLiteRecordStore(directory: directory.path, clock: clock.read)
+        store = try reopenedStore()
         cursor = start
         assertQuery(try singleNotification("after reopening"), sid: "games", rid: game, fo: 1, zone: zone)
         XCTAssertEqual(try subscriptionIDs(), ["games"], "subscriptions are durable")
@@ -250,7 +250,7 @@ final class SubscriptionOutboxTests: SubscriptionStoreTestCase {
         assertQuery(try singleNotification("a notification after the purge"), sid: "games", rid: game, fo: 1, zone: zone)
         XCTAssertGreaterThan(cursor, heldCursor)
         store.close()
-        store = try SQLiteRecordStore(directory: directory.path, clock: clock.read)
+        store = try reopenedStore()
         try create(zone, newName("Game"), "Game")
         let afterReopen = try store.notifications(databaseID: databaseID, after: cursor, limit: 10)
         XCTAssertEqual(afterReopen.count, 1, "ids keep increasing across a reopen after the outbox was emptied")

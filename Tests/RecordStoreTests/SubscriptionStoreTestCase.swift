@@ -1,6 +1,7 @@
 import Foundation
 import RecordModel
 import RecordStore
+import TestSupport
 import XCTest
 
 /// Base class of the store-level subscription tests (CONTRACT §3.7): a fresh `SQLiteRecordStore`
@@ -13,7 +14,11 @@ class SubscriptionStoreTestCase: XCTestCase {
     static let container = "iCloud.scorebook.subscriptions"
 
     var directory: URL!
-    var store: SQLiteRecordStore!
+    var store: BlockingStore!
+    /// The backend this run tests (`StoreBackend.selected`).
+    class var backend: StoreBackend { StoreBackend.selected }
+    /// This test's PostgreSQL database (PostgreSQL backend only).
+    var postgresURL: String?
     var user: User!
     /// The user's private database in `development` (types and fields accepted just in time).
     var dev: DatabaseScope!
@@ -26,7 +31,11 @@ class SubscriptionStoreTestCase: XCTestCase {
     override func setUpWithError() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("subscription-tests-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        store = try SQLiteRecordStore(directory: directory.path, clock: clock.read)
+        if Self.backend == .postgres {
+            if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
+            postgresURL = try PostgresTestCluster.shared().createDatabase()
+        }
+        store = try reopenedStore()
         user = try store.createUser(name: "alice").user
         dev = DatabaseScope(user: user, container: Self.container, environment: .development)
         let channel = try store.createPushToken(dev, apnsEnvironment: "development")
@@ -34,9 +43,17 @@ class SubscriptionStoreTestCase: XCTestCase {
         cursor = channel.startCursor
     }
 
+    /// A store of this class's backend on this test's data directory or database.
+    func reopenedStore() throws -> BlockingStore {
+        BlockingStore(try Self.backend.open(directory: directory, postgresURL: postgresURL, clock: clock))
+    }
+
     override func tearDownWithError() throws {
         store?.close()
         store = nil
+        if let postgresURL, let name = postgresURL.split(separator: "/").last {
+            try? PostgresTestCluster.shared().psql("DROP DATABASE IF EXISTS \(name)")
+        }
         if let directory { try? FileManager.default.removeItem(at: directory) }
     }
 

@@ -79,7 +79,7 @@ final class FaultScenario {
         defer { try? FileManager.default.removeItem(at: root) }
         let server = try SQLiteRecordStore(directory: root.appendingPathComponent("server").path)
         defer { server.close() }
-        let api = RecordAPI(store: server, requestsPerSecond: 1_000_000, logger: Self.quietLogger)
+        let api = RecordAPI(store: SQLiteStorage(server), requestsPerSecond: 1_000_000, logger: Self.quietLogger)
         let inProcess = InProcessTransport(api: api)
         let token = try server.createUser(name: "fault\(seed)").token
         let clock = EditClock()

@@ -22,7 +22,7 @@ final class SyncTestbed {
     init(user: String) throws {
         root = FaultScenario.temporaryRoot()
         server = try SQLiteRecordStore(directory: root.appendingPathComponent("server").path)
-        api = InProcessTransport(api: RecordAPI(store: server, requestsPerSecond: 1_000_000, logger: FaultScenario.quietLogger))
+        api = InProcessTransport(api: RecordAPI(store: SQLiteStorage(server), requestsPerSecond: 1_000_000, logger: FaultScenario.quietLogger))
         token = try server.createUser(name: user).token
     }
 

@@ -1,0 +1,47 @@
+import PostgresNIO
+import RecordModel
+import RecordStore
+
+extension PostgresRecordStore {
+    /// Why `migrate` refused its target.
+    public struct MigrationRefused: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Copies an exported SQLite store into this (empty) database in one transaction, keeping
+    /// every id, sequence, token hash and the store's identity, so clients' sync tokens, change
+    /// tags and notification cursors stay valid after the switch. The daemons must be started
+    /// after it (a running one would keep the identity it read at start).
+    package func importTables(_ tables: [ExportedTable], storeID: String) async throws {
+        try await write { connection in
+            try await connection.query("LOCK TABLE users, databases IN EXCLUSIVE MODE", logger: self.logger)
+            let used = try await connection.query("SELECT (SELECT COUNT(*) FROM users) + (SELECT COUNT(*) FROM databases)",
+                                                  logger: self.logger).collect().first?.decode(Int64.self) ?? 0
+            guard used == 0 else { throw MigrationRefused(description: "the PostgreSQL database already holds a store with users; migrate needs an empty one") }
+            for table in tables {
+                let placeholders = (1...table.columns.count).map { "$\($0)" }.joined(separator: ", ")
+                let sql = "INSERT INTO \(table.name) (\(table.columns.joined(separator: ", "))) VALUES (\(placeholders))"
+                for row in table.rows {
+                    var bindings = PostgresBindings(capacity: row.count)
+                    for value in row {
+                        switch value {
+                        case .int(let number): bindings.append(number)
+                        case .text(let text): bindings.append(text)
+                        case .null: bindings.appendNull()
+                        }
+                    }
+                    try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: self.logger)
+                }
+            }
+            // The notification cursors continue where SQLite's ids ended, per database.
+            try await connection.query(
+                "UPDATE databases d SET note_seq = COALESCE((SELECT MAX(id) FROM notifications n WHERE n.database_id = d.id), 0)",
+                logger: self.logger)
+            for sequence in ["users", "databases", "zones"] {
+                try await connection.query(PostgresQuery(unsafeSQL:
+                    "SELECT setval(pg_get_serial_sequence('\(sequence)', 'id'), GREATEST((SELECT MAX(id) FROM \(sequence)), 1))"), logger: self.logger)
+            }
+            try await connection.query("UPDATE meta SET value = \(storeID) WHERE key = 'store_id'", logger: self.logger)
+        }
+    }
+}

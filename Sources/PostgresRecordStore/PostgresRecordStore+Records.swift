@@ -1,0 +1,340 @@
+import Foundation
+import PostgresNIO
+import RecordModel
+import RecordStore
+
+/// The state of one modify transaction: the zone's advancing change sequence and what changed.
+struct PostgresModify {
+    let scope: DatabaseScope
+    let zone: ZoneRow
+    let zoneID: ZoneID
+    let now: Int64
+    let deviceID: String?
+    var sequence: Int64
+    var changes: [CommittedChange] = []
+    var enforcer: SchemaEnforcer
+
+    mutating func nextSequence() -> Int64 {
+        sequence += 1
+        return sequence
+    }
+}
+
+extension PostgresRecordStore {
+    public func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
+                              deviceID: String?) async throws -> [RecordOperationResult]
+    {
+        try RecordRules.validateBatch(operations)
+        let databaseID = try await databaseID(scope)
+        let now = clock()
+        let (results, changed): ([RecordOperationResult], Bool) = try await transaction { connection in
+            // Database row, then zone row: every writer of this database waits here, so the zone's
+            // sequence numbers commit in the order they are taken.
+            try await self.lockDatabase(databaseID, connection)
+            let zoneRow = try await self.requireZone(databaseID, zone, forUpdate: true, connection)
+            var development = Schema()
+            if scope.environment == .development {
+                // The development schema is the container's, shared by its users' databases:
+                // writers of one container take turns, so two cannot add one field with two types.
+                try await connection.query("SELECT pg_advisory_xact_lock(7270002, hashtext(\(scope.container)))", logger: self.logger)
+                development = try await self.developmentSchema(container: scope.container, connection)
+            }
+            let enforcer = SchemaEnforcer(environment: scope.environment, production: self.productionSchema, development: development)
+            var modify = PostgresModify(scope: scope, zone: zoneRow, zoneID: self.zoneID(zoneRow.name, scope), now: now,
+                                        deviceID: deviceID, sequence: zoneRow.seq, enforcer: enforcer)
+            var results: [RecordOperationResult] = []
+            results.reserveCapacity(operations.count)
+            for operation in operations {
+                // A failed operation of a non-atomic batch must not undo the others: each runs in
+                // a savepoint.
+                try await connection.query("SAVEPOINT operation", logger: self.logger)
+                let before = modify
+                do {
+                    results.append(try await self.apply(operation, &modify, connection))
+                    try await connection.query("RELEASE SAVEPOINT operation", logger: self.logger)
+                } catch let error as ServerError {
+                    try await connection.query("ROLLBACK TO SAVEPOINT operation", logger: self.logger)
+                    modify = before
+                    results.append(.failed(error.with(recordName: operation.record["recordName"]?.stringValue)))
+                }
+            }
+            let failed = results.contains { if case .failed = $0 { return true } else { return false } }
+            if atomic && failed { return .rollback((results.map(RecordRules.atomicFailure), false)) }
+            if modify.sequence != zoneRow.seq {
+                let dbSeq = try await self.bumpDatabaseSequence(databaseID, connection)
+                try await connection.query("UPDATE zones SET seq = \(modify.sequence), db_seq = \(dbSeq) WHERE id = \(zoneRow.id)",
+                                           logger: self.logger)
+                for (type, fields) in modify.enforcer.additions where !fields.isEmpty {
+                    for (field, fieldType) in fields {
+                        try await connection.query(
+                            """
+                            INSERT INTO dev_schema (container, record_type, field, field_type)
+                            VALUES (\(scope.container), \(type), \(field), \(fieldType.wireName)) ON CONFLICT DO NOTHING
+                            """, logger: self.logger)
+                    }
+                }
+                try await self.recordNotifications(for: modify.changes, zone: zoneRow.name, databaseID: databaseID, scope: scope,
+                                                   zoneChanged: false, connection)
+                try await self.notifyCommit(databaseID, connection)
+            }
+            return .commit((results, !modify.changes.isEmpty))
+        }
+        if changed { committed(databaseID) }
+        return results
+    }
+
+    /// The container's development schema, read in the request's transaction (no cache: another
+    /// daemon may have added fields).
+    func developmentSchema(container: String, _ connection: PostgresConnection) async throws -> Schema {
+        var schema = Schema()
+        for row in try await connection.query(
+            "SELECT record_type, field, field_type FROM dev_schema WHERE container = \(container)", logger: logger
+        ).collect() {
+            let (typeName, fieldName, wireType) = try row.decode((String, String, String).self)
+            guard let type = FieldType(wireName: wireType) else { continue }
+            schema.recordTypes[typeName, default: RecordTypeSchema(name: typeName)].fields[fieldName] = FieldSchema(name: fieldName, type: type)
+        }
+        return schema
+    }
+
+    func loadRecord(_ zoneRowID: Int64, _ name: String, _ connection: PostgresConnection) async throws -> ExistingRecord? {
+        guard let row = try await connection.query(
+            """
+            SELECT type, tag, deleted, fields, parent, created_at, created_by, created_device, modified_at, modified_by, modified_device
+            FROM records WHERE zone_id = \(zoneRowID) AND name = \(name)
+            """, logger: logger
+        ).collect().first else { return nil }
+        let (type, tag, deleted, fields, parent, createdAt, createdBy, createdDevice) =
+            try row.decode((String, String, Int64, String, String?, Int64, String, String?).self)
+        let columns = row.makeRandomAccess()
+        return ExistingRecord(type: type, tag: tag, deleted: deleted != 0, fieldsJSON: Array(fields.utf8), parent: parent,
+                              created: ChangeStamp(timestamp: createdAt, userRecordName: createdBy, deviceID: createdDevice),
+                              modified: ChangeStamp(timestamp: try columns[8].decode(Int64.self), userRecordName: try columns[9].decode(String.self),
+                                                    deviceID: try columns[10].decode(String?.self)))
+    }
+
+    func isLive(_ zoneRowID: Int64, _ name: String, _ connection: PostgresConnection) async throws -> Bool {
+        try await !connection.query("SELECT 1 FROM records WHERE zone_id = \(zoneRowID) AND name = \(name) AND deleted = 0", logger: logger)
+            .collect().isEmpty
+    }
+
+    private func apply(_ operation: RecordOperation, _ modify: inout PostgresModify, _ connection: PostgresConnection) async throws
+        -> RecordOperationResult
+    {
+        let name = operation.record["recordName"]?.stringValue ?? ""
+        try Names.validateRecordName(name)
+        let zoneRowID = modify.zone.id
+        let existing = try await loadRecord(zoneRowID, name, connection)
+        let live = existing.flatMap { $0.deleted ? nil : $0 }
+        let prepared: RecordRules.PreparedSave
+        switch try RecordRules.plan(operation, name: name, live: live, zoneName: modify.zone.name, zoneID: modify.zoneID,
+                                    enforcer: modify.enforcer) {
+        case .answered(let result):
+            return result
+        case .delete:
+            try await deleteCascading(name, &modify, connection)
+            return .deleted(recordName: name)
+        case .save(let save):
+            prepared = save
+        }
+        for required in prepared.mustBeLive where try await !isLive(zoneRowID, required.recordName, connection) {
+            throw required.error
+        }
+        modify.enforcer = prepared.enforcer
+        let record = prepared.record
+        let sequence = modify.nextSequence()
+        let tag = RecordRules.changeTag(zoneRowID: zoneRowID, sequence: sequence)
+        let modified = ChangeStamp(timestamp: modify.now, userRecordName: modify.scope.userRecordName, deviceID: modify.deviceID)
+        let created = live?.created ?? modified
+        let fields = String(decoding: prepared.fieldsJSON, as: UTF8.self)
+        try await connection.query(
+            """
+            INSERT INTO records (zone_id, name, type, tag, seq, deleted, fields, parent, created_at, created_by, created_device,
+                modified_at, modified_by, modified_device)
+            VALUES (\(zoneRowID), \(name), \(record.recordType), \(tag), \(sequence), 0, \(fields), \(record.parent), \(created.timestamp),
+                \(created.userRecordName ?? ""), \(created.deviceID), \(modified.timestamp), \(modified.userRecordName ?? ""), \(modified.deviceID))
+            ON CONFLICT (zone_id, name) DO UPDATE SET type = EXCLUDED.type, tag = EXCLUDED.tag, seq = EXCLUDED.seq, deleted = 0,
+                fields = EXCLUDED.fields, parent = EXCLUDED.parent, created_at = EXCLUDED.created_at, created_by = EXCLUDED.created_by,
+                created_device = EXCLUDED.created_device, modified_at = EXCLUDED.modified_at, modified_by = EXCLUDED.modified_by,
+                modified_device = EXCLUDED.modified_device
+            """, logger: logger)
+        if live != nil {
+            try await connection.query("DELETE FROM refs WHERE zone_id = \(zoneRowID) AND source = \(name)", logger: logger)
+        }
+        for (_, reference) in prepared.references {
+            let action: StoredReferenceAction = reference.action == .deleteSelf ? .deleteSelf : .validate
+            try await connection.query(
+                """
+                INSERT INTO refs (zone_id, target, source, action) VALUES (\(zoneRowID), \(reference.recordName), \(name), \(action.rawValue))
+                ON CONFLICT DO NOTHING
+                """, logger: logger)
+        }
+        let stored = StoredRecord(recordName: name, recordType: record.recordType, changeTag: tag, fieldsJSON: prepared.fieldsJSON,
+                                  parent: record.parent, created: created, modified: modified, zoneID: modify.zoneID)
+        modify.changes.append(CommittedChange(kind: live == nil ? .created : .updated, recordName: name,
+                                              recordType: record.recordType, record: stored))
+        return .saved(stored)
+    }
+
+    /// Deletes `root` and, recursively, every record holding a `DELETE_SELF` reference to a deleted
+    /// one — all or nothing (`RecordRules.checkValidateBlockers`).
+    func deleteCascading(_ root: String, _ modify: inout PostgresModify, _ connection: PostgresConnection) async throws {
+        let zoneRowID = modify.zone.id
+        var doomed = [root]
+        var seen: Set<String> = [root]
+        var index = 0
+        while index < doomed.count {
+            let target = doomed[index]
+            index += 1
+            for row in try await connection.query(
+                "SELECT source FROM refs WHERE zone_id = \(zoneRowID) AND target = \(target) AND action = \(StoredReferenceAction.deleteSelf.rawValue)",
+                logger: logger
+            ).collect() {
+                let source = try row.decode(String.self)
+                if seen.insert(source).inserted { doomed.append(source) }
+            }
+        }
+        for target in doomed {
+            let blockers = try await connection.query(
+                "SELECT source FROM refs WHERE zone_id = \(zoneRowID) AND target = \(target) AND action = \(StoredReferenceAction.validate.rawValue)",
+                logger: logger
+            ).collect().map { try $0.decode(String.self) }
+            try RecordRules.checkValidateBlockers(target: target, validatingSources: blockers, doomed: seen)
+        }
+        for name in doomed {
+            guard let previous = try await loadRecord(zoneRowID, name, connection), !previous.deleted else { continue }
+            let sequence = modify.nextSequence()
+            let tag = RecordRules.changeTag(zoneRowID: zoneRowID, sequence: sequence)
+            try await connection.query(
+                """
+                UPDATE records SET deleted = 1, fields = '{}', tag = \(tag), seq = \(sequence), modified_at = \(modify.now),
+                    modified_by = \(modify.scope.userRecordName), modified_device = \(modify.deviceID)
+                WHERE zone_id = \(zoneRowID) AND name = \(name)
+                """, logger: logger)
+            try await connection.query("DELETE FROM refs WHERE zone_id = \(zoneRowID) AND source = \(name)", logger: logger)
+            modify.changes.append(CommittedChange(kind: .deleted, recordName: name, recordType: previous.type,
+                                                  record: previous.stored(name, zoneID: modify.zoneID)))
+        }
+    }
+
+    public func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws -> [Result<StoredRecord, ServerError>] {
+        guard recordNames.count <= StoreLimits.maximumOperations else {
+            throw ServerError(.limitExceeded, "at most \(StoreLimits.maximumOperations) records per lookup")
+        }
+        let databaseID = try await databaseID(scope)
+        return try await read { connection in
+            let zoneRow = try await self.requireZone(databaseID, zone, connection)
+            let zoneID = self.zoneID(zoneRow.name, scope)
+            var found: [String: StoredRecord] = [:]
+            for row in try await connection.query(
+                """
+                SELECT \(unescaped: PostgresRecordStore.recordColumns) FROM records
+                WHERE zone_id = \(zoneRow.id) AND name = ANY(\(recordNames)) AND deleted = 0
+                """, logger: self.logger
+            ).collect() {
+                let record = try PostgresRecordStore.storedRecord(row, zoneID: zoneID)
+                found[record.recordName] = record
+            }
+            return recordNames.map { name in
+                guard let record = found[name] else {
+                    return .failure(ServerError(.notFound, "record '\(name)' does not exist").with(recordName: name))
+                }
+                return .success(record)
+            }
+        }
+    }
+
+    public func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
+                             continuationMarker: String?) async throws -> QueryPage
+    {
+        let limit = StoreLimits.clampLimit(resultsLimit, maximum: StoreLimits.maximumQueryResults)
+        let databaseID = try await databaseID(scope)
+        return try await read { connection in
+            let zoneRow = try await self.requireZone(databaseID, zone, connection)
+            let offset = try QueryRules.offset(fromMarker: continuationMarker, zoneRowID: zoneRow.id)
+            let zoneID = self.zoneID(zoneRow.name, scope)
+            let candidates = try await connection.query(
+                """
+                SELECT \(unescaped: PostgresRecordStore.recordColumns) FROM records
+                WHERE zone_id = \(zoneRow.id) AND type = \(query.recordType) AND deleted = 0
+                """, logger: self.logger
+            ).collect().map { try PostgresRecordStore.storedRecord($0, zoneID: zoneID) }
+            return try QueryRules.page(candidates, query: query, limit: limit, offset: offset, zoneRowID: zoneRow.id)
+        }
+    }
+
+    /// Changes after the token's sequence, in sequence order, each record once in its latest
+    /// state, read in one snapshot. Sequences commit in order (see the type's comment), so a
+    /// client following `moreComing` never skips a change, whichever daemon wrote it.
+    public func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
+                            recordTypes: Set<String>?) async throws -> ZoneChangesPage
+    {
+        let limit = StoreLimits.clampLimit(resultsLimit, maximum: StoreLimits.maximumResultsLimit)
+        let databaseID = try await databaseID(scope)
+        return try await read { connection in
+            let zoneRow = try await self.requireZone(databaseID, zone, connection)
+            let since: Int64
+            switch try FeedRules.zoneStart(syncToken, storeID: self.storeID, zone: zoneRow) {
+            case .since(let sequence):
+                since = sequence
+            case .otherZone(let rowID):
+                let recreated = try await !connection.query(
+                    "SELECT 1 FROM zones WHERE id = \(rowID) AND database_id = \(databaseID) AND name = \(zoneRow.name) AND deleted = 1",
+                    logger: self.logger
+                ).collect().isEmpty
+                throw FeedRules.otherZoneError(recreated: recreated, zoneName: zoneRow.name)
+            }
+            let zoneID = self.zoneID(zoneRow.name, scope)
+            var changes: [RecordChange] = []
+            var lastSequence = since
+            var moreComing = false
+            var rowsRead = 0
+            for row in try await connection.query(
+                """
+                SELECT \(unescaped: PostgresRecordStore.recordColumns), seq FROM records
+                WHERE zone_id = \(zoneRow.id) AND seq > \(since) ORDER BY seq LIMIT \(Int64(limit + 1))
+                """, logger: self.logger
+            ).collect() {
+                rowsRead += 1
+                if rowsRead > limit { moreComing = true; break }
+                let record = try PostgresRecordStore.storedRecord(row, zoneID: zoneID)
+                lastSequence = try row.makeRandomAccess()[12].decode(Int64.self)
+                if let recordTypes, !recordTypes.contains(record.recordType) { continue }
+                changes.append(try PostgresRecordStore.isDeleted(row)
+                    ? .deleted(recordName: record.recordName, recordType: record.recordType) : .changed(record))
+            }
+            if !moreComing { lastSequence = max(lastSequence, zoneRow.seq) }
+            let token = FeedRules.token(.zone, storeID: self.storeID, ownerID: zoneRow.id, sequence: lastSequence)
+            return ZoneChangesPage(zoneID: zoneID, changes: changes, syncToken: token, moreComing: moreComing)
+        }
+    }
+
+    public func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) async throws -> DatabaseChangesPage {
+        let limit = StoreLimits.clampLimit(resultsLimit, maximum: StoreLimits.maximumResultsLimit)
+        let databaseID = try await databaseID(scope)
+        return try await read { connection in
+            let row = try await connection.query("SELECT db_seq, purged_seq FROM databases WHERE id = \(databaseID)", logger: self.logger)
+                .collect().first
+            var (current, purged): (Int64, Int64) = (0, 0)
+            if let row { (current, purged) = try row.decode((Int64, Int64).self) }
+            let since = try FeedRules.databaseStart(syncToken, storeID: self.storeID, databaseID: databaseID, purgedSeq: purged)
+            var zones: [(zoneID: ZoneID, deleted: Bool)] = []
+            var lastSequence = since
+            var moreComing = false
+            for row in try await connection.query(
+                """
+                SELECT name, deleted, db_seq FROM zones WHERE database_id = \(databaseID) AND db_seq > \(since)
+                ORDER BY db_seq LIMIT \(Int64(limit + 1))
+                """, logger: self.logger
+            ).collect() {
+                if zones.count == limit { moreComing = true; break }
+                let (name, deleted, dbSeq) = try row.decode((String, Int64, Int64).self)
+                zones.append((self.zoneID(name, scope), deleted != 0))
+                lastSequence = dbSeq
+            }
+            if !moreComing { lastSequence = max(lastSequence, current) }
+            let token = FeedRules.token(.database, storeID: self.storeID, ownerID: databaseID, sequence: lastSequence)
+            return DatabaseChangesPage(zones: zones, syncToken: token, moreComing: moreComing)
+        }
+    }
+}

@@ -1,0 +1,605 @@
+import Foundation
+import Logging
+import PostgresNIO
+import RecordModel
+import RecordStore
+import Synchronization
+
+/// `RecordStorage` on PostgreSQL 15 (CONTRACT §6): any number of daemons on one database.
+///
+/// Every request is one transaction. Ordering guarantees do not lean on one writer in one
+/// process: a write transaction first locks its database's row (`SELECT … FOR UPDATE`), then its
+/// zone's, and takes the zone's change sequence, the database's zone-list sequence and the
+/// database's notification sequence under those locks. Two transactions of one database therefore
+/// commit in the order they took their sequences, so a feed or a notification cursor read in any
+/// snapshot never skips a number that commits later. The rules themselves (`RecordRules`,
+/// `FeedRules`, `QueryRules`, `SubscriptionRules`) are RecordStore's, shared with SQLite.
+public final class PostgresRecordStore: RecordStorage {
+    let client: PostgresClient
+    let logger: Logger
+    let productionSchema: Schema
+    let clock: @Sendable () -> Int64
+    /// Identifies this store in sync tokens (a token from another store is rejected).
+    package let storeID: String
+    private let runTask: Task<Void, Never>
+    private let state = Mutex(State())
+    /// How long one request may take, connection wait included, before it answers `TRY_AGAIN_LATER`.
+    let requestDeadline: Duration
+
+    private struct State {
+        var databaseIDs: [DatabaseScope: Int64] = [:]
+        var onCommit: (@Sendable (Set<Int64>) -> Void)?
+        var listener: Task<Void, Never>?
+    }
+
+    /// The channel on which every commit that changed a database announces the database's id.
+    static let commitChannel = "scorebook_commits"
+
+    /// The error of a URL that is not `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`.
+    public struct ConfigurationError: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Parses `postgres://USER:PASS@HOST:PORT/DB` (also `postgresql://`; `?sslmode=disable|prefer|require`).
+    public static func configuration(url: String) throws -> PostgresClient.Configuration {
+        guard let components = URLComponents(string: url), let scheme = components.scheme,
+            scheme == "postgres" || scheme == "postgresql", let host = components.host, !host.isEmpty
+        else { throw ConfigurationError(description: "--database must be postgres://USER:PASSWORD@HOST:PORT/DATABASE") }
+        let database = String(components.path.drop(while: { $0 == "/" }))
+        guard !database.isEmpty else { throw ConfigurationError(description: "--database names no database (postgres://…/DATABASE)") }
+        let username = components.user.flatMap { $0.removingPercentEncoding } ?? "postgres"
+        let password = components.password.flatMap { $0.removingPercentEncoding }
+        let sslMode = components.queryItems?.first(where: { $0.name == "sslmode" })?.value ?? "disable"
+        let tls: PostgresClient.Configuration.TLS
+        switch sslMode {
+        case "disable": tls = .disable
+        case "prefer": tls = .prefer(.makeClientConfiguration())
+        case "require": tls = .require(.makeClientConfiguration())
+        default: throw ConfigurationError(description: "sslmode must be disable, prefer or require")
+        }
+        var configuration = PostgresClient.Configuration(host: host, port: components.port ?? 5432, username: username,
+                                                         password: password, database: database, tls: tls)
+        configuration.options.connectTimeout = .seconds(5)
+        // Never wait forever: a statement, a lock and an idle transaction are all bounded on the server.
+        configuration.options.additionalStartupParameters = [
+            ("statement_timeout", "15000"), ("lock_timeout", "10000"), ("idle_in_transaction_session_timeout", "60000"),
+            ("application_name", "scorebookd"),
+        ]
+        configuration.options.maximumConnections = 20
+        return configuration
+    }
+
+    /// Connects to the database at `url` and creates the store's tables when they do not exist
+    /// (`create` false: refuses a database that holds no store).
+    public static func open(url: String, create: Bool = true, schema: Schema = BuiltinSchema.scorebook, openDeadline: Duration = .seconds(30),
+                            clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
+                            logger: Logger = Logger(label: "scorebookd.postgres")) async throws -> PostgresRecordStore
+    {
+        let configuration = try configuration(url: url)
+        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let runTask = Task { await client.run() }
+        do {
+            let storeID = try await PostgresRecordStore.prepare(client, create: create, logger: logger, url: url, deadline: openDeadline)
+            return PostgresRecordStore(client: client, runTask: runTask, storeID: storeID, schema: schema, clock: clock, logger: logger)
+        } catch {
+            runTask.cancel()
+            await runTask.value
+            throw error
+        }
+    }
+
+    private init(client: PostgresClient, runTask: Task<Void, Never>, storeID: String, schema: Schema,
+                 clock: @escaping @Sendable () -> Int64, logger: Logger)
+    {
+        self.client = client
+        self.runTask = runTask
+        self.storeID = storeID
+        self.productionSchema = schema
+        self.clock = clock
+        self.logger = logger
+        self.requestDeadline = .seconds(10)
+        let listener = Task { [weak self, client, logger] in
+            await PostgresRecordStore.listenForCommits(client: client, logger: logger) { self?.announce($0) }
+        }
+        state.withLock { $0.listener = listener }
+    }
+
+    /// Holds one connection that LISTENs for commits of every daemon on the database, and tells
+    /// the commit observer (the push hub) about each, so a write through another daemon wakes
+    /// this daemon's long-polls and event streams. Reconnects when the database comes back.
+    static func listenForCommits(client: PostgresClient, logger: Logger, _ deliver: @escaping @Sendable (Int64) -> Void) async {
+        while !Task.isCancelled {
+            do {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: commitChannel) { notifications in
+                        for try await notification in notifications {
+                            if let databaseID = Int64(notification.payload) { deliver(databaseID) }
+                        }
+                    }
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.debug("commit listener lost its connection: \(error)")
+            }
+            try? await Task.sleep(for: .milliseconds(500))
+        }
+    }
+
+    private func announce(_ databaseID: Int64) {
+        let observer = state.withLock { $0.onCommit }
+        observer?([databaseID])
+    }
+
+    /// Announces, when the caller's transaction commits, that `databaseID` changed (to every
+    /// daemon listening, this one included).
+    func notifyCommit(_ databaseID: Int64, _ connection: PostgresConnection) async throws {
+        try await connection.query("SELECT pg_notify(\(PostgresRecordStore.commitChannel), \(String(databaseID)))", logger: logger)
+    }
+
+    /// Creates the tables (under an advisory lock, so daemons starting together do not race) and
+    /// returns the store's identity.
+    private static func prepare(_ client: PostgresClient, create: Bool, logger: Logger, url: String, deadline: Duration) async throws -> String {
+        try await withDeadline(deadline, unreachable: "PostgreSQL at \(redacted(url)) is unreachable") {
+            try await client.withConnection { connection in
+                try await connection.query("BEGIN", logger: logger)
+                do {
+                    try await connection.query("SELECT pg_advisory_xact_lock(7270001)", logger: logger)
+                    let exists = try await connection.query("SELECT to_regclass('meta') IS NOT NULL", logger: logger)
+                        .collect().first?.decode(Bool.self) ?? false
+                    if !exists && !create {
+                        throw StoreMissingError(description: "\(redacted(url)) holds no scorebook store")
+                    }
+                    for statement in PostgresSchema.statements {
+                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    }
+                    let fresh = RandomToken.hex(bytes: 8)
+                    try await connection.query(
+                        "INSERT INTO meta (key, value) VALUES ('store_id', \(fresh)), ('schema_version', \(String(PostgresSchema.version))) ON CONFLICT (key) DO NOTHING",
+                        logger: logger)
+                    let id = try await connection.query("SELECT value FROM meta WHERE key = 'store_id'", logger: logger)
+                        .collect().first?.decode(String.self) ?? fresh
+                    try await connection.query("COMMIT", logger: logger)
+                    return id
+                } catch {
+                    _ = try? await connection.query("ROLLBACK", logger: logger)
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// The URL without its password, for messages.
+    static func redacted(_ url: String) -> String {
+        guard var components = URLComponents(string: url) else { return "the database" }
+        if components.password != nil { components.password = "***" }
+        return components.string ?? "the database"
+    }
+
+    public func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) {
+        state.withLock { $0.onCommit = observer }
+    }
+
+    func committed(_ databaseID: Int64) {
+        let observer = state.withLock { $0.onCommit }
+        observer?([databaseID])
+    }
+
+    public func close() async {
+        let listener = state.withLock { $0.listener }
+        listener?.cancel()
+        await listener?.value
+        runTask.cancel()
+        await runTask.value
+    }
+
+    // MARK: Running requests
+
+    /// What a transaction body decides: commit, or roll back (an atomic batch that failed) and
+    /// still answer.
+    enum Outcome<T> {
+        case commit(T)
+        case rollback(T)
+    }
+
+    /// Runs `body` in one transaction within the request deadline, mapping PostgreSQL's transient
+    /// failures to `TRY_AGAIN_LATER`.
+    func transaction<T: Sendable>(readOnly: Bool = false, _ body: @escaping @Sendable (PostgresConnection) async throws -> Outcome<T>)
+        async throws -> T
+    {
+        let logger = self.logger
+        let client = self.client
+        return try await PostgresRecordStore.mapFailures {
+            try await PostgresRecordStore.withDeadline(self.requestDeadline, unreachable: "the database did not answer in time") {
+                try await client.withConnection { connection in
+                    try await connection.query(
+                        readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN ISOLATION LEVEL READ COMMITTED", logger: logger)
+                    do {
+                        switch try await body(connection) {
+                        case .commit(let value):
+                            try await connection.query("COMMIT", logger: logger)
+                            return value
+                        case .rollback(let value):
+                            try await connection.query("ROLLBACK", logger: logger)
+                            return value
+                        }
+                    } catch {
+                        _ = try? await connection.query("ROLLBACK", logger: logger)
+                        throw error
+                    }
+                }
+            }
+        }
+    }
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        try await transaction(readOnly: true) { .commit(try await body($0)) }
+    }
+
+    func write<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        try await transaction { .commit(try await body($0)) }
+    }
+
+    /// PostgreSQL unreachable, restarting, or a statement or lock past its timeout: transient.
+    static func mapFailures<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as ServerError {
+            throw error
+        } catch let error as PSQLError {
+            if error.code == .server {
+                let state = error.serverInfo?[.sqlState] ?? ""
+                // 57014 statement timeout, 55P03 lock timeout, 40001/40P01 serialization or
+                // deadlock, 57P0x shutdown, 53300 too many connections, 08xxx connection.
+                if ["57014", "55P03", "40001", "40P01", "57P01", "57P02", "57P03", "53300", "53400"].contains(state)
+                    || state.hasPrefix("08")
+                {
+                    throw ServerError(.tryAgainLater, "the database is busy or restarting; try again", retryAfter: 1)
+                }
+                throw error
+            }
+            throw ServerError(.tryAgainLater, "the database is unreachable; try again", retryAfter: 2)
+        } catch is CancellationError {
+            throw ServerError(.tryAgainLater, "the database did not answer in time; try again", retryAfter: 2)
+        } catch let error as StoreMissingError {
+            throw error
+        } catch let error as MigrationRefused {
+            throw error
+        } catch {
+            // Connection failures that postgres-nio reports with NIO's own errors.
+            throw ServerError(.tryAgainLater, "the database is unreachable; try again", retryAfter: 2)
+        }
+    }
+
+    /// Fails with `TRY_AGAIN_LATER` when `body` has not finished by `deadline` (postgres-nio waits
+    /// for a connection indefinitely while the server is down).
+    static func withDeadline<T: Sendable>(_ deadline: Duration, unreachable: String,
+                                          _ body: @escaping @Sendable () async throws -> T) async throws -> T
+    {
+        try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask { try await body() }
+            group.addTask {
+                try await Task.sleep(for: deadline)
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let value = first else {
+                throw ServerError(.tryAgainLater, "\(unreachable); try again", retryAfter: 2)
+            }
+            return value
+        }
+    }
+
+    // MARK: Users and credentials
+
+    public func createUser(name: String) async throws -> (user: User, token: String) {
+        try CredentialRules.validateUserName(name)
+        let now = clock()
+        let answer: UserAndToken = try await write { connection in
+            let recordName = "_" + RandomToken.hex(bytes: 16)
+            let inserted = try await connection.query(
+                "INSERT INTO users (name, record_name, created_at) VALUES (\(name), \(recordName), \(now)) ON CONFLICT (name) DO NOTHING RETURNING id",
+                logger: self.logger
+            ).collect()
+            guard let id = try inserted.first?.decode(Int64.self) else { throw ServerError(.exists, "user '\(name)' already exists") }
+            let user = User(id: id, name: name, recordName: recordName)
+            return UserAndToken(user: user, token: try await self.insertToken(for: user, connection, now: now))
+        }
+        return (answer.user, answer.token)
+    }
+
+    struct UserAndToken: Sendable {
+        var user: User
+        var token: String
+    }
+
+    public func issueToken(userName: String) async throws -> (user: User, token: String) {
+        let now = clock()
+        let answer: UserAndToken = try await write { connection in
+            guard let row = try await connection.query("SELECT id, name, record_name FROM users WHERE name = \(userName)", logger: self.logger)
+                .collect().first
+            else { throw ServerError(.notFound, "no user named '\(userName)'") }
+            let (id, name, recordName) = try row.decode((Int64, String, String).self)
+            let user = User(id: id, name: name, recordName: recordName)
+            return UserAndToken(user: user, token: try await self.insertToken(for: user, connection, now: now))
+        }
+        return (answer.user, answer.token)
+    }
+
+    private func insertToken(for user: User, _ connection: PostgresConnection, now: Int64) async throws -> String {
+        let token = RandomToken.hex(bytes: 32)
+        try await connection.query(
+            "INSERT INTO auth_tokens (token_hash, user_id, created_at) VALUES (\(SHA256.hexDigest(token)), \(user.id), \(now))",
+            logger: logger)
+        return token
+    }
+
+    public func listUsers() async throws -> [User] {
+        try await read { connection in
+            try await connection.query("SELECT id, name, record_name FROM users ORDER BY name", logger: self.logger).collect().map {
+                let (id, name, recordName) = try $0.decode((Int64, String, String).self)
+                return User(id: id, name: name, recordName: recordName)
+            }
+        }
+    }
+
+    public func createAPIToken() async throws -> String {
+        let token = RandomToken.hex(bytes: 32)
+        let now = clock()
+        try await write { connection in
+            try await connection.query("INSERT INTO api_tokens (token_hash, created_at) VALUES (\(SHA256.hexDigest(token)), \(now))",
+                                       logger: self.logger)
+        }
+        return token
+    }
+
+    /// Not cached: a token revoked through any daemon fails on every daemon at once.
+    public func authenticate(bearerToken: String) async throws -> User? {
+        guard CredentialRules.isPlausibleBearerToken(bearerToken) else { return nil }
+        let hash = SHA256.hexDigest(bearerToken)
+        return try await read { connection in
+            guard let row = try await connection.query(
+                """
+                SELECT u.id, u.name, u.record_name FROM auth_tokens t JOIN users u ON u.id = t.user_id
+                WHERE t.token_hash = \(hash) AND t.revoked = 0
+                """, logger: self.logger
+            ).collect().first else { return nil }
+            let (id, name, recordName) = try row.decode((Int64, String, String).self)
+            return User(id: id, name: name, recordName: recordName)
+        }
+    }
+
+    public func authenticate(apiToken: String, webAuthToken: String) async throws -> User? {
+        guard CredentialRules.isWellFormedAPIToken(apiToken) else { return nil }
+        let hash = SHA256.hexDigest(apiToken.lowercased())
+        let known = try await read { connection in
+            try await connection.query("SELECT 1 FROM api_tokens WHERE token_hash = \(hash)", logger: self.logger).collect().isEmpty == false
+        }
+        guard known else { return nil }
+        return try await authenticate(bearerToken: webAuthToken)
+    }
+
+    // MARK: Databases and zones
+
+    /// The row id of the scope's database, creating it (with its `_defaultZone`) on first use.
+    func databaseID(_ scope: DatabaseScope) async throws -> Int64 {
+        if let cached = state.withLock({ $0.databaseIDs[scope] }) { return cached }
+        let user = scope.userID, container = scope.container, environment = scope.environment.rawValue
+        let id: Int64 = try await write { connection in
+            let inserted = try await connection.query(
+                """
+                INSERT INTO databases (user_id, container, environment) VALUES (\(user), \(container), \(environment))
+                ON CONFLICT (user_id, container, environment) DO NOTHING RETURNING id
+                """, logger: self.logger
+            ).collect()
+            if let id = try inserted.first?.decode(Int64.self) {
+                try await connection.query("INSERT INTO zones (database_id, name) VALUES (\(id), \(ZoneID.defaultZoneName))", logger: self.logger)
+                return id
+            }
+            // Another transaction created it: ON CONFLICT waited for it to commit, so a new
+            // statement sees it.
+            guard let existing = try await connection.query(
+                "SELECT id FROM databases WHERE user_id = \(user) AND container = \(container) AND environment = \(environment)",
+                logger: self.logger
+            ).collect().first?.decode(Int64.self) else { throw ServerError(.internalError, "database row vanished") }
+            return existing
+        }
+        state.withLock { $0.databaseIDs[scope] = id }
+        return id
+    }
+
+    /// Locks the database's row for the rest of the transaction: every write of one database is
+    /// serialized here, so its sequences follow commit order across daemons.
+    func lockDatabase(_ databaseID: Int64, _ connection: PostgresConnection) async throws {
+        try await connection.query("SELECT 1 FROM databases WHERE id = \(databaseID) FOR UPDATE", logger: logger)
+    }
+
+    func liveZone(_ databaseID: Int64, name: String, forUpdate: Bool = false, _ connection: PostgresConnection) async throws -> ZoneRow? {
+        let lock = forUpdate ? " FOR UPDATE" : ""
+        guard let row = try await connection.query(
+            "SELECT id, name, seq, purged_seq FROM zones WHERE database_id = \(databaseID) AND name = \(name) AND deleted = 0\(unescaped: lock)",
+            logger: logger
+        ).collect().first else { return nil }
+        let (id, zoneName, seq, purged) = try row.decode((Int64, String, Int64, Int64).self)
+        return ZoneRow(id: id, name: zoneName, seq: seq, purgedSeq: purged)
+    }
+
+    func requireZone(_ databaseID: Int64, _ zone: ZoneID, forUpdate: Bool = false, _ connection: PostgresConnection) async throws -> ZoneRow {
+        guard let row = try await liveZone(databaseID, name: zone.zoneName, forUpdate: forUpdate, connection) else {
+            var error = ServerError(.zoneNotFound, "zone '\(zone.zoneName)' does not exist")
+            error.zoneID = zone
+            throw error
+        }
+        return row
+    }
+
+    func zoneID(_ name: String, _ scope: DatabaseScope) -> ZoneID { ZoneID(zoneName: name, ownerRecordName: scope.userRecordName) }
+
+    func bumpDatabaseSequence(_ databaseID: Int64, _ connection: PostgresConnection) async throws -> Int64 {
+        try await connection.query("UPDATE databases SET db_seq = db_seq + 1 WHERE id = \(databaseID) RETURNING db_seq", logger: logger)
+            .collect().first?.decode(Int64.self) ?? 0
+    }
+
+    public func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] {
+        let databaseID = try await databaseID(scope)
+        let storeID = self.storeID
+        return try await read { connection in
+            try await connection.query(
+                "SELECT id, name, seq, purged_seq FROM zones WHERE database_id = \(databaseID) AND deleted = 0 ORDER BY name", logger: self.logger
+            ).collect().map { row in
+                let (id, name, seq, purged) = try row.decode((Int64, String, Int64, Int64).self)
+                let zone = ZoneRow(id: id, name: name, seq: seq, purgedSeq: purged)
+                return ZoneInfo(zoneID: self.zoneID(name, scope), syncToken: FeedRules.zoneToken(storeID: storeID, zone: zone))
+            }
+        }
+    }
+
+    public func lookupZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
+        let databaseID = try await databaseID(scope)
+        return try await read { connection in
+            let zone = try await self.requireZone(databaseID, ZoneID(zoneName: zoneName), connection)
+            return ZoneInfo(zoneID: self.zoneID(zone.name, scope), syncToken: FeedRules.zoneToken(storeID: self.storeID, zone: zone))
+        }
+    }
+
+    public func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
+        try Names.validateZoneName(zoneName)
+        let databaseID = try await databaseID(scope)
+        let (info, created): (ZoneInfo, Bool) = try await write { connection in
+            try await self.lockDatabase(databaseID, connection)
+            if let existing = try await self.liveZone(databaseID, name: zoneName, connection) {
+                return (ZoneInfo(zoneID: self.zoneID(existing.name, scope), syncToken: FeedRules.zoneToken(storeID: self.storeID, zone: existing)), false)
+            }
+            let dbSeq = try await self.bumpDatabaseSequence(databaseID, connection)
+            let id = try await connection.query(
+                "INSERT INTO zones (database_id, name, db_seq) VALUES (\(databaseID), \(zoneName), \(dbSeq)) RETURNING id", logger: self.logger
+            ).collect().first?.decode(Int64.self) ?? 0
+            try await self.recordNotifications(for: [], zone: zoneName, databaseID: databaseID, scope: scope, zoneChanged: true, connection)
+            try await self.notifyCommit(databaseID, connection)
+            let zone = ZoneRow(id: id, name: zoneName, seq: 0, purgedSeq: 0)
+            return (ZoneInfo(zoneID: self.zoneID(zoneName, scope), syncToken: FeedRules.zoneToken(storeID: self.storeID, zone: zone)), true)
+        }
+        if created { committed(databaseID) }
+        return info
+    }
+
+    public func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {
+        guard zoneName != ZoneID.defaultZoneName else { throw ServerError.badRequest("the default zone cannot be deleted") }
+        let databaseID = try await databaseID(scope)
+        let now = clock()
+        try await write { connection in
+            try await self.lockDatabase(databaseID, connection)
+            let zone = try await self.requireZone(databaseID, ZoneID(zoneName: zoneName), forUpdate: true, connection)
+            let zoneID = self.zoneID(zone.name, scope)
+            // Every record removed with the zone notifies like a direct deletion.
+            let removed = try await connection.query(
+                "SELECT \(unescaped: PostgresRecordStore.recordColumns) FROM records WHERE zone_id = \(zone.id) AND deleted = 0", logger: self.logger
+            ).collect().map { try PostgresRecordStore.storedRecord($0, zoneID: zoneID) }.map {
+                CommittedChange(kind: .deleted, recordName: $0.recordName, recordType: $0.recordType, record: $0)
+            }
+            try await self.recordNotifications(for: removed, zone: zone.name, databaseID: databaseID, scope: scope, zoneChanged: true, connection)
+            let dbSeq = try await self.bumpDatabaseSequence(databaseID, connection)
+            try await connection.query("DELETE FROM records WHERE zone_id = \(zone.id)", logger: self.logger)
+            try await connection.query("DELETE FROM refs WHERE zone_id = \(zone.id)", logger: self.logger)
+            try await connection.query("UPDATE zones SET deleted = 1, deleted_at = \(now), db_seq = \(dbSeq) WHERE id = \(zone.id)",
+                                       logger: self.logger)
+            try await self.notifyCommit(databaseID, connection)
+        }
+        committed(databaseID)
+    }
+
+    // MARK: Rows
+
+    static let recordColumns = """
+        name, type, tag, deleted, fields, parent, created_at, created_by, created_device, modified_at, modified_by, modified_device
+        """
+
+    static func storedRecord(_ row: PostgresRow, zoneID: ZoneID) throws -> StoredRecord {
+        let (name, type, tag, _, fields, parent, createdAt, createdBy, createdDevice) =
+            try row.decode((String, String, String, Int64, String, String?, Int64, String, String?).self)
+        let columns = row.makeRandomAccess()
+        let modifiedAt = try columns[9].decode(Int64.self)
+        let modifiedBy = try columns[10].decode(String.self)
+        let modifiedDevice = try columns[11].decode(String?.self)
+        return StoredRecord(recordName: name, recordType: type, changeTag: tag, fieldsJSON: Array(fields.utf8), parent: parent,
+                            created: ChangeStamp(timestamp: createdAt, userRecordName: createdBy, deviceID: createdDevice),
+                            modified: ChangeStamp(timestamp: modifiedAt, userRecordName: modifiedBy, deviceID: modifiedDevice),
+                            zoneID: zoneID)
+    }
+
+    static func isDeleted(_ row: PostgresRow) throws -> Bool { try row.makeRandomAccess()[3].decode(Int64.self) != 0 }
+
+    // MARK: Maintenance
+
+    public func statistics() async throws -> StoreStatistics {
+        try await read { connection in
+            let row = try await connection.query(
+                """
+                SELECT (SELECT COUNT(*) FROM records WHERE deleted = 0), (SELECT COUNT(*) FROM zones WHERE deleted = 0),
+                    (SELECT COUNT(*) FROM notifications)
+                """, logger: self.logger
+            ).collect().first
+            var (records, zones, notifications): (Int64, Int64, Int64) = (0, 0, 0)
+            if let row { (records, zones, notifications) = try row.decode((Int64, Int64, Int64).self) }
+            return StoreStatistics(records: Int(records), zones: Int(zones), notifications: Int(notifications))
+        }
+    }
+
+    public func purgeTombstones(olderThanMilliseconds age: Int64) async throws -> Int {
+        let cutoff = clock() - age
+        return try await write { connection in
+            // Each zone remembers the newest sequence purged: tokens older than that are expired.
+            try await connection.query(
+                """
+                UPDATE zones SET purged_seq = p.max_seq FROM (SELECT zone_id, MAX(seq) AS max_seq FROM records
+                    WHERE deleted = 1 AND modified_at < \(cutoff) GROUP BY zone_id) p WHERE zones.id = p.zone_id
+                """, logger: self.logger)
+            let removed = try await connection.query(
+                "DELETE FROM records WHERE deleted = 1 AND modified_at < \(cutoff) RETURNING 1", logger: self.logger
+            ).collect().count
+            try await connection.query(
+                """
+                UPDATE databases SET purged_seq = p.max_seq FROM (SELECT database_id, MAX(db_seq) AS max_seq FROM zones
+                    WHERE deleted = 1 AND deleted_at < \(cutoff) GROUP BY database_id) p WHERE databases.id = p.database_id
+                """, logger: self.logger)
+            try await connection.query("DELETE FROM zones WHERE deleted = 1 AND deleted_at < \(cutoff)", logger: self.logger)
+            return removed
+        }
+    }
+
+    public func purgeNotifications(olderThanMilliseconds age: Int64) async throws -> Int {
+        let cutoff = clock() - age
+        return try await write { connection in
+            try await connection.query("DELETE FROM notifications WHERE created_at < \(cutoff) RETURNING 1", logger: self.logger).collect().count
+        }
+    }
+
+    /// Checks the store's invariants; returns the problems found (empty when sound).
+    public func checkIntegrity() async throws -> [String] {
+        try await read { connection in
+            var problems: [String] = []
+            for row in try await connection.query(
+                """
+                SELECT r.zone_id, r.source, r.target FROM refs r
+                LEFT JOIN records t ON t.zone_id = r.zone_id AND t.name = r.target AND t.deleted = 0
+                WHERE t.name IS NULL LIMIT 20
+                """, logger: self.logger
+            ).collect() {
+                let (zone, source, target) = try row.decode((Int64, String, String).self)
+                problems.append("zone \(zone): '\(source)' references missing '\(target)'")
+            }
+            for row in try await connection.query(
+                "SELECT z.id, z.seq, MAX(r.seq) FROM zones z JOIN records r ON r.zone_id = z.id GROUP BY z.id HAVING MAX(r.seq) > z.seq",
+                logger: self.logger
+            ).collect() {
+                let (zone, seq, maximum) = try row.decode((Int64, Int64, Int64).self)
+                problems.append("zone \(zone): sequence \(seq) is behind its records (\(maximum))")
+            }
+            return problems
+        }
+    }
+}
+
+/// A database that holds no store, for commands that must not create one.
+public struct StoreMissingError: Error, CustomStringConvertible {
+    public var description: String
+}

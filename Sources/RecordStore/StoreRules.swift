@@ -1,0 +1,481 @@
+import Foundation
+import RecordModel
+
+// CloudKit's rules, written once for every backend: each function here decides from values the
+// backend has read; the backends (SQLite here, PostgreSQL in its own module) only read and write.
+
+/// Limits every backend enforces.
+public enum StoreLimits {
+    public static let maximumOperations = 400
+    public static let maximumRecordBytes = 1_000_000
+    public static let maximumResultsLimit = 400
+    public static let maximumQueryResults = 200
+    public static let maximumSubscriptions = 1000
+
+    /// 0 or less means "as many as allowed", as CloudKit reads a zero limit.
+    package static func clampLimit(_ limit: Int, maximum: Int) -> Int { limit <= 0 ? maximum : min(limit, maximum) }
+}
+
+/// A live zone's row id and change sequence.
+package struct ZoneRow: Sendable {
+    package var id: Int64
+    package var name: String
+    package var seq: Int64
+    package var purgedSeq: Int64
+
+    package init(id: Int64, name: String, seq: Int64, purgedSeq: Int64) {
+        self.id = id
+        self.name = name
+        self.seq = seq
+        self.purgedSeq = purgedSeq
+    }
+}
+
+/// How a reference's action is stored in the `refs` table.
+package enum StoredReferenceAction: Int64 {
+    case deleteSelf = 1, validate = 2
+}
+
+/// A change made by a modify transaction, for notifications.
+package struct CommittedChange: Sendable {
+    package enum Kind: Sendable { case created, updated, deleted }
+    package var kind: Kind
+    package var recordName: String
+    package var recordType: String
+    /// The record after a save; its last state before a deletion.
+    package var record: StoredRecord
+
+    package init(kind: Kind, recordName: String, recordType: String, record: StoredRecord) {
+        self.kind = kind
+        self.recordName = recordName
+        self.recordType = recordType
+        self.record = record
+    }
+}
+
+/// A record row as the modify path needs it.
+package struct ExistingRecord: Sendable {
+    package var type: String
+    package var tag: String
+    package var deleted: Bool
+    package var fieldsJSON: [UInt8]
+    package var parent: String?
+    package var created: ChangeStamp
+    package var modified: ChangeStamp
+
+    package init(type: String, tag: String, deleted: Bool, fieldsJSON: [UInt8], parent: String?, created: ChangeStamp, modified: ChangeStamp) {
+        self.type = type
+        self.tag = tag
+        self.deleted = deleted
+        self.fieldsJSON = fieldsJSON
+        self.parent = parent
+        self.created = created
+        self.modified = modified
+    }
+
+    package func stored(_ name: String, zoneID: ZoneID) -> StoredRecord {
+        StoredRecord(recordName: name, recordType: type, changeTag: tag, fieldsJSON: fieldsJSON, parent: parent,
+                     created: created, modified: modified, zoneID: zoneID)
+    }
+}
+
+/// The rules of `records/modify`.
+package enum RecordRules {
+    /// The batch's shape: at most 400 operations, each naming a distinct record.
+    package static func validateBatch(_ operations: [RecordOperation]) throws {
+        guard operations.count <= StoreLimits.maximumOperations else {
+            throw ServerError(.limitExceeded, "at most \(StoreLimits.maximumOperations) operations per request, got \(operations.count)")
+        }
+        var names = Set<String>()
+        for operation in operations {
+            guard let name = operation.record["recordName"]?.stringValue else {
+                throw ServerError.badRequest("every operation needs a record with a string recordName")
+            }
+            guard names.insert(name).inserted else {
+                throw ServerError.badRequest("record '\(name)' appears in more than one operation")
+            }
+        }
+    }
+
+    /// In a failed atomic batch, every operation that would have succeeded reports `ATOMIC_ERROR`.
+    package static func atomicFailure(_ result: RecordOperationResult) -> RecordOperationResult {
+        switch result {
+        case .failed: return result
+        case .saved(let record):
+            return .failed(ServerError(.atomicError, "another operation of this atomic batch failed").with(recordName: record.recordName))
+        case .deleted(let name):
+            return .failed(ServerError(.atomicError, "another operation of this atomic batch failed").with(recordName: name))
+        }
+    }
+
+    package static func changeTag(zoneRowID: Int64, sequence: Int64) -> String {
+        String(zoneRowID, radix: 36) + "-" + String(sequence, radix: 36)
+    }
+
+    /// What one operation does, decided from the record's current row.
+    package enum Plan {
+        /// Nothing to write (a `forceDelete` of a record that does not exist).
+        case answered(RecordOperationResult)
+        /// Delete the record, with its `DELETE_SELF` cascade.
+        case delete
+        case save(PreparedSave)
+    }
+
+    /// A save the rules accept, once the records in `mustBeLive` are found live.
+    package struct PreparedSave {
+        package var record: Record
+        package var fieldsJSON: [UInt8]
+        /// References with an action (`DELETE_SELF` or `VALIDATE`), kept in the `refs` table.
+        package var references: [(field: String, reference: Reference)]
+        /// Records that must be live for the save to be valid, with the error if one is not.
+        package var mustBeLive: [(recordName: String, error: ServerError)]
+        /// The enforcer with the fields this save adds (development).
+        package var enforcer: SchemaEnforcer
+        package var isNew: Bool
+    }
+
+    package static func plan(_ operation: RecordOperation, name: String, live: ExistingRecord?, zoneName: String, zoneID: ZoneID,
+                             enforcer transactionEnforcer: SchemaEnforcer) throws -> Plan
+    {
+        let tagJSON = operation.record["recordChangeTag"]
+        if let tagJSON, !tagJSON.isNull, tagJSON.stringValue == nil {
+            throw ServerError.badRequest("recordChangeTag must be a string")
+        }
+        func conflictIfStale() throws {
+            guard let live, operation.type.needsTag else { return }
+            let sentTag = tagJSON?.stringValue
+            guard sentTag == live.tag else {
+                var error = ServerError(.conflict, sentTag == nil
+                    ? "\(operation.type.rawValue) needs the record's recordChangeTag"
+                    : "record '\(name)' was changed since change tag \(sentTag!)")
+                error.serverRecord = live.stored(name, zoneID: zoneID).json()
+                throw error
+            }
+        }
+
+        if operation.type.isDelete {
+            guard live != nil else {
+                if operation.type == .forceDelete { return .answered(.deleted(recordName: name)) }
+                throw ServerError(.notFound, "record '\(name)' does not exist")
+            }
+            try conflictIfStale()
+            return .delete
+        }
+
+        switch operation.type {
+        case .create:
+            if live != nil { throw ServerError(.exists, "record '\(name)' already exists") }
+        case .update, .replace:
+            guard live != nil else { throw ServerError(.notFound, "record '\(name)' does not exist") }
+            try conflictIfStale()
+        default:
+            break
+        }
+
+        var record = try Record(requestJSON: operation.record) { type, field in
+            transactionEnforcer.declaredType(recordType: type.isEmpty ? (live?.type ?? "") : type, field: field)
+        }
+        if record.recordType.isEmpty {
+            guard let live else { throw ServerError.badRequest("record '\(name)' needs a recordType") }
+            record.recordType = live.type
+        } else if let live, live.type != record.recordType {
+            throw ServerError.badRequest("record '\(name)' is a \(live.type); its type cannot change to \(record.recordType)")
+        }
+        if let live, !operation.type.replacesFields {
+            // update / forceUpdate: change only the given fields.
+            var merged = try Record.fields(fromStoredJSON: live.fieldsJSON)
+            for (field, value) in record.fields { merged[field] = value }
+            for field in record.removedFieldNames { merged[field] = nil }
+            record.fields = merged
+            if operation.record["parent"] == nil { record.parent = live.parent }
+        }
+        // An unchanged parent is not checked again: parents do not cascade, so it may have been
+        // deleted since, and that must not make the child unchangeable.
+        let parentIsNew = live == nil || live?.parent != record.parent
+        var enforcer = transactionEnforcer
+        try enforcer.check(record)
+        let fieldsJSON = record.fieldsJSONBytes()
+        guard fieldsJSON.count <= StoreLimits.maximumRecordBytes else {
+            throw ServerError(.limitExceeded, "record '\(name)' is \(fieldsJSON.count) bytes; the limit is \(StoreLimits.maximumRecordBytes)")
+        }
+        for (field, reference) in record.references where reference.zoneName.map({ $0 != zoneName }) ?? false {
+            throw ServerError.badRequest("field '\(field)' references a record in zone '\(reference.zoneName ?? "")'; a reference points to a record in the same zone")
+        }
+        let references = record.references.filter { $0.reference.action != .none }
+        var mustBeLive: [(recordName: String, error: ServerError)] = []
+        for (field, reference) in references where reference.recordName != name {
+            mustBeLive.append((reference.recordName, ServerError(.validatingReferenceError,
+                                                                 "field '\(field)' references '\(reference.recordName)', which does not exist")))
+        }
+        if parentIsNew, let parent = record.parent, parent != name {
+            mustBeLive.append((parent, ServerError(.validatingReferenceError, "parent '\(parent)' does not exist")))
+        }
+        return .save(PreparedSave(record: record, fieldsJSON: fieldsJSON, references: references.map { ($0.field, $0.reference) },
+                                  mustBeLive: mustBeLive, enforcer: enforcer, isNew: live == nil))
+    }
+
+    /// The `VALIDATE` rule of a cascade: a live `VALIDATE` reference from outside the doomed set
+    /// fails the whole delete.
+    package static func checkValidateBlockers(target: String, validatingSources: [String], doomed: Set<String>) throws {
+        if let blocker = validatingSources.first(where: { !doomed.contains($0) }) {
+            throw ServerError(.validatingReferenceError, "record '\(target)' is referenced by '\(blocker)' with VALIDATE")
+        }
+    }
+}
+
+/// The rules of sync tokens and change feeds.
+package enum FeedRules {
+    /// Where a zone's feed starts for `syncToken`, or which other zone row the token names (the
+    /// caller then answers `CHANGE_TOKEN_EXPIRED` if that zone was deleted and recreated, else
+    /// `BAD_REQUEST`).
+    package enum ZoneStart {
+        case since(Int64)
+        case otherZone(rowID: Int64)
+    }
+
+    package static func zoneStart(_ syncToken: String?, storeID: String, zone: ZoneRow) throws -> ZoneStart {
+        guard let syncToken else { return .since(0) }
+        let token = try SyncToken(decoding: syncToken, expectedKind: .zone)
+        guard token.storeID == storeID else { throw ServerError.badRequest("syncToken belongs to another server") }
+        guard token.ownerID == zone.id else { return .otherZone(rowID: token.ownerID) }
+        guard token.sequence >= zone.purgedSeq else {
+            throw ServerError(.changeTokenExpired, "syncToken is older than the tombstone retention; fetch again without a token")
+        }
+        return .since(token.sequence)
+    }
+
+    package static func otherZoneError(recreated: Bool, zoneName: String) -> ServerError {
+        recreated
+            ? ServerError(.changeTokenExpired, "zone '\(zoneName)' was deleted and recreated; fetch again without a token")
+            : ServerError.badRequest("syncToken belongs to another zone")
+    }
+
+    package static func databaseStart(_ syncToken: String?, storeID: String, databaseID: Int64, purgedSeq: Int64) throws -> Int64 {
+        guard let syncToken else { return 0 }
+        let token = try SyncToken(decoding: syncToken, expectedKind: .database)
+        guard token.storeID == storeID, token.ownerID == databaseID else {
+            throw ServerError.badRequest("syncToken belongs to another database")
+        }
+        guard token.sequence >= purgedSeq else {
+            throw ServerError(.changeTokenExpired, "syncToken is older than the retention period; fetch again without a token")
+        }
+        return token.sequence
+    }
+
+    package static func zoneToken(storeID: String, zone: ZoneRow) -> String {
+        SyncToken(kind: .zone, storeID: storeID, ownerID: zone.id, sequence: zone.seq).encoded
+    }
+
+    package static func token(_ kind: SyncToken.Kind, storeID: String, ownerID: Int64, sequence: Int64) -> String {
+        SyncToken(kind: kind, storeID: storeID, ownerID: ownerID, sequence: sequence).encoded
+    }
+}
+
+/// The rules of users, credentials and notification channels.
+package enum CredentialRules {
+    package static func validateUserName(_ name: String) throws {
+        guard Names.isValidName(name), !name.contains(" ") else {
+            throw ServerError.badRequest("user name must be 1-255 printable ASCII characters without spaces")
+        }
+    }
+
+    package static func validateAPIEnvironment(_ apnsEnvironment: String) throws {
+        guard apnsEnvironment == "development" || apnsEnvironment == "production" else {
+            throw ServerError.badRequest("apnsEnvironment must be development or production")
+        }
+    }
+
+    /// A well-formed API token, before any lookup.
+    package static func isWellFormedAPIToken(_ apiToken: String) -> Bool {
+        apiToken.utf8.count == 64 && apiToken.utf8.allSatisfy({ $0.isHexDigit })
+    }
+
+    package static func isPlausibleBearerToken(_ token: String) -> Bool { !token.isEmpty && token.utf8.count <= 512 }
+}
+
+/// The rules of `records/query`: filters and sorts evaluated over the candidate records, and the
+/// continuation marker (an offset into the sorted result, tied to the zone).
+package enum QueryRules {
+    package static func offset(fromMarker continuationMarker: String?, zoneRowID: Int64) throws -> Int {
+        guard let continuationMarker else { return 0 }
+        let parts = OpaqueToken.decode(continuationMarker)?.split(separator: "|") ?? []
+        guard parts.count == 3, parts[0] == "q1", Int64(parts[1]) == zoneRowID, let start = Int(parts[2]), start >= 0 else {
+            throw ServerError.badRequest("continuationMarker is not valid for this zone")
+        }
+        return start
+    }
+
+    package static func page(_ candidates: [StoredRecord], query: RecordQuery, limit: Int, offset: Int, zoneRowID: Int64) throws -> QueryPage {
+        var rows: [(record: StoredRecord, fields: [String: JSONValue])] = []
+        for record in candidates {
+            let fields = (try? JSONValue.parse(record.fieldsJSON).objectValue) ?? [:]
+            let values = fields.mapValues { $0["value"] ?? .null }
+            if try query.filters.allSatisfy({ try matches($0, record: record, values: values) }) {
+                rows.append((record, values))
+            }
+        }
+        rows.sort { a, b in
+            for sort in query.sorts {
+                let left = value(sort.field, record: a.record, values: a.fields).flatMap(ComparableValue.init)
+                let right = value(sort.field, record: b.record, values: b.fields).flatMap(ComparableValue.init)
+                if left == right { continue }
+                guard let left else { return !sort.ascending }
+                guard let right else { return sort.ascending }
+                return sort.ascending ? left < right : right < left
+            }
+            return a.record.recordName < b.record.recordName
+        }
+        let page = rows.dropFirst(offset).prefix(limit).map(\.record)
+        let next = offset + page.count
+        let marker = next < rows.count ? OpaqueToken.encode("q1|\(zoneRowID)|\(next)") : nil
+        return QueryPage(records: Array(page), continuationMarker: marker)
+    }
+
+    static func value(_ field: QueryField, record: StoredRecord, values: [String: JSONValue]) -> JSONValue? {
+        switch field {
+        case .field(let name): return values[name]
+        case .recordName: return .string(record.recordName)
+        case .createdTimestamp: return .int(record.created.timestamp)
+        case .modifiedTimestamp: return .int(record.modified.timestamp)
+        }
+    }
+
+    package static func matches(_ filter: QueryFilter, record: StoredRecord, values: [String: JSONValue]) throws -> Bool {
+        let actual = value(filter.field, record: record, values: values)
+        let expected = ComparableValue(filter.value)
+        func compare(_ test: (ComparableValue, ComparableValue) -> Bool) -> Bool {
+            guard let actual, let left = ComparableValue(actual), let expected else { return false }
+            return test(left, expected)
+        }
+        switch filter.comparator {
+        case .equals: return compare(==)
+        case .notEquals: return !compare(==)
+        case .lessThan: return compare(<)
+        case .lessThanOrEquals: return compare(<=)
+        case .greaterThan: return compare(>)
+        case .greaterThanOrEquals: return compare(>=)
+        case .in, .notIn:
+            guard let options = filter.value.arrayValue else { throw ServerError.badRequest("\(filter.comparator.rawValue) needs a list value") }
+            let left = actual.flatMap(ComparableValue.init)
+            let found = left != nil && options.contains { ComparableValue($0) == left }
+            return filter.comparator == .in ? found : !found
+        case .beginsWith:
+            guard case .string(let prefix) = filter.value else { throw ServerError.badRequest("BEGINS_WITH needs a string value") }
+            return actual?.stringValue?.hasPrefix(prefix) ?? false
+        case .listContains:
+            guard let list = actual?.arrayValue, let expected else { return false }
+            return list.contains { ComparableValue($0) == expected }
+        }
+    }
+}
+
+/// The rules of subscriptions and of the notifications they fire.
+package enum SubscriptionRules {
+    /// Why a subscription cannot be saved (`zoneExists` is whether its zone, if it names one, is
+    /// live), or nil; `otherCount` is how many other subscriptions the database holds.
+    package static func refusal(_ subscription: Subscription, zoneExists: Bool, otherCount: Int) -> ServerError? {
+        if subscription.zoneID != nil, !zoneExists {
+            var error = ServerError(.zoneNotFound, "zone '\(subscription.zoneID!.zoneName)' does not exist")
+            error.subscriptionID = subscription.subscriptionID
+            return error
+        }
+        if let query = subscription.query {
+            do {
+                _ = try RecordQuery(json: query)
+            } catch var error as ServerError {
+                error.subscriptionID = subscription.subscriptionID
+                return error
+            } catch {
+                return ServerError.badRequest("invalid query")
+            }
+        }
+        // Saving an existing subscription replaces it: only a new one counts against the cap.
+        guard otherCount < StoreLimits.maximumSubscriptions else {
+            return ServerError(.limitExceeded, "at most \(StoreLimits.maximumSubscriptions) subscriptions per database")
+        }
+        return nil
+    }
+
+    package static func notFound(_ id: String) -> ServerError {
+        var error = ServerError(.notFound, "subscription '\(id)' does not exist")
+        error.subscriptionID = id
+        return error
+    }
+
+    /// The notifications one transaction's changes fire (serialized `{"ck": …}` payloads, in
+    /// order) and the fire-once subscriptions that fired and must be removed. `zoneChanged` marks
+    /// a zone created or deleted (database subscriptions fire even when no record changed).
+    package static func fire(_ subscriptions: [Subscription], changes: [CommittedChange], zone zoneName: String, scope: DatabaseScope,
+                             zoneChanged: Bool) -> (payloads: [[UInt8]], firedOnce: [String])
+    {
+        guard !subscriptions.isEmpty, !changes.isEmpty || zoneChanged else { return ([], []) }
+        var payloads: [[UInt8]] = []
+        var firedOnce: [String] = []
+        func insert(_ body: [String: JSONValue]) {
+            var ck = body
+            ck["cid"] = .string(scope.container)
+            ck["nid"] = .string(UUID().uuidString.lowercased())
+            payloads.append(JSONValue.object(["ck": .object(ck)]).serialized())
+        }
+        for subscription in subscriptions {
+            var fired = false
+            switch subscription.kind {
+            case .query:
+                guard subscription.zoneID?.zoneName == zoneName, let queryJSON = subscription.query,
+                    let query = try? RecordQuery(json: queryJSON)
+                else { continue }
+                for change in changes where change.recordType == query.recordType {
+                    let trigger: Subscription.Trigger = change.kind == .created ? .create : change.kind == .updated ? .update : .delete
+                    guard subscription.firesOn.contains(trigger) else { continue }
+                    let values = ((try? JSONValue.parse(change.record.fieldsJSON).objectValue) ?? [:]).mapValues { $0["value"] ?? .null }
+                    // Filters are validated when saved; one that still cannot be evaluated never fires,
+                    // and never fails the write that is being committed.
+                    guard query.filters.allSatisfy({ (try? QueryRules.matches($0, record: change.record, values: values)) ?? false })
+                    else { continue }
+                    var desired: [String: JSONValue] = [:]
+                    if trigger != .delete {
+                        for key in subscription.desiredKeys { desired[key] = values[key] }
+                    }
+                    insert(["qry": [
+                        "rid": .string(change.recordName), "zid": .string(zoneName), "zoid": .string(scope.userRecordName),
+                        "dbs": 2, "fo": .int(trigger.firesOnCode), "sid": .string(subscription.subscriptionID),
+                        "af": .object(desired),
+                    ]])
+                    fired = true
+                    if subscription.firesOnce { break }
+                }
+            case .zone:
+                guard subscription.zoneID?.zoneName == zoneName, !changes.isEmpty || zoneChanged else { continue }
+                insert(["fet": [
+                    "zid": .string(zoneName), "zoid": .string(scope.userRecordName), "dbs": 2, "sid": .string(subscription.subscriptionID),
+                ]])
+                fired = true
+            case .database:
+                insert(["met": ["dbs": 2, "sid": .string(subscription.subscriptionID)]])
+                fired = true
+            }
+            if fired && subscription.firesOnce { firedOnce.append(subscription.subscriptionID) }
+        }
+        return (payloads, firedOnce)
+    }
+}
+
+/// Random identifiers and secrets from the system's CSPRNG.
+package enum RandomToken {
+    package static func hex(bytes count: Int) -> String {
+        var generator = SystemRandomNumberGenerator()
+        let hexDigits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(count * 2)
+        for _ in 0..<count {
+            let byte = UInt8.random(in: 0...255, using: &generator)
+            out.append(hexDigits[Int(byte >> 4)])
+            out.append(hexDigits[Int(byte & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+extension UInt8 {
+    var isHexDigit: Bool { (self >= 0x30 && self <= 0x39) || (self >= 0x41 && self <= 0x46) || (self >= 0x61 && self <= 0x66) }
+}

@@ -1,0 +1,39 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PostgresRecordStore
+import RecordModel
+import RecordStore
+
+/// `scorebookd migrate --from-data-dir DIR --database URL` (CONTRACT §6): copies an SQLite store
+/// into an empty PostgreSQL database. Ids, sequences, token hashes and the store's identity are
+/// kept, so users' tokens, clients' sync tokens and notification cursors keep working.
+struct Migrate: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Copy an SQLite store (--from-data-dir) into an empty PostgreSQL database.")
+
+    @Option(name: .customLong("from-data-dir"), help: "The data directory of the SQLite store to copy (stop its daemon first).")
+    var dataDirectory: String
+    @Option(name: .customLong("database"), help: "The PostgreSQL database: postgres://USER:PASSWORD@HOST:PORT/DATABASE.")
+    var databaseURL: String
+
+    func run() async throws {
+        let file = (dataDirectory as NSString).appendingPathComponent(SQLiteRecordStore.databaseFileName)
+        guard FileManager.default.fileExists(atPath: file) else { throw CommandFailure(message: "\(dataDirectory) holds no scorebook store") }
+        let source: SQLiteRecordStore
+        do {
+            source = try SQLiteRecordStore(directory: dataDirectory)
+        } catch {
+            throw CommandFailure(message: "cannot open the store in \(dataDirectory): \(error)")
+        }
+        defer { source.close() }
+        let tables = try wrap { try source.exportTables() }
+        let logger = Logger(label: "scorebookd.migrate", factory: { _ in SwiftLogNoOpLogHandler() })
+        let target = try await PostgresAdministration.open(url: databaseURL, create: true, logger: logger)
+        try await PostgresAdministration.run(target) { try await $0.importTables(tables, storeID: source.exportedStoreID) }
+        var counts: [String: JSONValue] = [:]
+        for table in tables where ["users", "zones", "records", "subscriptions", "notifications"].contains(table.name) {
+            counts[table.name] = .int(Int64(table.rows.count))
+        }
+        printJSON(["migrated": .object(counts)])
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import RecordModel
+import TestSupport
+import XCTest
+
+/// CONTRACT §2 and §6 through the real binaries: `scorebookd serve --database postgres://…` on a
+/// fresh database of the run's throw-away PostgreSQL cluster, the administrative commands on
+/// `--database`, and the real `scorebook` CLI syncing through it (and through two daemons on one
+/// database).
+final class PostgresDaemonTests: XCTestCase {
+    var databaseURL: String!
+
+    override func setUpWithError() throws {
+        if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
+        databaseURL = try PostgresTestCluster.shared().createDatabase()
+    }
+
+    func recordMatch(on machine: CLIMachine) throws -> String {
+        try machine.run("person", "add", "Ann", "Lee")
+        try machine.run("person", "add", "Bob")
+        try machine.run("game", "add", "Catan")
+        let match = try machine.create("match", "start", "--game", "Catan", "--players", "Ann,Bob")
+        try machine.run("score", "add", "--match", match, "--player", "Ann", "10")
+        try machine.run("score", "add", "--match", match, "--player", "Bob", "7")
+        try machine.run("match", "finish", match)
+        return match
+    }
+
+    func testTheCLISyncsThroughAScorebookdOnPostgreSQL() throws {
+        let daemon = try DaemonProcess.start(postgresURL: databaseURL)
+        defer { XCTAssertNoThrow(try daemon.stop(), "SIGTERM: a clean exit 0") }
+        let token = try daemon.createUser("alice")
+        let laptop = CLIMachine("laptop"), phone = CLIMachine("phone")
+        try laptop.login(daemon, token: token)
+        try phone.login(daemon, token: token)
+        let match = try recordMatch(on: laptop)
+        XCTAssertEqual(try laptop.sync().sent, 8)
+        XCTAssertEqual(try phone.sync().received, 8)
+        XCTAssertEqual(try phone.run("match", "show", match).stdout, try laptop.run("match", "show", match).stdout)
+        XCTAssertEqual(try phone.snapshot(), try laptop.snapshot())
+
+        // A deletion cascades on the server and reaches the other machine.
+        try phone.run("game", "delete", "Catan")
+        XCTAssertEqual(try phone.sync().sent, 1)
+        XCTAssertEqual(try laptop.sync().received, 6, "the game, its match, 2 players and 2 scores")
+        XCTAssertEqual(try laptop.json("match", "list"), [])
+        XCTAssertEqual(try phone.snapshot(), try laptop.snapshot())
+    }
+
+    func testAdministrativeCommandsWorkOnTheDatabaseWhileADaemonServesIt() throws {
+        let daemon = try DaemonProcess.start(postgresURL: databaseURL)
+        defer { XCTAssertNoThrow(try daemon.stop()) }
+        let alice = try daemon.createUserInfo("alice")
+        let listed = try DaemonProcess.run("scorebookd", ["user", "list", "--database", databaseURL])
+        XCTAssertEqual(listed.status, 0, listed.stderr)
+        XCTAssertEqual(try JSONValue.parse(listed.stdout.trimmingCharacters(in: .whitespacesAndNewlines)),
+                       ["userRecordName": .string(alice.userRecordName), "name": "alice"])
+        // A second token made by the command authenticates at once on the serving daemon.
+        let second = try DaemonProcess.run("scorebookd", ["user", "token", "alice", "--database", databaseURL])
+        XCTAssertEqual(second.status, 0, second.stderr)
+        let token = try XCTUnwrap(try JSONValue.parse(second.stdout.trimmingCharacters(in: .whitespacesAndNewlines))["token"]?.stringValue)
+        XCTAssertNotEqual(token, alice.token)
+        let zones = try daemon.post("/database/1/iCloud.scorebook.tests/development/private/zones/list", token: token, json: "{}")
+        XCTAssertEqual(zones.status, 200)
+        let apiToken = try daemon.createAPIToken()
+        XCTAssertEqual(apiToken.count, 64)
+        // The environment variable names the store as --database does.
+        let check = try DaemonProcess.runWithEnvironment("scorebookd", ["check"], environment: ["SCOREBOOK_DATABASE_URL": databaseURL])
+        XCTAssertEqual(check.status, 0, check.stderr)
+        XCTAssertEqual(try JSONValue.parse(check.stdout.trimmingCharacters(in: .whitespacesAndNewlines))["ok"], true)
+    }
+
+    func testCommandsOtherThanServeRefuseADatabaseWithoutAStore() throws {
+        let result = try DaemonProcess.run("scorebookd", ["user", "list", "--database", databaseURL])
+        XCTAssertEqual(result.status, 1)
+        XCTAssertEqual(result.stderr.split(separator: "\n").count, 1, result.stderr)
+        XCTAssertTrue(result.stderr.contains("holds no scorebook store"), result.stderr)
+        let malformed = try DaemonProcess.run("scorebookd", ["user", "list", "--database", "mysql://nowhere"])
+        XCTAssertNotEqual(malformed.status, 0)
+        XCTAssertEqual(malformed.stderr.split(separator: "\n").count, 1, malformed.stderr)
+    }
+
+    /// Two daemons on one database behind no load balancer at all: each machine talks to its own
+    /// daemon, and both converge on the same scorebook.
+    func testMachinesOnTwoDaemonsOfOneDatabaseConverge() throws {
+        let first = try DaemonProcess.start(postgresURL: databaseURL)
+        defer { XCTAssertNoThrow(try first.stop()) }
+        let second = try DaemonProcess.start(postgresURL: databaseURL)
+        defer { XCTAssertNoThrow(try second.stop()) }
+        let token = try first.createUser("alice")
+        let laptop = CLIMachine("laptop"), phone = CLIMachine("phone")
+        try laptop.login(first, token: token)
+        try phone.login(second, token: token)
+        _ = try recordMatch(on: laptop)
+        try phone.run("person", "add", "Cy")
+        try laptop.sync()
+        try phone.sync()
+        try laptop.sync()
+        XCTAssertEqual(try laptop.json("person", "list").arrayValue?.count, 3)
+        XCTAssertEqual(try phone.snapshot(), try laptop.snapshot())
+    }
+
+    /// `scorebookd migrate`: a machine that synced through a daemon on SQLite keeps syncing, with
+    /// its token and its saved sync state, through a daemon on PostgreSQL on the same address.
+    func testMigrateCopiesAnSQLiteStoreAndClientsKeepSyncing() throws {
+        let old = try DaemonProcess.start()
+        let token = try old.createUser("alice")
+        let laptop = CLIMachine("laptop")
+        try laptop.login(old, token: token)
+        let match = try recordMatch(on: laptop)
+        XCTAssertEqual(try laptop.sync().sent, 8)
+        let port = old.port
+        try old.stop()
+
+        let missing = try DaemonProcess.run("scorebookd", ["migrate", "--from-data-dir", "/nonexistent/scorebook", "--database", databaseURL])
+        XCTAssertEqual(missing.status, 1)
+        XCTAssertEqual(missing.stderr.split(separator: "\n").count, 1, missing.stderr)
+
+        let migrated = try DaemonProcess.run("scorebookd", ["migrate", "--from-data-dir", old.dataDirectory.path, "--database", databaseURL])
+        XCTAssertEqual(migrated.status, 0, migrated.stderr)
+        let counts = try JSONValue.parse(migrated.stdout.trimmingCharacters(in: .whitespacesAndNewlines))["migrated"]
+        XCTAssertEqual(counts?["users"], 1)
+        XCTAssertEqual(counts?["records"], 8)
+
+        var daemon: DaemonProcess?
+        for _ in 0..<10 where daemon == nil {
+            daemon = try? DaemonProcess.start(postgresURL: databaseURL, extraArguments: ["--port", String(port)])
+            if daemon == nil { Thread.sleep(forTimeInterval: 0.5) }
+        }
+        let serving = try XCTUnwrap(daemon, "a daemon on PostgreSQL on the old port")
+        defer { XCTAssertNoThrow(try serving.stop()) }
+        try laptop.run("score", "add", "--match", match, "--player", "Bob", "1")
+        let resumed = try laptop.sync()
+        XCTAssertEqual(resumed.sent, 1, "the laptop's saved state and token still hold")
+        XCTAssertLessThanOrEqual(resumed.received, 1, "nothing is fetched again: its sync token is valid on the new store")
+        let phone = CLIMachine("phone")
+        try phone.login(serving, token: token)
+        XCTAssertEqual(try phone.sync().received, 9)
+        XCTAssertEqual(try phone.snapshot(), try laptop.snapshot())
+
+        let again = try DaemonProcess.run("scorebookd", ["migrate", "--from-data-dir", old.dataDirectory.path, "--database", databaseURL])
+        XCTAssertEqual(again.status, 1, "a database that already holds a store is refused")
+        XCTAssertEqual(again.stderr.split(separator: "\n").count, 1, again.stderr)
+    }
+}
