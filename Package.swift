@@ -35,7 +35,7 @@ let package = Package(
                 "RecordModel", "RecordStore", .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: settings),
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(
             name: "RecordServer",
             dependencies: [

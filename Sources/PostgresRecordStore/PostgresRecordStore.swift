@@ -99,7 +99,9 @@ public final class PostgresRecordStore: RecordStorage {
         self.logger = logger
         self.requestDeadline = .seconds(10)
         let listener = Task { [weak self, client, logger] in
-            await PostgresRecordStore.listenForCommits(client: client, logger: logger) { self?.announce($0) }
+            await PostgresRecordStore.listenForCommits(client: client, logger: logger) { [weak self] databaseID in
+                self?.announce(databaseID)
+            }
         }
         state.withLock { $0.listener = listener }
     }
@@ -348,6 +350,7 @@ public final class PostgresRecordStore: RecordStorage {
         try await write { connection in
             try await connection.query("INSERT INTO api_tokens (token_hash, created_at) VALUES (\(SHA256.hexDigest(token)), \(now))",
                                        logger: self.logger)
+            return ()
         }
         return token
     }
