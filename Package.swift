@@ -73,7 +73,7 @@ let package = Package(
         // The sync engine against a real store through a fault-injecting in-process transport.
         .testTarget(
             name: "ReliabilityTests",
-            dependencies: ["RecordServer", "RecordStore", "RecordModel", "RecordClient", "SyncEngine", "Scorebook", "TestSupport"],
+            dependencies: ["RecordServer", "RecordStore", "PostgresRecordStore", "RecordModel", "RecordClient", "SyncEngine", "Scorebook", "TestSupport"],
             swiftSettings: settings),
         .testTarget(
             name: "IntegrationTests",
