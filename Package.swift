@@ -35,7 +35,7 @@ let package = Package(
                 "RecordModel", "RecordStore", .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            swiftSettings: settings),
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(
             name: "RecordServer",
             dependencies: [
@@ -73,7 +73,7 @@ let package = Package(
         // The sync engine against a real store through a fault-injecting in-process transport.
         .testTarget(
             name: "ReliabilityTests",
-            dependencies: ["RecordServer", "RecordStore", "RecordModel", "RecordClient", "SyncEngine", "Scorebook", "TestSupport"],
+            dependencies: ["RecordServer", "RecordStore", "PostgresRecordStore", "RecordModel", "RecordClient", "SyncEngine", "Scorebook", "TestSupport"],
             swiftSettings: settings),
         .testTarget(
             name: "IntegrationTests",

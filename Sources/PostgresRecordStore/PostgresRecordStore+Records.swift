@@ -251,7 +251,6 @@ extension PostgresRecordStore {
         let databaseID = try await databaseID(scope)
         return try await read { connection in
             let zoneRow = try await self.requireZone(databaseID, zone, connection)
-            let offset = try QueryRules.offset(fromMarker: continuationMarker, zoneRowID: zoneRow.id)
             let zoneID = self.zoneID(zoneRow.name, scope)
             let candidates = try await connection.query(
                 """
@@ -259,7 +258,7 @@ extension PostgresRecordStore {
                 WHERE zone_id = \(zoneRow.id) AND type = \(query.recordType) AND deleted = 0
                 """, logger: self.logger
             ).collect().map { try PostgresRecordStore.storedRecord($0, zoneID: zoneID) }
-            return try QueryRules.page(candidates, query: query, limit: limit, offset: offset, zoneRowID: zoneRow.id)
+            return try QueryRules.page(candidates, query: query, limit: limit, continuationMarker: continuationMarker, zoneRowID: zoneRow.id)
         }
     }
 

@@ -99,7 +99,9 @@ public final class PostgresRecordStore: RecordStorage {
         self.logger = logger
         self.requestDeadline = .seconds(10)
         let listener = Task { [weak self, client, logger] in
-            await PostgresRecordStore.listenForCommits(client: client, logger: logger) { self?.announce($0) }
+            await PostgresRecordStore.listenForCommits(client: client, logger: logger) { [weak self] databaseID in
+                self?.announce(databaseID)
+            }
         }
         state.withLock { $0.listener = listener }
     }
@@ -348,6 +350,7 @@ public final class PostgresRecordStore: RecordStorage {
         try await write { connection in
             try await connection.query("INSERT INTO api_tokens (token_hash, created_at) VALUES (\(SHA256.hexDigest(token)), \(now))",
                                        logger: self.logger)
+            return ()
         }
         return token
     }
@@ -529,6 +532,24 @@ public final class PostgresRecordStore: RecordStorage {
     static func isDeleted(_ row: PostgresRow) throws -> Bool { try row.makeRandomAccess()[3].decode(Int64.self) != 0 }
 
     // MARK: Maintenance
+
+    /// How long a daemon counts as live after its last heartbeat.
+    static let daemonLifetimeMilliseconds: Int64 = 15_000
+
+    public func liveDaemonCount(heartbeatFrom daemonID: String) async throws -> Int {
+        // Wall time, not the store's clock: heartbeats of several processes are compared.
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let cutoff = now - PostgresRecordStore.daemonLifetimeMilliseconds
+        return try await write { connection in
+            try await connection.query(
+                "INSERT INTO daemons (id, last_seen) VALUES (\(daemonID), \(now)) ON CONFLICT (id) DO UPDATE SET last_seen = EXCLUDED.last_seen",
+                logger: self.logger)
+            try await connection.query("DELETE FROM daemons WHERE last_seen < \(cutoff - 60_000)", logger: self.logger)
+            let count = try await connection.query("SELECT COUNT(*) FROM daemons WHERE last_seen >= \(cutoff)", logger: self.logger)
+                .collect().first?.decode(Int64.self) ?? 1
+            return max(1, Int(count))
+        }
+    }
 
     public func statistics() async throws -> StoreStatistics {
         try await read { connection in

@@ -66,5 +66,7 @@ enum PostgresSchema {
             PRIMARY KEY (database_id, id))
         """,
         "CREATE INDEX IF NOT EXISTS notifications_created ON notifications (created_at)",
+        // Daemons serving the database, by heartbeat: per-user rate limits are shared among them.
+        "CREATE TABLE IF NOT EXISTS daemons (id TEXT PRIMARY KEY, last_seen BIGINT NOT NULL)",
     ]
 }

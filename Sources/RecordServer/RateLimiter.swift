@@ -8,16 +8,31 @@ final class RateLimiter: @unchecked Sendable {
         var updated: Double
     }
 
-    let ratePerSecond: Double
-    let burst: Double
+    let configuredRate: Double
+    let configuredBurst: Double
+    /// The configured rate and burst divided among the daemons serving the store (a user's
+    /// requests spread over them never exceed the configured limit in total).
+    private(set) var ratePerSecond: Double
+    private(set) var burst: Double
     private let lock = NSLock()
     private var buckets: [Int64: Bucket] = [:]
     private let clock: @Sendable () -> Double
 
     init(ratePerSecond: Double, burst: Double, clock: @escaping @Sendable () -> Double = { Date().timeIntervalSinceReferenceDate }) {
+        self.configuredRate = ratePerSecond
+        self.configuredBurst = burst
         self.ratePerSecond = ratePerSecond
         self.burst = burst
         self.clock = clock
+    }
+
+    /// Shares the configured limit among `daemons` daemons.
+    func share(among daemons: Int) {
+        let count = Double(max(1, daemons))
+        lock.withLock {
+            ratePerSecond = configuredRate / count
+            burst = max(1, configuredBurst / count)
+        }
     }
 
     /// nil if allowed; otherwise the whole seconds to wait.

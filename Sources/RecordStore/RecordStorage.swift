@@ -53,6 +53,14 @@ public protocol RecordStorage: AnyObject, Sendable {
     func purgeTombstones(olderThanMilliseconds: Int64) async throws -> Int
     /// Flushes and closes (on shutdown).
     func close() async
+
+    /// Records that the daemon `daemonID` is alive and returns how many daemons serve this store
+    /// now (their per-user rate limits share the configured rate). One for an embedded store.
+    func liveDaemonCount(heartbeatFrom daemonID: String) async throws -> Int
+}
+
+extension RecordStorage {
+    public func liveDaemonCount(heartbeatFrom daemonID: String) async throws -> Int { 1 }
 }
 
 /// The SQLite store behind the async protocol. `SQLiteRecordStore` itself stays synchronous (the

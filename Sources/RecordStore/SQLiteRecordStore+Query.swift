@@ -88,9 +88,8 @@ extension SQLiteRecordStore {
         return try database.readSync { connection in
             try connection.readTransaction {
                 let zoneRow = try requireZone(try databaseID(scope), zone, connection)
-                let offset = try QueryRules.offset(fromMarker: continuationMarker, zoneRowID: zoneRow.id)
                 let candidates = try liveRecords(zoneRow.id, type: query.recordType, zoneID: zoneID(zoneRow.name, scope), connection)
-                return try QueryRules.page(candidates, query: query, limit: limit, offset: offset, zoneRowID: zoneRow.id)
+                return try QueryRules.page(candidates, query: query, limit: limit, continuationMarker: continuationMarker, zoneRowID: zoneRow.id)
             }
         }
     }

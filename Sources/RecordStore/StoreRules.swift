@@ -294,41 +294,79 @@ package enum CredentialRules {
 }
 
 /// The rules of `records/query`: filters and sorts evaluated over the candidate records, and the
-/// continuation marker (an offset into the sorted result, tied to the zone).
+/// continuation marker. The marker is a keyset position — the sort key (sorted fields, then the
+/// record name) of the last record returned, tied to the zone — so a page starts strictly after
+/// it: records created, changed or deleted elsewhere in the result while a client pages make no
+/// other record skip or repeat (an offset would).
 package enum QueryRules {
-    package static func offset(fromMarker continuationMarker: String?, zoneRowID: Int64) throws -> Int {
-        guard let continuationMarker else { return 0 }
-        let parts = OpaqueToken.decode(continuationMarker)?.split(separator: "|") ?? []
-        guard parts.count == 3, parts[0] == "q1", Int64(parts[1]) == zoneRowID, let start = Int(parts[2]), start >= 0 else {
-            throw ServerError.badRequest("continuationMarker is not valid for this zone")
-        }
-        return start
+    /// A record's position in the query's order: its sorted values, then its name.
+    struct SortKey {
+        var values: [ComparableValue?]
+        var recordName: String
     }
 
-    package static func page(_ candidates: [StoredRecord], query: RecordQuery, limit: Int, offset: Int, zoneRowID: Int64) throws -> QueryPage {
-        var rows: [(record: StoredRecord, fields: [String: JSONValue])] = []
+    /// The query's strict order over sort keys (missing values last when ascending).
+    static func precedes(_ a: SortKey, _ b: SortKey, sorts: [QuerySort]) -> Bool {
+        for (index, sort) in sorts.enumerated() {
+            let left = index < a.values.count ? a.values[index] : nil
+            let right = index < b.values.count ? b.values[index] : nil
+            if left == right { continue }
+            guard let left else { return !sort.ascending }
+            guard let right else { return sort.ascending }
+            return sort.ascending ? left < right : right < left
+        }
+        return a.recordName < b.recordName
+    }
+
+    static func encode(_ key: SortKey, zoneRowID: Int64) -> String {
+        let values: [JSONValue] = key.values.map { value in
+            switch value {
+            case .number(let number)?: return .double(number)
+            case .text(let text)?: return .string(text)
+            case nil: return .null
+            }
+        }
+        let json = JSONValue.array(values + [.string(key.recordName)]).serializedString()
+        return OpaqueToken.encode("q2|\(zoneRowID)|\(json)")
+    }
+
+    static func decode(_ marker: String, zoneRowID: Int64, sortCount: Int) throws -> SortKey {
+        let invalid = ServerError.badRequest("continuationMarker is not valid for this zone and query")
+        let parts = OpaqueToken.decode(marker)?.split(separator: "|", maxSplits: 2, omittingEmptySubsequences: false) ?? []
+        guard parts.count == 3, parts[0] == "q2", Int64(parts[1]) == zoneRowID,
+            let items = (try? JSONValue.parse(Array(parts[2].utf8)))?.arrayValue, items.count == sortCount + 1,
+            let name = items.last?.stringValue
+        else { throw invalid }
+        let values = try items.dropLast().map { item -> ComparableValue? in
+            switch item {
+            case .null: return nil
+            case .int(let number): return .number(Double(number))
+            case .double(let number): return .number(number)
+            case .string(let text): return .text(text)
+            default: throw invalid
+            }
+        }
+        return SortKey(values: values, recordName: name)
+    }
+
+    package static func page(_ candidates: [StoredRecord], query: RecordQuery, limit: Int, continuationMarker: String?,
+                             zoneRowID: Int64) throws -> QueryPage
+    {
+        let after = try continuationMarker.map { try decode($0, zoneRowID: zoneRowID, sortCount: query.sorts.count) }
+        var rows: [(record: StoredRecord, key: SortKey)] = []
         for record in candidates {
             let fields = (try? JSONValue.parse(record.fieldsJSON).objectValue) ?? [:]
             let values = fields.mapValues { $0["value"] ?? .null }
-            if try query.filters.allSatisfy({ try matches($0, record: record, values: values) }) {
-                rows.append((record, values))
-            }
+            guard try query.filters.allSatisfy({ try matches($0, record: record, values: values) }) else { continue }
+            let key = SortKey(values: query.sorts.map { value($0.field, record: record, values: values).flatMap(ComparableValue.init) },
+                              recordName: record.recordName)
+            if let after, !precedes(after, key, sorts: query.sorts) { continue }
+            rows.append((record, key))
         }
-        rows.sort { a, b in
-            for sort in query.sorts {
-                let left = value(sort.field, record: a.record, values: a.fields).flatMap(ComparableValue.init)
-                let right = value(sort.field, record: b.record, values: b.fields).flatMap(ComparableValue.init)
-                if left == right { continue }
-                guard let left else { return !sort.ascending }
-                guard let right else { return sort.ascending }
-                return sort.ascending ? left < right : right < left
-            }
-            return a.record.recordName < b.record.recordName
-        }
-        let page = rows.dropFirst(offset).prefix(limit).map(\.record)
-        let next = offset + page.count
-        let marker = next < rows.count ? OpaqueToken.encode("q1|\(zoneRowID)|\(next)") : nil
-        return QueryPage(records: Array(page), continuationMarker: marker)
+        rows.sort { precedes($0.key, $1.key, sorts: query.sorts) }
+        let page = rows.prefix(limit)
+        let marker = rows.count > limit ? page.last.map { encode($0.key, zoneRowID: zoneRowID) } : nil
+        return QueryPage(records: page.map(\.record), continuationMarker: marker)
     }
 
     static func value(_ field: QueryField, record: StoredRecord, values: [String: JSONValue]) -> JSONValue? {

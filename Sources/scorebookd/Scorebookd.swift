@@ -167,6 +167,7 @@ struct Serve: AsyncParsableCommand {
         var server = HTTPServer(api: api, configuration: configuration, logger: logger)
         server.services = [
             TombstonePurger(store: storage, retentionDays: tombstoneRetention, logger: logger), PushHubCloser(hub: api.pushHub),
+            DaemonHeartbeat(api: api, logger: logger),
         ]
         do {
             try await server.run { host, port in

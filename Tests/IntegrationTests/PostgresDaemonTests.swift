@@ -142,4 +142,28 @@ final class PostgresDaemonTests: XCTestCase {
         XCTAssertEqual(again.status, 1, "a database that already holds a store is refused")
         XCTAssertEqual(again.stderr.split(separator: "\n").count, 1, again.stderr)
     }
+
+    /// Per-user rate limits hold across daemons: with two daemons serving the database, each
+    /// grants a user half the configured burst (`--rate-limit 10`: bursts of 20 in all, 10 each).
+    func testTwoDaemonsShareOneUsersRateLimit() throws {
+        let first = try DaemonProcess.start(postgresURL: databaseURL, extraArguments: ["--rate-limit", "10"])
+        defer { first.kill() }
+        let token = try first.createUser("alice")
+        let zones = "/database/1/iCloud.scorebook.tests/development/private/zones/list"
+        func burst(_ daemon: DaemonProcess, _ count: Int) throws -> Int {
+            var accepted = 0
+            for _ in 0..<count where try daemon.get(zones, token: token).status == 200 { accepted += 1 }
+            return accepted
+        }
+        XCTAssertGreaterThanOrEqual(try burst(first, 18), 18, "alone, a daemon grants the whole burst of 20")
+        let second = try DaemonProcess.start(postgresURL: databaseURL, extraArguments: ["--rate-limit", "10"])
+        defer { second.kill() }
+        // Both daemons see each other within one heartbeat (5 s); then the buckets refill.
+        Thread.sleep(forTimeInterval: 7)
+        let started = Date()
+        let accepted = try burst(first, 25)
+        let elapsed = Date().timeIntervalSince(started)
+        XCTAssertLessThanOrEqual(Double(accepted), 10 + 5 * elapsed + 1, "a daemon grants half the burst and half the rate")
+        XCTAssertGreaterThanOrEqual(accepted, 9)
+    }
 }

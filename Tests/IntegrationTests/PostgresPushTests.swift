@@ -104,4 +104,33 @@ final class PostgresOutageTests: XCTestCase {
         }
         XCTAssertEqual(status, 200, "serves again once PostgreSQL is back")
     }
+
+    /// A PostgreSQL restart in the middle of a sync run: a sync started while the database is
+    /// down (503 TRY_AGAIN_LATER, which the CLI waits out) completes once it is back, and the
+    /// edit reaches the other machine; the daemon never stops.
+    func testASyncRunningWhilePostgreSQLRestartsCompletesAndLosesNothing() throws {
+        if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
+        let cluster = try PostgresTestCluster.startDedicated()
+        defer { cluster.stop() }
+        let daemon = try DaemonProcess.start(postgresURL: try cluster.createDatabase())
+        defer { daemon.kill() }
+        let token = try daemon.createUser("alice")
+        let laptop = CLIMachine("laptop"), phone = CLIMachine("phone")
+        try laptop.login(daemon, token: token)
+        try phone.login(daemon, token: token)
+        try laptop.run("person", "add", "Ann")
+        try laptop.sync()
+        XCTAssertEqual(try phone.sync().received, 1)
+
+        try cluster.stopServer()
+        try laptop.run("person", "add", "Bob")
+        let sync = try BackgroundCLI(["--store", laptop.storePath, "sync", "--json"])
+        Thread.sleep(forTimeInterval: 3)
+        XCTAssertTrue(daemon.isRunning)
+        try cluster.startServer()
+        XCTAssertTrue(sync.wait(timeout: 60), "the sync finishes once PostgreSQL is back")
+        XCTAssertEqual(sync.process.terminationStatus, 0, sync.stderr.text)
+        XCTAssertEqual(try phone.sync().received, 1, "Bob, added while PostgreSQL was down, reaches the phone")
+        XCTAssertEqual(try phone.snapshot(), try laptop.snapshot())
+    }
 }

@@ -87,6 +87,31 @@ final class QueryTests: StoreTestCase {
         XCTAssertNil(try query(json, limit: 200).continuationMarker, "no marker when everything fits")
     }
 
+    /// Issue 16: a marker is a position in the order, not an offset. While a client pages by 2,
+    /// another writes: a record sorting before the pages already read appears, a record already
+    /// read is deleted, and a record not yet read changes its value (staying after the marker).
+    /// Every record present throughout is seen exactly once; offsets would repeat s3 and skip one.
+    func testPagingAQueryWhileAnotherClientWritesSkipsAndRepeatsNothing() throws {
+        let json: JSONValue = ["recordType": "Score", "sortBy": [["fieldName": "value", "ascending": true]]]
+        var seen: [String] = []
+        let first = try query(json, limit: 2)
+        seen += first.records.map(\.recordName)
+        XCTAssertEqual(seen, ["s5", "s3"])
+        try save(dev, record("s0", "Score", ["value": field(-100.0, "DOUBLE")]))
+        let second = try query(json, limit: 2, marker: first.continuationMarker)
+        seen += second.records.map(\.recordName)
+        try modify(dev, [(.forceDelete, record("s5"))])
+        try save(dev, .forceUpdate, record("s4", nil, ["value": field(99.0, "DOUBLE")]))
+        var marker = second.continuationMarker
+        for _ in 0..<5 where marker != nil {
+            let page = try query(json, limit: 2, marker: marker)
+            seen += page.records.map(\.recordName)
+            marker = page.continuationMarker
+        }
+        XCTAssertNil(marker)
+        XCTAssertEqual(seen, ["s5", "s3", "s1", "s2", "s4"], "each record present throughout exactly once, in order")
+    }
+
     func testAMarkerFromAnotherZoneOrGarbageIsBadRequest() throws {
         let marker = try XCTUnwrap(try query(["recordType": "Score"], limit: 1).continuationMarker)
         _ = try store.createZone(dev, zoneName: "Elsewhere")

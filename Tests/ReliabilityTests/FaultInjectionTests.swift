@@ -1,6 +1,7 @@
 import Foundation
 import RecordClient
 import RecordModel
+import TestSupport
 import XCTest
 
 /// Issue 6: the sync engine against a real store through a transport that loses requests and
@@ -26,8 +27,21 @@ final class FaultInjectionTests: XCTestCase {
     static let parallelSeeds = 4
 
     func testMachinesConvergeWithTheServerThroughInjectedFaults() async throws {
+        try await runSeeds(Self.seeds, postgres: false)
+    }
+
+    /// CONTRACT §6: the same run on one PostgreSQL database served by two daemons (in-process
+    /// `RecordAPI`s on two stores), machines split between them; 5 seeds in CI
+    /// (`SCOREBOOK_FAULT_SEEDS` for more).
+    func testMachinesOnTwoDaemonsOfOnePostgreSQLDatabaseConvergeThroughInjectedFaults() async throws {
+        if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
+        let seeds = Self.environment["SCOREBOOK_FAULT_SEEDS"] == nil ? Array(Self.seeds.prefix(5)) : Self.seeds
+        try await runSeeds(seeds, postgres: true)
+    }
+
+    func runSeeds(_ seeds: [UInt64], postgres: Bool) async throws {
         let started = Date()
-        let seeds = Self.seeds
+        let urls = try seeds.map { _ in postgres ? try PostgresTestCluster.shared().createDatabase() : nil }
         var reports: [ScenarioReport] = []
         try await withThrowingTaskGroup(of: ScenarioReport.self) { group in
             var next = 0
@@ -35,7 +49,8 @@ final class FaultInjectionTests: XCTestCase {
                 guard next < seeds.count else { return }
                 let seed = seeds[next]
                 next += 1
-                group.addTask { try await FaultScenario(seed: seed).run() }
+                let url = urls[next - 1]
+                group.addTask { try await FaultScenario(seed: seed, postgresURL: url).run() }
             }
             for _ in 0..<Self.parallelSeeds { startNext() }
             while let report = try await group.next() {

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import PostgresRecordStore
 import RecordClient
 import RecordModel
 import RecordServer
@@ -52,10 +53,16 @@ final class FaultScenario {
     let watcherRates = FaultRates(requestLost: 0.01, responseLost: 0.02, duplicated: 0.03, throttled: 0.01, tryAgainLater: 0.01,
                                   pollDelayed: 0.3, pollReordered: 0.25)
 
-    init(seed: UInt64, steps: Int = 150, rates: FaultRates = FaultRates()) {
+    /// A PostgreSQL database to run on instead of SQLite: two stores (two daemons' worth of
+    /// pools, each behind its own `RecordAPI`), machine i talking to daemon i % 2, so the watcher
+    /// on daemon 0 is woken by edits committed through daemon 1 (LISTEN/NOTIFY).
+    let postgresURL: String?
+
+    init(seed: UInt64, steps: Int = 150, rates: FaultRates = FaultRates(), postgresURL: String? = nil) {
         self.seed = seed
         self.steps = steps
         self.rates = rates
+        self.postgresURL = postgresURL
     }
 
     /// tmpfs when there is one: SQLite's fsyncs cost nothing there, and nothing here needs them.
@@ -77,15 +84,19 @@ final class FaultScenario {
         var report = ScenarioReport(seed: seed)
         let root = Self.temporaryRoot()
         defer { try? FileManager.default.removeItem(at: root) }
-        let server = try SQLiteRecordStore(directory: root.appendingPathComponent("server").path)
-        defer { server.close() }
-        let api = RecordAPI(store: SQLiteStorage(server), requestsPerSecond: 1_000_000, logger: Self.quietLogger)
-        let inProcess = InProcessTransport(api: api)
-        let token = try server.createUser(name: "fault\(seed)").token
+        var stores: [any RecordStorage] = []
+        if let postgresURL {
+            for _ in 0..<2 { stores.append(try await PostgresRecordStore.open(url: postgresURL, logger: Self.quietLogger)) }
+        } else {
+            stores.append(SQLiteStorage(try SQLiteRecordStore(directory: root.appendingPathComponent("server").path)))
+        }
+        let transports = stores.map { InProcessTransport(api: RecordAPI(store: $0, requestsPerSecond: 1_000_000, logger: Self.quietLogger)) }
+        let inProcess = transports[0]
+        let token = try await stores[0].createUser(name: "fault\(seed)").token
         let clock = EditClock()
         let log = EditLog()
         let machines = try (0..<machineCount).map { index in
-            try SyncMachine(index: index, directory: root, api: inProcess, token: token,
+            try SyncMachine(index: index, directory: root, api: transports[index % transports.count], token: token,
                             seed: seed &* 1_000_003 &+ UInt64(index), rates: index == 0 ? watcherRates : rates, clock: clock, log: log)
         }
 
@@ -168,6 +179,7 @@ final class FaultScenario {
         report.deletedRecords = log.created.keys.filter { log.shouldBeGone($0) }.count
         report.problems += try check(server: serverRecords, machines: machines, log: log)
         report.log = log.lines
+        for store in stores { await store.close() }
         if !report.problems.isEmpty {
             report.problems.append("log (last 400 lines):\n" + log.lines.suffix(400).joined(separator: "\n"))
         }
