@@ -5,6 +5,8 @@
 # fuzzing run (Schemas/openapi.yaml against the real daemon, with schemathesis from PyPI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Debian packages the build and tests need (a no-op when present, as in CI after .ci/run).
+scripts/install-deps.sh
 command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
 swift build --build-tests
 swift test --skip-build

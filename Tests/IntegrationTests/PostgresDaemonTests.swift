@@ -68,6 +68,12 @@ final class PostgresDaemonTests: XCTestCase {
         let check = try DaemonProcess.runWithEnvironment("scorebookd", ["check"], environment: ["SCOREBOOK_DATABASE_URL": databaseURL])
         XCTAssertEqual(check.status, 0, check.stderr)
         XCTAssertEqual(try JSONValue.parse(check.stdout.trimmingCharacters(in: .whitespacesAndNewlines))["ok"], true)
+        // `user revoke --token` refuses that token on the serving daemon from its next request; the other still works.
+        let revoked = try DaemonProcess.run("scorebookd", ["user", "revoke", "alice", "--token", token, "--database", databaseURL])
+        XCTAssertEqual(revoked.status, 0, revoked.stderr)
+        XCTAssertEqual(try JSONValue.parse(revoked.stdout.trimmingCharacters(in: .whitespacesAndNewlines))["revoked"], 1)
+        XCTAssertEqual(try daemon.post("/database/1/iCloud.scorebook.tests/development/private/zones/list", token: token, json: "{}").status, 401)
+        XCTAssertEqual(try daemon.post("/database/1/iCloud.scorebook.tests/development/private/zones/list", token: alice.token, json: "{}").status, 200)
     }
 
     func testCommandsOtherThanServeRefuseADatabaseWithoutAStore() throws {
@@ -107,7 +113,7 @@ final class PostgresDaemonTests: XCTestCase {
         let token = try old.createUser("alice")
         let laptop = CLIMachine("laptop")
         try laptop.login(old, token: token)
-        let match = try recordMatch(on: laptop)
+        _ = try recordMatch(on: laptop)
         XCTAssertEqual(try laptop.sync().sent, 8)
         let port = old.port
         try old.stop()
@@ -129,7 +135,7 @@ final class PostgresDaemonTests: XCTestCase {
         }
         let serving = try XCTUnwrap(daemon, "a daemon on PostgreSQL on the old port")
         defer { XCTAssertNoThrow(try serving.stop()) }
-        try laptop.run("score", "add", "--match", match, "--player", "Bob", "1")
+        try laptop.run("person", "add", "Dee")  // the match is finished: a new person is the edit
         let resumed = try laptop.sync()
         XCTAssertEqual(resumed.sent, 1, "the laptop's saved state and token still hold")
         XCTAssertLessThanOrEqual(resumed.received, 1, "nothing is fetched again: its sync token is valid on the new store")
