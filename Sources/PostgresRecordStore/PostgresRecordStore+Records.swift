@@ -3,23 +3,6 @@ import PostgresNIO
 import RecordModel
 import RecordStore
 
-/// The state of one modify transaction: the zone's advancing change sequence and what changed.
-struct PostgresModify {
-    let scope: DatabaseScope
-    let zone: ZoneRow
-    let zoneID: ZoneID
-    let now: Int64
-    let deviceID: String?
-    var sequence: Int64
-    var changes: [CommittedChange] = []
-    var enforcer: SchemaEnforcer
-
-    mutating func nextSequence() -> Int64 {
-        sequence += 1
-        return sequence
-    }
-}
-
 extension PostgresRecordStore {
     public func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
                               deviceID: String?) async throws -> [RecordOperationResult]
@@ -40,7 +23,7 @@ extension PostgresRecordStore {
                 development = try await self.developmentSchema(container: scope.container, connection)
             }
             let enforcer = SchemaEnforcer(environment: scope.environment, production: self.productionSchema, development: development)
-            var modify = PostgresModify(scope: scope, zone: zoneRow, zoneID: self.zoneID(zoneRow.name, scope), now: now,
+            var modify = ModifyTransaction(scope: scope, zone: zoneRow, zoneID: self.zoneID(zoneRow.name, scope), now: now,
                                         deviceID: deviceID, sequence: zoneRow.seq, enforcer: enforcer)
             var results: [RecordOperationResult] = []
             results.reserveCapacity(operations.count)
@@ -118,7 +101,7 @@ extension PostgresRecordStore {
             .collect().isEmpty
     }
 
-    private func apply(_ operation: RecordOperation, _ modify: inout PostgresModify, _ connection: PostgresConnection) async throws
+    private func apply(_ operation: RecordOperation, _ modify: inout ModifyTransaction, _ connection: PostgresConnection) async throws
         -> RecordOperationResult
     {
         let name = operation.record["recordName"]?.stringValue ?? ""
@@ -178,7 +161,7 @@ extension PostgresRecordStore {
 
     /// Deletes `root` and, recursively, every record holding a `DELETE_SELF` reference to a deleted
     /// one — all or nothing (`RecordRules.checkValidateBlockers`).
-    func deleteCascading(_ root: String, _ modify: inout PostgresModify, _ connection: PostgresConnection) async throws {
+    func deleteCascading(_ root: String, _ modify: inout ModifyTransaction, _ connection: PostgresConnection) async throws {
         let zoneRowID = modify.zone.id
         var doomed = [root]
         var seen: Set<String> = [root]

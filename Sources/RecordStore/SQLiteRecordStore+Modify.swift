@@ -1,23 +1,6 @@
 import RecordModel
 import SQLiteDB
 
-/// The state of one modify transaction: the zone's advancing change sequence and what changed.
-struct ModifyTransaction {
-    let scope: DatabaseScope
-    let zone: ZoneRow
-    let zoneID: ZoneID
-    let now: Int64
-    let deviceID: String?
-    var sequence: Int64
-    var changes: [CommittedChange] = []
-    var enforcer: SchemaEnforcer
-
-    mutating func nextSequence() -> Int64 {
-        sequence += 1
-        return sequence
-    }
-}
-
 extension SQLiteRecordStore {
     public static let maximumOperations = StoreLimits.maximumOperations
     public static let maximumRecordBytes = StoreLimits.maximumRecordBytes

@@ -517,3 +517,32 @@ package enum RandomToken {
 extension UInt8 {
     var isHexDigit: Bool { (self >= 0x30 && self <= 0x39) || (self >= 0x41 && self <= 0x46) || (self >= 0x61 && self <= 0x66) }
 }
+
+/// The state of one modify transaction, on either backend: the zone's advancing change sequence
+/// and what changed.
+package struct ModifyTransaction {
+    package let scope: DatabaseScope
+    package let zone: ZoneRow
+    package let zoneID: ZoneID
+    package let now: Int64
+    package let deviceID: String?
+    package var sequence: Int64
+    package var changes: [CommittedChange] = []
+    package var enforcer: SchemaEnforcer
+
+    package init(scope: DatabaseScope, zone: ZoneRow, zoneID: ZoneID, now: Int64, deviceID: String?, sequence: Int64,
+                 enforcer: SchemaEnforcer) {
+        self.scope = scope
+        self.zone = zone
+        self.zoneID = zoneID
+        self.now = now
+        self.deviceID = deviceID
+        self.sequence = sequence
+        self.enforcer = enforcer
+    }
+
+    package mutating func nextSequence() -> Int64 {
+        sequence += 1
+        return sequence
+    }
+}
