@@ -22,12 +22,17 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-atomics", from: "1.3.0"),
         // The PostgreSQL backend only (CONTRACT §6); nothing on the CLI side links it.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // ECDSA P-256 for server-to-server keys and SHA-256 for token hashes; already in postgres-nio's
+        // graph. Server modules only: the CLI (RecordModel and below) does not compile BoringSSL.
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
     ],
     targets: [
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "SQLiteDB", dependencies: ["CSQLite"], swiftSettings: settings),
         .target(name: "RecordModel", swiftSettings: settings),
-        .target(name: "RecordStore", dependencies: ["RecordModel", "SQLiteDB"], swiftSettings: settings),
+        .target(
+            name: "RecordStore", dependencies: ["RecordModel", "SQLiteDB", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: settings),
         // The PostgreSQL backend of `RecordStorage`: only scorebookd and the tests depend on it.
         .target(
             name: "PostgresRecordStore",
@@ -40,6 +45,7 @@ let package = Package(
             name: "RecordServer",
             dependencies: [
                 "RecordModel", "RecordStore", .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Atomics", package: "swift-atomics"),
@@ -49,7 +55,7 @@ let package = Package(
         .target(name: "CCurl"),
         .target(name: "RecordClient", dependencies: ["RecordModel", "CCurl"], swiftSettings: settings),
         .target(name: "SyncEngine", dependencies: ["RecordModel", "RecordClient", "SQLiteDB"], swiftSettings: settings),
-        .target(name: "Scorebook", dependencies: ["RecordModel", "SyncEngine", "SQLiteDB"], swiftSettings: settings),
+        .target(name: "Scorebook", dependencies: ["RecordModel", "RecordClient", "SyncEngine", "SQLiteDB"], swiftSettings: settings),
         .executableTarget(
             name: "scorebookd",
             dependencies: ["RecordServer", "RecordStore", "PostgresRecordStore", .product(name: "ArgumentParser", package: "swift-argument-parser")],

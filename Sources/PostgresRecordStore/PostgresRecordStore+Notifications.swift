@@ -10,8 +10,10 @@ extension PostgresRecordStore {
         guard operations.count <= StoreLimits.maximumOperations else {
             throw ServerError(.limitExceeded, "at most \(StoreLimits.maximumOperations) subscription operations per request")
         }
+        let recipient = try await publicSubscriptionRecipient(scope)
+        let operations = PublicSubscriptions.stored(operations, recipient: recipient)
         let databaseID = try await databaseID(scope)
-        return try await write { connection in
+        let results = try await write { connection in
             try await self.lockDatabase(databaseID, connection)
             var results: [Result<Subscription?, ServerError>] = []
             for operation in operations {
@@ -45,6 +47,14 @@ extension PostgresRecordStore {
             }
             return results
         }
+        return PublicSubscriptions.answered(results, recipient: recipient)
+    }
+
+    /// For the public database, the caller's private database (where its subscriptions deliver).
+    func publicSubscriptionRecipient(_ scope: DatabaseScope) async throws -> Int64? {
+        guard scope.database == .public else { return nil }
+        guard !scope.isAnonymous else { throw ServerError(.authenticationRequired, "subscriptions need a user: send a web auth token") }
+        return try await databaseID(scope.callersPrivateDatabase)
     }
 
     func subscriptions(_ databaseID: Int64, _ connection: PostgresConnection) async throws -> [Subscription] {
@@ -54,8 +64,9 @@ extension PostgresRecordStore {
     }
 
     public func listSubscriptions(_ scope: DatabaseScope) async throws -> [Subscription] {
+        let recipient = try await publicSubscriptionRecipient(scope)
         let databaseID = try await databaseID(scope)
-        return try await read { try await self.subscriptions(databaseID, $0) }
+        return PublicSubscriptions.visible(try await read { try await self.subscriptions(databaseID, $0) }, recipient: recipient)
     }
 
     public func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) async throws -> PushToken {
@@ -106,28 +117,37 @@ extension PostgresRecordStore {
     /// Writes the notifications the transaction's changes fire (`SubscriptionRules.fire`), in the
     /// same transaction. Their ids come from the database's `note_seq`, taken under the database's
     /// row lock the caller holds, so cursors commit in order.
+    ///
+    /// Public-database subscriptions deliver to their subscribers' private databases: those rows
+    /// are locked after the public one (always in that order, so writers cannot deadlock), and
+    /// announced here; the caller announces its own database. Returns the subscribers' databases.
+    @discardableResult
     func recordNotifications(for changes: [CommittedChange], zone zoneName: String, databaseID: Int64, scope: DatabaseScope,
-                             zoneChanged: Bool, _ connection: PostgresConnection) async throws
+                             zoneChanged: Bool, _ connection: PostgresConnection) async throws -> Set<Int64>
     {
-        guard !changes.isEmpty || zoneChanged else { return }
+        guard !changes.isEmpty || zoneChanged else { return [] }
         let subscriptions = try await subscriptions(databaseID, connection)
         let (payloads, firedOnce) = SubscriptionRules.fire(subscriptions, changes: changes, zone: zoneName, scope: scope, zoneChanged: zoneChanged)
-        if !payloads.isEmpty {
-            let count = Int64(payloads.count)
+        let byRecipient = Dictionary(grouping: payloads, by: { $0.recipient ?? databaseID })
+        let now = clock()
+        for target in byRecipient.keys.sorted() {
+            let targetPayloads = byRecipient[target]!
+            let count = Int64(targetPayloads.count)
             let last = try await connection.query(
-                "UPDATE databases SET note_seq = note_seq + \(count) WHERE id = \(databaseID) RETURNING note_seq", logger: logger
+                "UPDATE databases SET note_seq = note_seq + \(count) WHERE id = \(target) RETURNING note_seq", logger: logger
             ).collect().first?.decode(Int64.self) ?? count
-            let now = clock()
             var id = last - count
-            for payload in payloads {
+            for (_, payload) in targetPayloads {
                 id += 1
                 try await connection.query(
-                    "INSERT INTO notifications (database_id, id, created_at, payload) VALUES (\(databaseID), \(id), \(now), \(String(decoding: payload, as: UTF8.self)))",
+                    "INSERT INTO notifications (database_id, id, created_at, payload) VALUES (\(target), \(id), \(now), \(String(decoding: payload, as: UTF8.self)))",
                     logger: logger)
             }
+            if target != databaseID { try await notifyCommit(target, connection) }
         }
         for id in firedOnce {
             try await connection.query("DELETE FROM subscriptions WHERE database_id = \(databaseID) AND subscription_id = \(id)", logger: logger)
         }
+        return Set(byRecipient.keys).subtracting([databaseID])
     }
 }

@@ -10,7 +10,7 @@ extension PostgresRecordStore {
         try RecordRules.validateBatch(operations)
         let databaseID = try await databaseID(scope)
         let now = clock()
-        let (results, changed): ([RecordOperationResult], Bool) = try await transaction { connection in
+        let (results, changed, recipients): ([RecordOperationResult], Bool, Set<Int64>) = try await transaction { connection in
             // Database row, then zone row: every writer of this database waits here, so the zone's
             // sequence numbers commit in the order they are taken.
             try await self.lockDatabase(databaseID, connection)
@@ -35,14 +35,15 @@ extension PostgresRecordStore {
                 do {
                     results.append(try await self.apply(operation, &modify, connection))
                     try await connection.query("RELEASE SAVEPOINT operation", logger: self.logger)
-                } catch let error as ServerError {
+                } catch let error as ServerError where !AccessRules.failsWholeRequest(error) {
                     try await connection.query("ROLLBACK TO SAVEPOINT operation", logger: self.logger)
                     modify = before
                     results.append(.failed(error.with(recordName: operation.record["recordName"]?.stringValue)))
                 }
             }
             let failed = results.contains { if case .failed = $0 { return true } else { return false } }
-            if atomic && failed { return .rollback((results.map(RecordRules.atomicFailure), false)) }
+            if atomic && failed { return .rollback((results.map(RecordRules.atomicFailure), false, [])) }
+            var recipients = Set<Int64>()
             if modify.sequence != zoneRow.seq {
                 let dbSeq = try await self.bumpDatabaseSequence(databaseID, connection)
                 try await connection.query("UPDATE zones SET seq = \(modify.sequence), db_seq = \(dbSeq) WHERE id = \(zoneRow.id)",
@@ -56,13 +57,14 @@ extension PostgresRecordStore {
                             """, logger: self.logger)
                     }
                 }
-                try await self.recordNotifications(for: modify.changes, zone: zoneRow.name, databaseID: databaseID, scope: scope,
-                                                   zoneChanged: false, connection)
+                recipients = try await self.recordNotifications(for: modify.changes, zone: zoneRow.name, databaseID: databaseID,
+                                                                scope: scope, zoneChanged: false, connection)
                 try await self.notifyCommit(databaseID, connection)
             }
-            return .commit((results, !modify.changes.isEmpty))
+            return .commit((results, !modify.changes.isEmpty, recipients))
         }
         if changed { committed(databaseID) }
+        for recipient in recipients { committed(recipient) }
         return results
     }
 
@@ -111,7 +113,7 @@ extension PostgresRecordStore {
         let live = existing.flatMap { $0.deleted ? nil : $0 }
         let prepared: RecordRules.PreparedSave
         switch try RecordRules.plan(operation, name: name, live: live, zoneName: modify.zone.name, zoneID: modify.zoneID,
-                                    enforcer: modify.enforcer) {
+                                    scope: modify.scope, enforcer: modify.enforcer) {
         case .answered(let result):
             return result
         case .delete:

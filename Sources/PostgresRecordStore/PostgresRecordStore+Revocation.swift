@@ -17,7 +17,7 @@ extension PostgresRecordStore {
             let user = User(id: id, name: name, recordName: recordName)
             let revoked: Int
             if let token {
-                let hash = SHA256.hexDigest(token)
+                let hash = TokenHash.hex(token)
                 let owner = try await connection.query("SELECT user_id FROM auth_tokens WHERE token_hash = \(hash)", logger: self.logger)
                     .collect().first?.decode(Int64.self)
                 guard owner == user.id else { throw ServerError(.notFound, "user '\(userName)' has no such token") }

@@ -330,7 +330,7 @@ public final class PostgresRecordStore: RecordStorage {
     private func insertToken(for user: User, _ connection: PostgresConnection, now: Int64) async throws -> String {
         let token = RandomToken.hex(bytes: 32)
         try await connection.query(
-            "INSERT INTO auth_tokens (token_hash, user_id, created_at) VALUES (\(SHA256.hexDigest(token)), \(user.id), \(now))",
+            "INSERT INTO auth_tokens (token_hash, user_id, created_at) VALUES (\(TokenHash.hex(token)), \(user.id), \(now))",
             logger: logger)
         return token
     }
@@ -348,7 +348,7 @@ public final class PostgresRecordStore: RecordStorage {
         let token = RandomToken.hex(bytes: 32)
         let now = clock()
         try await write { connection in
-            try await connection.query("INSERT INTO api_tokens (token_hash, created_at) VALUES (\(SHA256.hexDigest(token)), \(now))",
+            try await connection.query("INSERT INTO api_tokens (token_hash, created_at) VALUES (\(TokenHash.hex(token)), \(now))",
                                        logger: self.logger)
             return ()
         }
@@ -358,7 +358,7 @@ public final class PostgresRecordStore: RecordStorage {
     /// Not cached: a token revoked through any daemon fails on every daemon at once.
     public func authenticate(bearerToken: String) async throws -> User? {
         guard CredentialRules.isPlausibleBearerToken(bearerToken) else { return nil }
-        let hash = SHA256.hexDigest(bearerToken)
+        let hash = TokenHash.hex(bearerToken)
         return try await read { connection in
             guard let row = try await connection.query(
                 """
@@ -372,21 +372,24 @@ public final class PostgresRecordStore: RecordStorage {
     }
 
     public func authenticate(apiToken: String, webAuthToken: String) async throws -> User? {
-        guard CredentialRules.isWellFormedAPIToken(apiToken) else { return nil }
-        let hash = SHA256.hexDigest(apiToken.lowercased())
-        let known = try await read { connection in
+        guard try await isValidAPIToken(apiToken) else { return nil }
+        return try await authenticate(bearerToken: webAuthToken)
+    }
+
+    public func isValidAPIToken(_ apiToken: String) async throws -> Bool {
+        guard CredentialRules.isWellFormedAPIToken(apiToken) else { return false }
+        let hash = TokenHash.hex(apiToken.lowercased())
+        return try await read { connection in
             try await connection.query("SELECT 1 FROM api_tokens WHERE token_hash = \(hash)", logger: self.logger).collect().isEmpty == false
         }
-        guard known else { return nil }
-        return try await authenticate(bearerToken: webAuthToken)
     }
 
     // MARK: Databases and zones
 
     /// The row id of the scope's database, creating it (with its `_defaultZone`) on first use.
     func databaseID(_ scope: DatabaseScope) async throws -> Int64 {
-        if let cached = state.withLock({ $0.databaseIDs[scope] }) { return cached }
-        let user = scope.userID, container = scope.container, environment = scope.environment.rawValue
+        if let cached = state.withLock({ $0.databaseIDs[scope.databaseKey] }) { return cached }
+        let user = scope.databaseOwnerID, container = scope.container, environment = scope.environment.rawValue
         let id: Int64 = try await write { connection in
             let inserted = try await connection.query(
                 """
@@ -406,7 +409,7 @@ public final class PostgresRecordStore: RecordStorage {
             ).collect().first?.decode(Int64.self) else { throw ServerError(.internalError, "database row vanished") }
             return existing
         }
-        state.withLock { $0.databaseIDs[scope] = id }
+        state.withLock { $0.databaseIDs[scope.databaseKey] = id }
         return id
     }
 
@@ -435,7 +438,7 @@ public final class PostgresRecordStore: RecordStorage {
         return row
     }
 
-    func zoneID(_ name: String, _ scope: DatabaseScope) -> ZoneID { ZoneID(zoneName: name, ownerRecordName: scope.userRecordName) }
+    func zoneID(_ name: String, _ scope: DatabaseScope) -> ZoneID { ZoneID(zoneName: name, ownerRecordName: scope.zoneOwnerRecordName) }
 
     func bumpDatabaseSequence(_ databaseID: Int64, _ connection: PostgresConnection) async throws -> Int64 {
         try await connection.query("UPDATE databases SET db_seq = db_seq + 1 WHERE id = \(databaseID) RETURNING db_seq", logger: logger)
@@ -466,6 +469,7 @@ public final class PostgresRecordStore: RecordStorage {
 
     public func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
         try Names.validateZoneName(zoneName)
+        try ZoneRules.checkCreation(scope)
         let databaseID = try await databaseID(scope)
         let (info, created): (ZoneInfo, Bool) = try await write { connection in
             try await self.lockDatabase(databaseID, connection)

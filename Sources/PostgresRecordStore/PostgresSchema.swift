@@ -68,5 +68,9 @@ enum PostgresSchema {
         "CREATE INDEX IF NOT EXISTS notifications_created ON notifications (created_at)",
         // Daemons serving the database, by heartbeat: per-user rate limits are shared among them.
         "CREATE TABLE IF NOT EXISTS daemons (id TEXT PRIMARY KEY, last_seen BIGINT NOT NULL)",
+        """
+        CREATE TABLE IF NOT EXISTS server_keys (
+            key_id TEXT PRIMARY KEY, public_key TEXT NOT NULL, user_id BIGINT NOT NULL, name TEXT NOT NULL, created_at BIGINT NOT NULL)
+        """,
     ]
 }

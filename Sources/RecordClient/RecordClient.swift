@@ -17,6 +17,9 @@ public struct RecordClient: Sendable {
     let transport: any HTTPTransport
     /// Seconds to wait for an ordinary request.
     public var requestTimeout: TimeInterval = 30
+    /// The database the record, zone and subscription calls address: `private` (the user's own)
+    /// or `public` (the container's, CONTRACT §3.10).
+    public var database = "private"
 
     public init(endpoint: ServerEndpoint, transport: any HTTPTransport = SocketTransport()) {
         self.endpoint = endpoint
@@ -28,8 +31,8 @@ public struct RecordClient: Sendable {
     }
 
     /// POSTs `body` to a database operation and returns the parsed answer.
-    func post(_ operation: String, _ body: JSONValue, database: String = "private") async throws -> JSONValue {
-        try await perform(method: "POST", url: endpoint.databaseURL(operation, database: database), body: body)
+    func post(_ operation: String, _ body: JSONValue, database: String? = nil) async throws -> JSONValue {
+        try await perform(method: "POST", url: endpoint.databaseURL(operation, database: database ?? self.database), body: body)
     }
 
     func perform(method: String, url: URL, body: JSONValue?, timeout: TimeInterval? = nil) async throws -> JSONValue {

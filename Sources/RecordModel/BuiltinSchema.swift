@@ -6,7 +6,8 @@ public enum BuiltinSchema {
     public static let scorebookSource: String = """
     // Scorebook Sync: the Scorebook record types (CONTRACT section 5), in CloudKit schema language.
     //
-    // All records live in the custom zone "ScorebookData" of the private database. Record names are
+    // All records live in the custom zone "ScorebookData" of the private database, except CatalogGame:
+    // the public game catalogue, in the _defaultZone of the public database. Record names are
     // "<RecordType>|~|<UUID>" with the UUID in upper case. References are made from the child side
     // and are saved with action DELETE_SELF; the schema language has no syntax for a reference's
     // target type, so it is noted in a comment beside each REFERENCE field.
@@ -42,6 +43,22 @@ public enum BuiltinSchema {
             "___recordID"   REFERENCE QUERYABLE,
             name             STRING QUERYABLE SORTABLE SEARCHABLE,
             lowScoreWins     INT64 QUERYABLE,
+            modificationDate TIMESTAMP QUERYABLE SORTABLE,
+            GRANT WRITE TO "_creator",
+            GRANT CREATE TO "_icloud",
+            GRANT READ TO "_world"
+        );
+
+        RECORD TYPE CatalogGame (
+            "___createTime" TIMESTAMP SORTABLE,
+            "___createdBy"  REFERENCE,
+            "___etag"       STRING,
+            "___modTime"    TIMESTAMP SORTABLE,
+            "___modifiedBy" REFERENCE,
+            "___recordID"   REFERENCE QUERYABLE,
+            name             STRING QUERYABLE SORTABLE SEARCHABLE,
+            lowScoreWins     INT64 QUERYABLE,
+            description      STRING,
             modificationDate TIMESTAMP QUERYABLE SORTABLE,
             GRANT WRITE TO "_creator",
             GRANT CREATE TO "_icloud",

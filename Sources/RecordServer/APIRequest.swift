@@ -20,6 +20,10 @@ public struct APIRequest: Sendable {
     public var accept: String?
     /// `Last-Event-ID`, where a reconnecting event stream resumes.
     public var lastEventID: String?
+    /// A server-to-server request's `X-Apple-CloudKit-Request-KeyID`, `-ISO8601Date` and `-SignatureV1`.
+    public var serverKeyID: String?
+    public var signatureDate: String?
+    public var signature: String?
     public var body: [UInt8]
 
     public init(method: Method, path: String, query: [String: String] = [:], authorization: String? = nil,

@@ -53,11 +53,17 @@ struct APIResponder: HTTPResponder {
         apiRequest.forwardedProto = request.headers[APIResponder.forwardedProtoHeader]?.lowercased()
         apiRequest.accept = request.headers[.accept]
         apiRequest.lastEventID = request.headers[APIResponder.lastEventIDHeader]
+        apiRequest.serverKeyID = request.headers[APIResponder.serverKeyIDHeader]
+        apiRequest.signatureDate = request.headers[APIResponder.signatureDateHeader]
+        apiRequest.signature = request.headers[APIResponder.signatureHeader]
         return Self.response(await api.handle(apiRequest))
     }
 
     static let deviceIDHeader = HTTPField.Name("X-Device-ID")!
     static let lastEventIDHeader = HTTPField.Name("Last-Event-ID")!
+    static let serverKeyIDHeader = HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!
+    static let signatureDateHeader = HTTPField.Name("X-Apple-CloudKit-Request-ISO8601Date")!
+    static let signatureHeader = HTTPField.Name("X-Apple-CloudKit-Request-SignatureV1")!
     static let forwardedProtoHeader = HTTPField.Name("X-Forwarded-Proto")!
 
     static func response(_ answer: APIResponse) -> Response {

@@ -44,7 +44,7 @@ extension RecordAPI {
                     results.append(try await store.createZone(scope, zoneName: operation.name).json)
                 } else {
                     try await store.deleteZone(scope, zoneName: operation.name)
-                    results.append(["zoneID": ZoneID(zoneName: operation.name, ownerRecordName: scope.userRecordName).json, "deleted": true])
+                    results.append(["zoneID": ZoneID(zoneName: operation.name, ownerRecordName: scope.zoneOwnerRecordName).json, "deleted": true])
                 }
             } catch var error as ServerError {
                 error.zoneID = ZoneID(zoneName: operation.name)

@@ -96,6 +96,12 @@ public final class RecordAPI: Sendable {
             if request.path == "/health" { return APIResponse(status: 200, json: ["status": "ok"]) }
             if request.path == "/metrics" { return try await metricsResponse() }
             let route = try parseRoute(request.path)
+            if route.database == "public", RecordAPI.publicDatabaseOperations.contains(route.operation) {
+                return try await answerPublic(request, route: route, authenticatedWebAuthToken: &authenticatedWebAuthToken)
+            }
+            if SignedRequest(request) != nil {
+                throw ServerError(.authenticationFailed, "server-to-server keys work on the public database only")
+            }
             let user = try await authenticate(request)
             if request.authorization == nil { authenticatedWebAuthToken = request.query["ckWebAuthToken"] }
             if let wait = rateLimiter.acquire(userID: user.id) {

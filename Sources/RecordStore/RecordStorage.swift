@@ -13,6 +13,12 @@ public protocol RecordStorage: AnyObject, Sendable {
     func createAPIToken() async throws -> String
     func authenticate(bearerToken: String) async throws -> User?
     func authenticate(apiToken: String, webAuthToken: String) async throws -> User?
+    /// Whether `apiToken` is a live API token (a public reader may send nothing else).
+    func isValidAPIToken(_ apiToken: String) async throws -> Bool
+    /// Registers a server-to-server key from its PEM and returns its key id (§3.10).
+    func addServerKey(pem: String, name: String?) async throws -> String
+    /// The key with this id and the user it acts as, or nil.
+    func serverKey(keyID: String) async throws -> ServerKey?
 
     // Zones.
     func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo]
@@ -100,6 +106,10 @@ public final class SQLiteStorage: RecordStorage {
     public func authenticate(apiToken: String, webAuthToken: String) async throws -> User? {
         try await offload { try $0.authenticate(apiToken: apiToken, webAuthToken: webAuthToken) }
     }
+
+    public func isValidAPIToken(_ apiToken: String) async throws -> Bool { try await offload { try $0.isValidAPIToken(apiToken) } }
+    public func addServerKey(pem: String, name: String?) async throws -> String { try await offload { try $0.addServerKey(pem: pem, name: name) } }
+    public func serverKey(keyID: String) async throws -> ServerKey? { try await offload { try $0.serverKey(keyID: keyID) } }
 
     public func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] { try await offload { try $0.listZones(scope) } }
 

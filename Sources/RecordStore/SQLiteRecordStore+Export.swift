@@ -22,6 +22,7 @@ extension SQLiteRecordStore {
         ("users", ["id", "name", "record_name", "created_at"]),
         ("auth_tokens", ["token_hash", "user_id", "created_at", "revoked"]),
         ("api_tokens", ["token_hash", "created_at"]),
+        ("server_keys", ["key_id", "public_key", "user_id", "name", "created_at"]),
         ("databases", ["id", "user_id", "container", "environment", "db_seq", "purged_seq"]),
         ("zones", ["id", "database_id", "name", "seq", "db_seq", "purged_seq", "deleted", "deleted_at"]),
         ("records", ["zone_id", "name", "type", "tag", "seq", "deleted", "fields", "parent", "created_at", "created_by",

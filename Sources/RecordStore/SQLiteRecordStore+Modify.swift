@@ -10,7 +10,7 @@ extension SQLiteRecordStore {
     {
         try RecordRules.validateBatch(operations)
         let databaseID = try self.databaseID(scope)
-        let outcome: (results: [RecordOperationResult], transaction: ModifyTransaction?) = try database.writeSync { connection in
+        let outcome: (results: [RecordOperationResult], transaction: ModifyTransaction?, recipients: Set<Int64>) = try database.writeSync { connection in
             try connection.execute("BEGIN IMMEDIATE")
             do {
                 // Read under the write lock, so a concurrent request cannot add the same field first.
@@ -21,18 +21,19 @@ extension SQLiteRecordStore {
                 var transaction = ModifyTransaction(scope: scope, zone: zoneRow, zoneID: zoneID(zoneRow.name, scope), now: clock(),
                                                     deviceID: deviceID, sequence: zoneRow.seq, enforcer: enforcer)
                 var results: [RecordOperationResult] = []
+                var recipients = Set<Int64>()
                 results.reserveCapacity(operations.count)
                 for operation in operations {
                     do {
                         results.append(try apply(operation, &transaction, connection))
-                    } catch let error as ServerError {
+                    } catch let error as ServerError where !AccessRules.failsWholeRequest(error) {
                         results.append(.failed(error.with(recordName: operation.record["recordName"]?.stringValue)))
                     }
                 }
                 let failed = results.contains { if case .failed = $0 { return true } else { return false } }
                 if atomic && failed {
                     try connection.execute("ROLLBACK")
-                    return (results.map(RecordRules.atomicFailure), nil)
+                    return (results.map(RecordRules.atomicFailure), nil, [])
                 }
                 if transaction.sequence != zoneRow.seq {
                     let dbSeq = try bumpDatabaseSequence(databaseID, connection)
@@ -41,22 +42,22 @@ extension SQLiteRecordStore {
                     for (type, fields) in transaction.enforcer.additions where !fields.isEmpty {
                         try developmentSchemas.add(container: scope.container, recordType: type, fields: Array(fields), connection)
                     }
-                    try recordNotifications(for: transaction.changes, zone: zoneRow.name, databaseID: databaseID,
-                                            scope: scope, zoneChanged: false, connection)
+                    recipients = try recordNotifications(for: transaction.changes, zone: zoneRow.name, databaseID: databaseID,
+                                                         scope: scope, zoneChanged: false, connection)
                 }
                 try connection.execute("COMMIT")
                 // Still under the write lock: the next writer must see the fields this one added.
                 for (type, fields) in transaction.enforcer.additions where !fields.isEmpty {
                     developmentSchemas.commit(container: scope.container, recordType: type, fields: Array(fields))
                 }
-                return (results, transaction)
+                return (results, transaction, recipients)
             } catch {
                 try? connection.execute("ROLLBACK")
                 throw error
             }
         }
         if let transaction = outcome.transaction, !transaction.changes.isEmpty {
-            onCommit?([databaseID])
+            onCommit?(outcome.recipients.union([databaseID]))
         }
         return outcome.results
     }
@@ -85,7 +86,7 @@ extension SQLiteRecordStore {
         let live = existing.flatMap { $0.deleted ? nil : $0 }
         let prepared: RecordRules.PreparedSave
         switch try RecordRules.plan(operation, name: name, live: live, zoneName: transaction.zone.name, zoneID: transaction.zoneID,
-                                    enforcer: transaction.enforcer) {
+                                    scope: transaction.scope, enforcer: transaction.enforcer) {
         case .answered(let result):
             return result
         case .delete:

@@ -39,7 +39,9 @@ extension SQLiteRecordStore {
         guard operations.count <= SQLiteRecordStore.maximumOperations else {
             throw ServerError(.limitExceeded, "at most \(SQLiteRecordStore.maximumOperations) subscription operations per request")
         }
-        return try writeTransaction(scope) { connection, databaseID in
+        let recipient = try publicSubscriptionRecipient(scope)
+        let operations = PublicSubscriptions.stored(operations, recipient: recipient)
+        let results = try writeTransaction(scope) { connection, databaseID in
             defer { subscriptionCache.invalidate(databaseID) }
             return try operations.map { operation -> Result<Subscription?, ServerError> in
                 switch operation {
@@ -62,14 +64,24 @@ extension SQLiteRecordStore {
                 }
             }
         }
+        return PublicSubscriptions.answered(results, recipient: recipient)
+    }
+
+    /// For the public database, the caller's private database (where its subscriptions deliver).
+    func publicSubscriptionRecipient(_ scope: DatabaseScope) throws -> Int64? {
+        guard scope.database == .public else { return nil }
+        guard !scope.isAnonymous else { throw ServerError(.authenticationRequired, "subscriptions need a user: send a web auth token") }
+        return try databaseID(scope.callersPrivateDatabase)
     }
 
     public func listSubscriptions(_ scope: DatabaseScope) throws -> [Subscription] {
-        try database.readSync { connection in
+        let recipient = try publicSubscriptionRecipient(scope)
+        let stored = try database.readSync { connection in
             let databaseID = try databaseID(scope)
             return try connection.map("SELECT definition FROM subscriptions WHERE database_id = ? ORDER BY subscription_id",
                                       [.int(databaseID)]) { try Subscription(json: try JSONValue.parse($0.blob(0))) }
         }
+        return PublicSubscriptions.visible(stored, recipient: recipient)
     }
 
     public func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) throws -> PushToken {
@@ -116,19 +128,24 @@ extension SQLiteRecordStore {
     /// notifications they fire, in the same transaction: a committed change always notifies and a
     /// rolled-back one never does. `zoneChanged` marks a zone created or deleted (database
     /// subscriptions fire even when no record changed).
+    /// Returns the other databases that received notifications (public-database subscribers).
+    @discardableResult
     func recordNotifications(for changes: [CommittedChange], zone zoneName: String, databaseID: Int64, scope: DatabaseScope,
-                             zoneChanged: Bool, _ connection: SQLiteConnection) throws
+                             zoneChanged: Bool, _ connection: SQLiteConnection) throws -> Set<Int64>
     {
         let subscriptions = try subscriptionCache.subscriptions(databaseID, connection)
         let (payloads, firedOnce) = SubscriptionRules.fire(subscriptions, changes: changes, zone: zoneName, scope: scope, zoneChanged: zoneChanged)
         let now = clock()
-        for payload in payloads {
+        var recipients = Set<Int64>()
+        for (recipient, payload) in payloads {
+            if let recipient { recipients.insert(recipient) }
             try connection.run("INSERT INTO notifications (database_id, created_at, payload) VALUES (?, ?, ?)",
-                               [.int(databaseID), .int(now), .blob(payload)])
+                               [.int(recipient ?? databaseID), .int(now), .blob(payload)])
         }
         for id in firedOnce {
             try connection.run("DELETE FROM subscriptions WHERE database_id = ? AND subscription_id = ?", [.int(databaseID), .text(id)])
         }
         if !firedOnce.isEmpty { subscriptionCache.invalidate(databaseID) }
+        return recipients
     }
 }

@@ -19,7 +19,7 @@ extension SQLiteRecordStore {
                 }) else { throw ServerError(.notFound, "no user named '\(userName)'") }
                 let revoked: Int
                 if let token {
-                    let hash = SHA256.hexDigest(token)
+                    let hash = TokenHash.hex(token)
                     let owner = try connection.scalarInt("SELECT user_id FROM auth_tokens WHERE token_hash = ?", [.text(hash)])
                     guard owner == user.id else { throw ServerError(.notFound, "user '\(userName)' has no such token") }
                     revoked = try connection.run("UPDATE auth_tokens SET revoked = 1 WHERE token_hash = ? AND revoked = 0", [.text(hash)])

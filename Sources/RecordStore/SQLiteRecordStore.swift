@@ -101,7 +101,7 @@ public final class SQLiteRecordStore: @unchecked Sendable {
     private func insertToken(for user: User, _ connection: SQLiteConnection) throws -> String {
         let token = RandomToken.hex(bytes: 32)
         try connection.run("INSERT INTO auth_tokens (token_hash, user_id, created_at) VALUES (?, ?, ?)",
-                           [.text(SHA256.hexDigest(token)), .int(user.id), .int(clock())])
+                           [.text(TokenHash.hex(token)), .int(user.id), .int(clock())])
         return token
     }
 
@@ -117,7 +117,7 @@ public final class SQLiteRecordStore: @unchecked Sendable {
         let token = RandomToken.hex(bytes: 32)
         _ = try database.writeSync { connection in
             try connection.run("INSERT INTO api_tokens (token_hash, created_at) VALUES (?, ?)",
-                               [.text(SHA256.hexDigest(token)), .int(clock())])
+                               [.text(TokenHash.hex(token)), .int(clock())])
         }
         return token
     }
@@ -140,7 +140,7 @@ public final class SQLiteRecordStore: @unchecked Sendable {
             return cached.user
         }
         cacheLock.unlock()
-        let hash = SHA256.hexDigest(bearerToken)
+        let hash = TokenHash.hex(bearerToken)
         let user = try database.readSync { connection in
             try connection.first(
                 """
@@ -159,12 +159,15 @@ public final class SQLiteRecordStore: @unchecked Sendable {
     }
 
     public func authenticate(apiToken: String, webAuthToken: String) throws -> User? {
-        guard CredentialRules.isWellFormedAPIToken(apiToken) else { return nil }
-        let known = try database.readSync { connection in
-            try connection.scalarInt("SELECT 1 FROM api_tokens WHERE token_hash = ?", [.text(SHA256.hexDigest(apiToken.lowercased()))])
-        }
-        guard known != nil else { return nil }
+        guard try isValidAPIToken(apiToken) else { return nil }
         return try authenticate(bearerToken: webAuthToken)
+    }
+
+    public func isValidAPIToken(_ apiToken: String) throws -> Bool {
+        guard CredentialRules.isWellFormedAPIToken(apiToken) else { return false }
+        return try database.readSync { connection in
+            try connection.scalarInt("SELECT 1 FROM api_tokens WHERE token_hash = ?", [.text(TokenHash.hex(apiToken.lowercased()))])
+        } != nil
     }
 
     // MARK: Databases
@@ -174,10 +177,10 @@ public final class SQLiteRecordStore: @unchecked Sendable {
     /// transaction that has not read yet still sees a database created here.
     func databaseID(_ scope: DatabaseScope) throws -> Int64 {
         cacheLock.lock()
-        let cached = databaseIDs[scope]
+        let cached = databaseIDs[scope.databaseKey]
         cacheLock.unlock()
         if let cached { return cached }
-        let arguments: [SQLValue] = [.int(scope.userID), .text(scope.container), .text(scope.environment.rawValue)]
+        let arguments: [SQLValue] = [.int(scope.databaseOwnerID), .text(scope.container), .text(scope.environment.rawValue)]
         let select = "SELECT id FROM databases WHERE user_id = ? AND container = ? AND environment = ?"
         var id = try database.readSync { try $0.scalarInt(select, arguments) }
         if id == nil {
@@ -192,7 +195,7 @@ public final class SQLiteRecordStore: @unchecked Sendable {
             }
         }
         cacheLock.lock()
-        databaseIDs[scope] = id!
+        databaseIDs[scope.databaseKey] = id!
         cacheLock.unlock()
         return id!
     }
@@ -211,7 +214,7 @@ public final class SQLiteRecordStore: @unchecked Sendable {
         return row
     }
 
-    func zoneID(_ name: String, _ scope: DatabaseScope) -> ZoneID { ZoneID(zoneName: name, ownerRecordName: scope.userRecordName) }
+    func zoneID(_ name: String, _ scope: DatabaseScope) -> ZoneID { ZoneID(zoneName: name, ownerRecordName: scope.zoneOwnerRecordName) }
 
     func zoneToken(_ zone: ZoneRow) -> String { FeedRules.zoneToken(storeID: storeID, zone: zone) }
 
@@ -246,6 +249,7 @@ public final class SQLiteRecordStore: @unchecked Sendable {
 
     public func createZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo {
         try Names.validateZoneName(zoneName)
+        try ZoneRules.checkCreation(scope)
         return try writeTransaction(scope) { connection, databaseID in
             if let existing = try liveZone(databaseID, name: zoneName, connection) {
                 return ZoneInfo(zoneID: zoneID(existing.name, scope), syncToken: zoneToken(existing))

@@ -135,8 +135,9 @@ package enum RecordRules {
     }
 
     package static func plan(_ operation: RecordOperation, name: String, live: ExistingRecord?, zoneName: String, zoneID: ZoneID,
-                             enforcer transactionEnforcer: SchemaEnforcer) throws -> Plan
+                             scope: DatabaseScope, enforcer transactionEnforcer: SchemaEnforcer) throws -> Plan
     {
+        try AccessRules.checkWrite(scope, recordName: name, live: live)
         let tagJSON = operation.record["recordChangeTag"]
         if let tagJSON, !tagJSON.isNull, tagJSON.stringValue == nil {
             throw ServerError.badRequest("recordChangeTag must be a string")
@@ -219,6 +220,37 @@ package enum RecordRules {
     package static func checkValidateBlockers(target: String, validatingSources: [String], doomed: Set<String>) throws {
         if let blocker = validatingSources.first(where: { !doomed.contains($0) }) {
             throw ServerError(.validatingReferenceError, "record '\(target)' is referenced by '\(blocker)' with VALIDATE")
+        }
+    }
+}
+
+/// Who may write what. Checked inside the write transaction, against the row the transaction
+/// read, so no backend can forget it and no concurrent write can slip between check and change.
+package enum AccessRules {
+    /// Public database: a user (or key) creates; only the record's creator or a server-to-server
+    /// key changes or deletes an existing record (`ACCESS_DENIED`, which fails the whole request).
+    package static func checkWrite(_ scope: DatabaseScope, recordName: String, live: ExistingRecord?) throws {
+        guard scope.database == .public else { return }
+        guard !scope.isAnonymous else {
+            throw ServerError(.authenticationRequired, "writing to the public database needs a user: send a web auth token")
+        }
+        if let live, !scope.isServerKey, live.created.userRecordName != scope.userRecordName {
+            throw ServerError(.accessDenied, "record '\(recordName)' was created by another user; only its creator or a server-to-server key may change it")
+        }
+    }
+
+    /// Errors that fail the whole modify request rather than one operation.
+    package static func failsWholeRequest(_ error: ServerError) -> Bool {
+        error.code == .accessDenied || error.code == .authenticationRequired
+    }
+}
+
+/// The rules of zones.
+package enum ZoneRules {
+    /// The public database has only `_defaultZone`, as in CloudKit.
+    package static func checkCreation(_ scope: DatabaseScope) throws {
+        guard scope.database == .private else {
+            throw ServerError.badRequest("the \(scope.database.rawValue) database has only _defaultZone; zones cannot be created there")
         }
     }
 }
@@ -443,19 +475,33 @@ package enum SubscriptionRules {
     /// The notifications one transaction's changes fire (serialized `{"ck": …}` payloads, in
     /// order) and the fire-once subscriptions that fired and must be removed. `zoneChanged` marks
     /// a zone created or deleted (database subscriptions fire even when no record changed).
+    ///
+    /// Each payload goes to `recipient`, the row id of the database whose notification channels
+    /// receive it: nil for the database that changed, the subscriber's private database for a
+    /// public-database subscription (`PublicSubscriptions`).
     package static func fire(_ subscriptions: [Subscription], changes: [CommittedChange], zone zoneName: String, scope: DatabaseScope,
-                             zoneChanged: Bool) -> (payloads: [[UInt8]], firedOnce: [String])
+                             zoneChanged: Bool) -> (payloads: [(recipient: Int64?, payload: [UInt8])], firedOnce: [String])
     {
         guard !subscriptions.isEmpty, !changes.isEmpty || zoneChanged else { return ([], []) }
-        var payloads: [[UInt8]] = []
+        var payloads: [(recipient: Int64?, payload: [UInt8])] = []
         var firedOnce: [String] = []
+        let dbs = JSONValue.int(scope.notificationDatabaseCode)
+        let zoneOwner = JSONValue.string(scope.zoneOwnerRecordName)
+        var recipient: Int64?
+        var subscriptionID = ""
         func insert(_ body: [String: JSONValue]) {
             var ck = body
             ck["cid"] = .string(scope.container)
             ck["nid"] = .string(UUID().uuidString.lowercased())
-            payloads.append(JSONValue.object(["ck": .object(ck)]).serialized())
+            payloads.append((recipient, JSONValue.object(["ck": .object(ck)]).serialized()))
         }
         for subscription in subscriptions {
+            if scope.database == .public {
+                guard let owned = PublicSubscriptions.split(subscription.subscriptionID) else { continue }
+                (recipient, subscriptionID) = (owned.recipient, owned.id)
+            } else {
+                (recipient, subscriptionID) = (nil, subscription.subscriptionID)
+            }
             var fired = false
             switch subscription.kind {
             case .query:
@@ -475,8 +521,8 @@ package enum SubscriptionRules {
                         for key in subscription.desiredKeys { desired[key] = values[key] }
                     }
                     insert(["qry": [
-                        "rid": .string(change.recordName), "zid": .string(zoneName), "zoid": .string(scope.userRecordName),
-                        "dbs": 2, "fo": .int(trigger.firesOnCode), "sid": .string(subscription.subscriptionID),
+                        "rid": .string(change.recordName), "zid": .string(zoneName), "zoid": zoneOwner,
+                        "dbs": dbs, "fo": .int(trigger.firesOnCode), "sid": .string(subscriptionID),
                         "af": .object(desired),
                     ]])
                     fired = true
@@ -485,16 +531,66 @@ package enum SubscriptionRules {
             case .zone:
                 guard subscription.zoneID?.zoneName == zoneName, !changes.isEmpty || zoneChanged else { continue }
                 insert(["fet": [
-                    "zid": .string(zoneName), "zoid": .string(scope.userRecordName), "dbs": 2, "sid": .string(subscription.subscriptionID),
+                    "zid": .string(zoneName), "zoid": zoneOwner, "dbs": dbs, "sid": .string(subscriptionID),
                 ]])
                 fired = true
             case .database:
-                insert(["met": ["dbs": 2, "sid": .string(subscription.subscriptionID)]])
+                insert(["met": ["dbs": dbs, "sid": .string(subscriptionID)]])
                 fired = true
             }
             if fired && subscription.firesOnce { firedOnce.append(subscription.subscriptionID) }
         }
         return (payloads, firedOnce)
+    }
+}
+
+/// Subscriptions in the public database belong to the user who saved them: each is stored as
+/// `RECIPIENT|ID`, RECIPIENT being the row id of that user's private database in the same
+/// container, whose notification channels receive what it fires. Users see and change only their
+/// own, under their own IDs.
+package enum PublicSubscriptions {
+    package static func split(_ storedID: String) -> (recipient: Int64, id: String)? {
+        guard let bar = storedID.firstIndex(of: "|"), let recipient = Int64(storedID[..<bar]) else { return nil }
+        return (recipient, String(storedID[storedID.index(after: bar)...]))
+    }
+
+    /// The operations as stored (identity when `recipient` is nil: a private database).
+    package static func stored(_ operations: [SubscriptionOperation], recipient: Int64?) -> [SubscriptionOperation] {
+        guard let recipient else { return operations }
+        return operations.map { operation in
+            switch operation {
+            case .save(var subscription):
+                subscription.subscriptionID = "\(recipient)|\(subscription.subscriptionID)"
+                return .save(subscription)
+            case .delete(let id):
+                return .delete(subscriptionID: "\(recipient)|\(id)")
+            }
+        }
+    }
+
+    /// Answers under the caller's own IDs.
+    package static func answered(_ results: [Result<Subscription?, ServerError>], recipient: Int64?) -> [Result<Subscription?, ServerError>] {
+        guard recipient != nil else { return results }
+        return results.map { result in
+            switch result {
+            case .success(let subscription): return .success(subscription.map(unstored))
+            case .failure(var error):
+                if let id = error.subscriptionID, let owned = split(id) { error.subscriptionID = owned.id }
+                return .failure(error)
+            }
+        }
+    }
+
+    /// The caller's own subscriptions among those stored.
+    package static func visible(_ subscriptions: [Subscription], recipient: Int64?) -> [Subscription] {
+        guard let recipient else { return subscriptions }
+        return subscriptions.filter { split($0.subscriptionID)?.recipient == recipient }.map(unstored)
+    }
+
+    static func unstored(_ subscription: Subscription) -> Subscription {
+        var copy = subscription
+        if let owned = split(subscription.subscriptionID) { copy.subscriptionID = owned.id }
+        return copy
     }
 }
 

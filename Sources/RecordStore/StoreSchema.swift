@@ -17,6 +17,12 @@ public enum StoreSchema {
             revoked INTEGER NOT NULL DEFAULT 0)
         """,
         "CREATE TABLE IF NOT EXISTS api_tokens (token_hash TEXT PRIMARY KEY, created_at INTEGER NOT NULL)",
+        // Server-to-server keys (`scorebookd key add`): the P-256 public key (DER, base64) and the
+        // user the key acts as.
+        """
+        CREATE TABLE IF NOT EXISTS server_keys (
+            key_id TEXT PRIMARY KEY, public_key TEXT NOT NULL, user_id INTEGER NOT NULL, name TEXT NOT NULL, created_at INTEGER NOT NULL)
+        """,
         """
         CREATE TABLE IF NOT EXISTS databases (
             id INTEGER PRIMARY KEY, user_id INTEGER NOT NULL, container TEXT NOT NULL, environment TEXT NOT NULL,

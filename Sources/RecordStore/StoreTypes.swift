@@ -19,12 +19,32 @@ public struct User: Sendable, Equatable {
     public var recordName: String
 }
 
-/// The private database a request addresses: one user's, in one container and environment.
+/// Which database of a container a request addresses.
+public enum DatabaseKind: String, Sendable, Hashable {
+    /// The caller's own.
+    case `private`
+    /// One per container and environment, shared by all users (CONTRACT §3.10).
+    case `public`
+}
+
+/// The database a request addresses and who is asking: a user's private database, or the
+/// container's public database read or written by a user, a server-to-server key, or (reading
+/// only) a request that carries just a valid API token.
 public struct DatabaseScope: Sendable, Hashable {
+    /// The caller (0 for a public reader with an API token only).
     public var userID: Int64
+    /// The caller's record name, written as creator and modifier (empty for an API-token reader).
     public var userRecordName: String
     public var container: String
     public var environment: Environment
+    public var database: DatabaseKind = .private
+    /// A server-to-server key acting as its user: it may change any public record.
+    public var isServerKey = false
+
+    /// The user id under which the public databases are stored (no real user has it).
+    package static let publicOwnerID: Int64 = 0
+    /// `ownerRecordName` of the public database's zone, CloudKit's name for the default owner.
+    public static let publicOwnerRecordName = "__defaultOwner__"
 
     public init(user: User, container: String, environment: Environment) {
         self.userID = user.id
@@ -32,6 +52,32 @@ public struct DatabaseScope: Sendable, Hashable {
         self.container = container
         self.environment = environment
     }
+
+    /// The public database of `container`, as `caller` (nil: an API-token-only reader) sees it.
+    public static func publicDatabase(caller: User?, container: String, environment: Environment, isServerKey: Bool = false) -> DatabaseScope {
+        var scope = DatabaseScope(user: caller ?? User(id: 0, name: "", recordName: ""), container: container, environment: environment)
+        scope.database = .public
+        scope.isServerKey = isServerKey && caller != nil
+        return scope
+    }
+
+    /// The caller's private database in the same container and environment.
+    public var callersPrivateDatabase: DatabaseScope {
+        DatabaseScope(user: User(id: userID, name: "", recordName: userRecordName), container: container, environment: environment)
+    }
+
+    /// The `user_id` of the database's row: the caller's for a private database.
+    package var databaseOwnerID: Int64 { database == .public ? DatabaseScope.publicOwnerID : userID }
+    /// `ownerRecordName` of the database's zones.
+    public var zoneOwnerRecordName: String { database == .public ? DatabaseScope.publicOwnerRecordName : userRecordName }
+    /// The database alone, without who is asking (a cache key for its row id).
+    package var databaseKey: DatabaseScope {
+        database == .public ? DatabaseScope.publicDatabase(caller: nil, container: container, environment: environment) : self
+    }
+    /// A public reader with an API token only.
+    public var isAnonymous: Bool { userRecordName.isEmpty }
+    /// `dbs` of the notifications this database's subscriptions fire.
+    package var notificationDatabaseCode: Int64 { database == .public ? 1 : 2 }
 
     public static func validateContainer(_ name: String) throws {
         let utf8 = Array(name.utf8)

@@ -25,6 +25,18 @@ public enum Output {
         return TextTable(headers: ["NAME", "SCORING", "RECORD NAME"], rows: rows).rendered
     }
 
+    /// `catalog list`: the public catalogue's games.
+    public static func catalog(_ entries: [CatalogEntry], json: Bool) -> String {
+        if json { return JSONText.render(.array(entries.map(\.json))) }
+        let rows = entries.map { [$0.name, $0.lowScoreWins ? "low score wins" : "high score wins", $0.description] }
+        return TextTable(headers: ["NAME", "SCORING", "DESCRIPTION"], rows: rows).rendered
+    }
+
+    /// `catalog publish`: the entry's record name, or the entry.
+    public static func published(_ entry: CatalogEntry, json: Bool) -> String {
+        json ? JSONText.render(entry.json) : entry.recordName
+    }
+
     /// One line of `match list`.
     public struct MatchLine {
         public var match: Match

@@ -6,14 +6,30 @@ struct GameCommand: ParsableCommand {
         commandName: "game", abstract: "Add, list and delete games.",
         subcommands: [Add.self, Edit.self, List.self, Delete.self])
 
-    struct Add: ParsableCommand {
+    struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "add", abstract: "Add a game; prints the new record name.")
         @OptionGroup var global: GlobalOptions
-        @Argument(help: "The game's name (several words are joined).") var name: [String]
+        @Argument(help: "The game's name (several words are joined).") var name: [String] = []
         @Flag(name: .long, help: "The lowest total wins.") var lowScoreWins = false
+        @Option(name: .customLong("from-catalog"), help: ArgumentHelp("Add the public catalogue's game of this name (needs a login).", valueName: "name"))
+        var fromCatalog: String?
 
-        func run() throws {
-            let game = try global.openScorebook().addGame(name: name.joined(separator: " "), lowScoreWins: lowScoreWins)
+        func validate() throws {
+            if fromCatalog != nil {
+                if !name.isEmpty || lowScoreWins { throw ValidationError("--from-catalog takes the name and scoring from the catalogue; give no name or --low-score-wins") }
+            } else if name.isEmpty {
+                throw ValidationError("give the game's name, or --from-catalog NAME")
+            }
+        }
+
+        func run() async throws {
+            let book = try global.openScorebook()
+            let game: Game
+            if let fromCatalog {
+                game = try await book.addGameFromCatalog(name: fromCatalog)
+            } else {
+                game = try book.addGame(name: name.joined(separator: " "), lowScoreWins: lowScoreWins)
+            }
             emit(Output.created(game, json: global.json))
         }
     }

@@ -34,7 +34,7 @@ struct ScorebookCommand: AsyncParsableCommand {
             """,
         version: "scorebook \(ProductVersion.current)",
         subcommands: [
-            PersonCommand.self, GameCommand.self, MatchCommand.self, ScoreCommand.self, StandingsCommand.self,
+            PersonCommand.self, GameCommand.self, CatalogCommand.self, MatchCommand.self, ScoreCommand.self, StandingsCommand.self,
             ExportCommand.self, ImportCommand.self,
             AccountCommand.self, SyncCommand.self, StatusCommand.self,
         ])

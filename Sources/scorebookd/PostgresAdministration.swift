@@ -38,6 +38,11 @@ enum PostgresAdministration {
             guard let url = create.data.postgresURL else { return false }
             let store = try await open(url: url, create: false, logger: logger)
             printJSON(["apiToken": .string(try await run(store) { try await $0.createAPIToken() })])
+        case let add as KeyCommand.Add:
+            guard let url = add.data.postgresURL else { return false }
+            let pem = try add.readPEM()
+            let store = try await open(url: url, create: false, logger: logger)
+            printJSON(["keyID": .string(try await run(store) { try await $0.addServerKey(pem: pem, name: add.name) })])
         case let check as Check:
             guard let url = check.data.postgresURL else { return false }
             let store = try await open(url: url, create: false, logger: logger)

@@ -13,7 +13,7 @@ struct Scorebookd: AsyncParsableCommand {
         commandName: "scorebookd",
         abstract: "A CloudKit Web Services-style record store with change feeds and push.",
         version: "scorebookd \(ProductVersion.current)",
-        subcommands: [Serve.self, UserCommand.self, APITokenCommand.self, Backup.self, Check.self, Migrate.self])
+        subcommands: [Serve.self, UserCommand.self, APITokenCommand.self, KeyCommand.self, Backup.self, Check.self, Migrate.self])
 
     /// Parses and runs, reporting any failure as one line on standard error.
     static func main() async {

@@ -223,8 +223,9 @@ final class APIMalformedInputTests: DaemonTestCase {
         XCTAssertTrue([200, 400, 405].contains(head.status), "HEAD /health: \(head.status)")
     }
 
-    func testSharedAndPublicDatabasesAreNotSupportedYet() throws {
-        for database in ["shared", "public"] {
+    /// The public database is served since issue 14 (PublicDatabaseAPITests); shared is not yet.
+    func testSharedDatabaseIsNotSupportedYet() throws {
+        for database in ["shared"] {
             for operation in ["zones/list", "records/modify", "records/changes", "changes/database"] {
                 let answer = try daemon.request("POST", path(operation, database: database), token: token, body: Array("{}".utf8)).parsed()
                 assertError(answer, 400, "BAD_REQUEST", "\(database) \(operation)")

@@ -14,6 +14,8 @@ final class SchemaParserTests: XCTestCase {
             "modificationDate": .timestamp,
         ],
         "Game": ["name": .string, "lowScoreWins": .int64, "modificationDate": .timestamp],
+        // The public game catalogue (CONTRACT §3.10, issue 14).
+        "CatalogGame": ["name": .string, "lowScoreWins": .int64, "description": .string, "modificationDate": .timestamp],
         "Match": [
             "game": .reference, "startDate": .timestamp, "endDate": .timestamp, "notes": .string,
             "modificationDate": .timestamp,

@@ -62,6 +62,10 @@ final class BlockingStore: @unchecked Sendable {
         try wait { try await $0.authenticate(apiToken: apiToken, webAuthToken: webAuthToken) }
     }
 
+    func isValidAPIToken(_ apiToken: String) throws -> Bool { try wait { try await $0.isValidAPIToken(apiToken) } }
+    func addServerKey(pem: String, name: String?) throws -> String { try wait { try await $0.addServerKey(pem: pem, name: name) } }
+    func serverKey(keyID: String) throws -> ServerKey? { try wait { try await $0.serverKey(keyID: keyID) } }
+
     func listZones(_ scope: DatabaseScope) throws -> [ZoneInfo] { try wait { try await $0.listZones(scope) } }
     func lookupZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo { try wait { try await $0.lookupZone(scope, zoneName: zoneName) } }
     func createZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo { try wait { try await $0.createZone(scope, zoneName: zoneName) } }

@@ -1,0 +1,57 @@
+import RecordModel
+import RecordStore
+
+/// The public database (CONTRACT §3.10): one per container and environment, `_defaultZone` only.
+/// Users read and write it as themselves; a request with only a valid `ckAPIToken` reads it.
+/// Who may change which record is the store's rule (`AccessRules`), checked in its transaction.
+extension RecordAPI {
+    /// The public database's record, zone, change and subscription operations (sharing's
+    /// `/public/records/resolve|accept` and `/public/users/*` are answered elsewhere).
+    static let publicDatabaseOperations: Set<String> = [
+        "zones/list", "zones/lookup", "zones/modify", "zones/changes", "changes/database", "changes/zone", "records/modify",
+        "records/lookup", "records/query", "records/changes", "subscriptions/modify", "subscriptions/list", "subscriptions/lookup",
+    ]
+
+    /// What a request that carries only an API token may do.
+    static let publicReadOperations: Set<String> = [
+        "zones/list", "zones/lookup", "zones/changes", "changes/database", "changes/zone", "records/lookup", "records/query",
+        "records/changes",
+    ]
+
+    func answerPublic(_ request: APIRequest, route: Route, authenticatedWebAuthToken: inout String?) async throws -> APIResponse {
+        let scope = try await publicScope(request, route: route, authenticatedWebAuthToken: &authenticatedWebAuthToken)
+        if scope.isAnonymous && !RecordAPI.publicReadOperations.contains(route.operation) {
+            throw ServerError(.authenticationRequired, "\(route.operation) on the public database needs a user: send a web auth token")
+        }
+        if route.operation == "zones/modify" {
+            // The whole request, as CloudKit answers it: the public database has `_defaultZone` only.
+            try ZoneRules.checkCreation(scope)
+        }
+        if let wait = rateLimiter.acquire(userID: scope.userID) {
+            throw ServerError(.throttled, "too many requests; retry after \(wait) s", retryAfter: wait)
+        }
+        let body = try parseBody(request, operation: route.operation)
+        return APIResponse(status: 200, json: try await perform(route.operation, body: body, scope: scope, request: request))
+    }
+
+    /// The caller: a user (bearer or web auth token), a server-to-server key acting as its user,
+    /// or an anonymous reader with a valid API token.
+    func publicScope(_ request: APIRequest, route: Route, authenticatedWebAuthToken: inout String?) async throws -> DatabaseScope {
+        if let signed = SignedRequest(request) {
+            let user = try await verifyServerKey(signed, request: request)
+            return .publicDatabase(caller: user, container: route.container, environment: route.environment, isServerKey: true)
+        }
+        if request.authorization != nil || request.query["ckWebAuthToken"] != nil {
+            let user = try await authenticate(request)
+            if request.authorization == nil { authenticatedWebAuthToken = request.query["ckWebAuthToken"] }
+            return .publicDatabase(caller: user, container: route.container, environment: route.environment)
+        }
+        if let apiToken = request.query["ckAPIToken"] {
+            guard try await store.isValidAPIToken(apiToken) else {
+                throw ServerError(.authenticationFailed, "unknown ckAPIToken")
+            }
+            return .publicDatabase(caller: nil, container: route.container, environment: route.environment)
+        }
+        throw ServerError(.authenticationRequired, "send Authorization: Bearer TOKEN, ckAPIToken (to read), or a server-to-server key's signature")
+    }
+}

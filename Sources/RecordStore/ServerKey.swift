@@ -1,0 +1,112 @@
+import Crypto
+import Foundation
+import RecordModel
+
+/// A server-to-server key (CONTRACT §3.10): a P-256 public key that signs requests to the public
+/// database, acting as its own user.
+public struct ServerKey: Sendable {
+    /// 64 hex digits: SHA-256 of the key's DER encoding, so adding the same key twice finds it.
+    public var keyID: String
+    /// The public key, DER (SubjectPublicKeyInfo).
+    public var publicKeyDER: [UInt8]
+    public var user: User
+
+    package init(keyID: String, publicKeyDER: [UInt8], user: User) {
+        self.keyID = keyID
+        self.publicKeyDER = publicKeyDER
+        self.user = user
+    }
+}
+
+/// The rules of server-to-server keys, for every backend.
+package enum ServerKeyRules {
+    /// Reads a PEM public key (`openssl ec -pubout`) or a PEM private key (`openssl ecparam
+    /// -genkey`: its public half is taken) and returns its DER encoding and key id.
+    /// A file may hold several blocks (`openssl ecparam -genkey` writes the curve's parameters first).
+    package static func parse(pem: String) throws -> (der: [UInt8], keyID: String) {
+        for block in blocks(pem) {
+            let key: P256.Signing.PublicKey
+            if let publicKey = try? P256.Signing.PublicKey(pemRepresentation: block) {
+                key = publicKey
+            } else if let privateKey = try? P256.Signing.PrivateKey(pemRepresentation: block) {
+                key = privateKey.publicKey
+            } else {
+                continue
+            }
+            let der = Array(key.derRepresentation)
+            return (der, TokenHash.hex(der))
+        }
+        throw ServerError.badRequest("not a PEM-encoded P-256 (prime256v1) key")
+    }
+
+    /// Each `-----BEGIN …-----` … `-----END …-----` block of a PEM file.
+    static func blocks(_ pem: String) -> [String] {
+        var blocks: [String] = []
+        var current: [Substring]?
+        for line in pem.split(whereSeparator: \.isNewline) {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed.hasPrefix("-----BEGIN ") { current = [] }
+            current?.append(Substring(trimmed))
+            if trimmed.hasPrefix("-----END "), let lines = current {
+                blocks.append(lines.joined(separator: "\n"))
+                current = nil
+            }
+        }
+        return blocks
+    }
+
+    /// The user a key acts as.
+    package static func userName(keyID: String) -> String { "key-" + keyID.prefix(16) }
+
+    package static func label(_ name: String?, keyID: String) -> String {
+        let trimmed = name?.trimmingCharacters(in: .whitespaces) ?? ""
+        return trimmed.isEmpty ? userName(keyID: keyID) : String(trimmed.prefix(255))
+    }
+
+    package static func wellFormedKeyID(_ keyID: String) -> Bool {
+        keyID.utf8.count == 64 && keyID.utf8.allSatisfy { $0.isHexDigit }
+    }
+}
+
+/// SHA-256 of secrets and keys, as lowercase hex (tokens are stored only as these hashes).
+package enum TokenHash {
+    package static func hex(_ text: String) -> String { hex(Array(text.utf8)) }
+
+    package static func hex<D: DataProtocol>(_ bytes: D) -> String {
+        Crypto.SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+    }
+}
+
+extension SQLiteRecordStore {
+    /// Registers `pem`'s public key (and a user for it) and returns its key id; adding a key
+    /// again returns the same id.
+    public func addServerKey(pem: String, name: String?) throws -> String {
+        let (der, keyID) = try ServerKeyRules.parse(pem: pem)
+        return try database.writeSync { connection in
+            try connection.transaction {
+                if try connection.scalarInt("SELECT 1 FROM server_keys WHERE key_id = ?", [.text(keyID)]) != nil { return keyID }
+                let recordName = "_" + RandomToken.hex(bytes: 16)
+                try connection.run("INSERT INTO users (name, record_name, created_at) VALUES (?, ?, ?)",
+                                   [.text(ServerKeyRules.userName(keyID: keyID)), .text(recordName), .int(clock())])
+                try connection.run("INSERT INTO server_keys (key_id, public_key, user_id, name, created_at) VALUES (?, ?, ?, ?, ?)",
+                                   [.text(keyID), .text(Data(der).base64EncodedString()), .int(connection.lastInsertRowID),
+                                    .text(ServerKeyRules.label(name, keyID: keyID)), .int(clock())])
+                return keyID
+            }
+        }
+    }
+
+    public func serverKey(keyID: String) throws -> ServerKey? {
+        guard ServerKeyRules.wellFormedKeyID(keyID) else { return nil }
+        return try database.readSync { connection in
+            try connection.first(
+                """
+                SELECT k.public_key, u.id, u.name, u.record_name FROM server_keys k JOIN users u ON u.id = k.user_id WHERE k.key_id = ?
+                """, [.text(keyID.lowercased())]
+            ) {
+                ServerKey(keyID: keyID.lowercased(), publicKeyDER: Array(Data(base64Encoded: $0.text(0)) ?? Data()),
+                          user: User(id: $0.int64(1), name: $0.text(2), recordName: $0.text(3)))
+            }
+        }
+    }
+}

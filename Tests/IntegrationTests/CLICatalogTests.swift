@@ -1,0 +1,72 @@
+import Foundation
+import RecordModel
+import XCTest
+
+/// The public game catalogue through the real binaries (issue 14): a club publishes its games
+/// once with `scorebook catalog publish`, and another user's machine lists them and adds one with
+/// `scorebook game add --from-catalog`, all through the public database of a real `scorebookd`.
+final class CLICatalogTests: XCTestCase {
+    var daemon: DaemonProcess!
+
+    override func setUpWithError() throws {
+        daemon = try DaemonProcess.start()
+    }
+
+    override func tearDownWithError() throws {
+        try daemon?.stop()
+        daemon = nil
+    }
+
+    func testAClubPublishesOnceAndAnotherUserAddsFromTheCatalogue() throws {
+        let club = CLIMachine("club"), member = CLIMachine("member")
+        try club.login(daemon, token: try daemon.createUser("club"))
+        try member.login(daemon, token: try daemon.createUser("member"))
+        try club.run("game", "add", "Golf", "--low-score-wins")
+        try club.run("game", "add", "Catan")
+
+        let golf = try club.json("catalog", "publish", "Golf", "--description", "Nine holes on paper")
+        XCTAssertEqual(golf["name"]?.stringValue, "Golf")
+        XCTAssertEqual(golf["lowScoreWins"]?.boolValue, true)
+        XCTAssertTrue(golf["recordName"]?.stringValue?.hasPrefix("CatalogGame|~|") ?? false)
+        let firstName = try club.create("catalog", "publish", "Catan", "--description", "Trade and build")
+        XCTAssertEqual(try club.create("catalog", "publish", "Catan", "--description", "Trade, build, settle"), firstName,
+                       "publishing again changes the same entry")
+
+        let listed = try member.json("catalog", "list").arrayValue ?? []
+        XCTAssertEqual(listed.compactMap { $0["name"]?.stringValue }, ["Catan", "Golf"])
+        XCTAssertEqual(listed.first?["description"]?.stringValue, "Trade, build, settle")
+        let text = try member.run("catalog", "list").stdout
+        XCTAssertTrue(text.contains("Nine holes on paper") && text.contains("low score wins"), text)
+
+        let added = try member.json("game", "add", "--from-catalog", "golf")
+        XCTAssertEqual(added["name"]?.stringValue, "Golf", "the catalogue's spelling, whatever case was asked for")
+        XCTAssertEqual(added["lowScoreWins"]?.boolValue, true)
+        let games = try member.json("game", "list").arrayValue ?? []
+        XCTAssertEqual(games.compactMap { $0["name"]?.stringValue }, ["Golf"])
+
+        // The member cannot change the club's entry; a name not in the catalogue is one line, exit 2.
+        try member.run("game", "add", "Catan")
+        let refused = try member.run(["catalog", "publish", "Catan", "--description", "mine"], allowFailure: true)
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertEqual(refused.stderr.split(separator: "\n").count, 1, refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("another user"), refused.stderr)
+        XCTAssertEqual((try member.json("catalog", "list").arrayValue ?? []).first?["description"]?.stringValue, "Trade, build, settle")
+        let missing = try member.run(["game", "add", "--from-catalog", "Chess"], allowFailure: true)
+        XCTAssertEqual(missing.status, 2)
+        XCTAssertEqual(missing.stderr.split(separator: "\n").count, 1, missing.stderr)
+        XCTAssertTrue(missing.stderr.contains("Chess"), missing.stderr)
+    }
+
+    func testTheCatalogueNeedsALoginAndGameAddNeedsANameOrACatalogueName() throws {
+        let offline = CLIMachine("offline")
+        let listed = try offline.run(["catalog", "list"], allowFailure: true)
+        XCTAssertEqual(listed.status, 1)
+        XCTAssertTrue(listed.stderr.contains("not logged in"), listed.stderr)
+        XCTAssertEqual(listed.stderr.split(separator: "\n").count, 1, listed.stderr)
+        let neither = try offline.run(["game", "add"], allowFailure: true)
+        XCTAssertNotEqual(neither.status, 0)
+        let both = try offline.run(["game", "add", "Go", "--from-catalog", "Go"], allowFailure: true)
+        XCTAssertNotEqual(both.status, 0)
+        XCTAssertTrue(try offline.json("game", "list").arrayValue?.isEmpty ?? false)
+    }
+}
