@@ -4,7 +4,7 @@
 #   scripts/api-conformance.sh            # uses .build/debug/scorebookd, or $SCOREBOOKD
 #
 # Starts the daemon on a temporary data directory (--port 0), creates two users and an API token,
-# then
+# a server-to-server key (openssl), then
 #   (a) scripts/api_conformance.py: the spec is valid OpenAPI 3.0; every path+method of the spec
 #       answers with a documented status, content type and body; a scenario of canonical requests
 #       (success and error cases of every operation, both authentication schemes, the courier's
@@ -179,6 +179,10 @@ log "scorebookd (pid $daemon_pid) at $BASE"
 TOKEN=$("$BIN" user create conformance --data-dir "$DATA" | json_field token) || fail_setup "scorebookd user create failed"
 OTHER_TOKEN=$("$BIN" user create bystander --data-dir "$DATA" | json_field token) || fail_setup "scorebookd user create failed"
 API_TOKEN=$("$BIN" apitoken create --data-dir "$DATA" | json_field apiToken) || fail_setup "scorebookd apitoken create failed"
+# A server-to-server key for the signed requests of the public database (CONTRACT §3.10).
+KEY_FILE="$WORK/server-key.pem"
+openssl ecparam -name prime256v1 -genkey -noout -out "$KEY_FILE" 2>/dev/null || fail_setup "openssl could not make a P-256 key"
+KEY_ID=$("$BIN" key add --public-key "$KEY_FILE" --data-dir "$DATA" | json_field keyID) || fail_setup "scorebookd key add failed"
 
 daemon_tail() {
     log "last lines of the daemon's log:"
@@ -189,7 +193,7 @@ daemon_tail() {
 # (a) the spec and canonical requests.
 
 timeout "$(budget 120)" "$PY" "$CHECKER" check --spec "$SPEC" --base "$BASE" --token "$TOKEN" --other-token "$OTHER_TOKEN" \
-    --api-token "$API_TOKEN" --result-file "$WORK/canonical.result" --courier-token-file "$WORK/courier.token"
+    --api-token "$API_TOKEN" --key-id "$KEY_ID" --key-file "$KEY_FILE" --result-file "$WORK/canonical.result" --courier-token-file "$WORK/courier.token"
 canonical_status=$?
 if ! add_counts "$WORK/canonical.result"; then
     log "the canonical checks did not finish (exit $canonical_status)"

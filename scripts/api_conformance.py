@@ -82,8 +82,8 @@ if __name__ != "__main__":
                 return
             body = getattr(case, "body", None)
             parameters = case.path_parameters if isinstance(case.path_parameters, dict) else {}
-            if parameters.get("database") in ("shared", "public") and not path.endswith(("users/current", "users/caller")):
-                # shared and public only answer 400 (later work): send three of four to private.
+            if parameters.get("database") == "shared" and not path.endswith(("users/current", "users/caller")):
+                # shared only answers 400 (later work): send three of four to private.
                 digest = sum(json.dumps([parameters, body], sort_keys=True, default=str).encode())
                 if digest % 4 != 0:
                     parameters["database"] = "private"
@@ -267,7 +267,10 @@ class Checker:
     CONTAINER = "iCloud.scorebook.conformance"
     ENV = "development"
 
-    def __init__(self, spec: Spec, client: Client, token: str, other_token: str, api_token: str, verbose: bool):
+    def __init__(self, spec: Spec, client: Client, token: str, other_token: str, api_token: str, verbose: bool,
+                 key_id: str | None = None, key_file: str | None = None):
+        self.key_id = key_id
+        self.key_file = key_file
         self.spec = spec
         self.client = client
         self.token = token
@@ -383,7 +386,8 @@ class Checker:
             operations = list(self.spec.operations())
             assert len(operations) >= 20, f"only {len(operations)} operations"
             schemes = self.spec.document["components"]["securitySchemes"]
-            assert {"bearerAuth", "ckAPIToken", "ckWebAuthToken"} <= set(schemes), f"security schemes: {list(schemes)}"
+            assert {"bearerAuth", "ckAPIToken", "ckWebAuthToken", "serverKeyID", "serverKeyDate", "serverKeySignature"} <= set(schemes), \
+                f"security schemes: {list(schemes)}"
             codes = set(self.spec.document["components"]["schemas"]["ServerErrorCode"]["enum"])
             expected = {"BAD_REQUEST", "ATOMIC_ERROR", "AUTHENTICATION_FAILED", "ACCESS_DENIED", "NOT_FOUND",
                         "ZONE_NOT_FOUND", "CONFLICT", "EXISTS", "CHANGE_TOKEN_EXPIRED", "VALIDATING_REFERENCE_ERROR",
@@ -475,6 +479,8 @@ class Checker:
 
         check("users/current under the public database", users_current_public)
         check("users/caller by POST", users_caller_post)
+
+        self.check_public_database(check)
 
         # request-level errors
         check("errors: shared database is 400 BAD_REQUEST",
@@ -1037,6 +1043,95 @@ class Checker:
         check("courier: timeout=0 returns notifications already pending", courier_timeout_zero_pending)
         check("records/*: _defaultZone exists in a never-used database", default_zone_fresh_database)
 
+    # -- the public database and server-to-server keys (CONTRACT §3.10)
+
+    def signed_headers(self, path: str, body: bytes, *, minutes_off: float = 0, key_id: str | None = None) -> dict:
+        """The three headers of a request signed by openssl with the conformance key."""
+        import base64
+        import datetime
+        import hashlib
+        import subprocess
+
+        date = (datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(minutes=minutes_off)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        message = f"{date}:{base64.b64encode(hashlib.sha256(body).digest()).decode()}:{path}".encode()
+        signature = subprocess.run(["openssl", "dgst", "-sha256", "-sign", self.key_file], input=message, capture_output=True,
+                                   check=True, timeout=20).stdout
+        return {"X-Apple-CloudKit-Request-KeyID": key_id or self.key_id, "X-Apple-CloudKit-Request-ISO8601Date": date,
+                "X-Apple-CloudKit-Request-SignatureV1": base64.b64encode(signature).decode()}
+
+    def check_public_database(self, check) -> None:
+        name = f"CatalogGame|~|{str(uuid.uuid4()).upper()}"
+        default = {"zoneName": "_defaultZone"}
+        state = _ScenarioState()
+        api_only = {"ckAPIToken": self.api_token}
+
+        def create():
+            answer = self.api("POST", "records/modify", {"zoneID": default, "operations": [{"operationType": "create", "record": {
+                "recordName": name, "recordType": "CatalogGame", "fields": {"name": {"value": "Catan"}}}}]}, database="public")
+            record = answer.json["records"][0]
+            assert record["created"]["userRecordName"] == self.user_record_name, repr(answer)
+            assert record["zoneID"]["ownerRecordName"] == "__defaultOwner__", repr(answer)
+            state["tag"] = record["recordChangeTag"]
+
+        def read_with_api_token():
+            answer = self.api("POST", "records/query", {"zoneID": default, "query": {"recordType": "CatalogGame"}}, database="public",
+                              token=None, query=api_only)
+            assert any(r.get("recordName") == name for r in answer.json["records"]), repr(answer)
+            self.api("POST", "records/lookup", {"zoneID": default, "records": [{"recordName": name}]}, database="public", token=None,
+                     query=api_only)
+
+        def write_with_api_token():
+            answer = self.api("POST", "records/modify", {"zoneID": default, "operations": [{"operationType": "forceDelete",
+                              "record": {"recordName": name}}]}, database="public", token=None, query=api_only, expect=421)
+            self.expect_error(answer, "AUTHENTICATION_REQUIRED")
+
+        def other_user_update():
+            answer = self.api("POST", "records/modify", {"zoneID": default, "atomic": False, "operations": [{"operationType": "update",
+                              "record": {"recordName": name, "recordChangeTag": state["tag"], "fields": {"name": {"value": "Mine"}}}}]},
+                              database="public", token=self.other_token, expect=403)
+            self.expect_error(answer, "ACCESS_DENIED")
+
+        def zone_create():
+            answer = self.api("POST", "zones/modify", {"operations": [{"operationType": "create", "zone": {"zoneID": {"zoneName": "Z"}}}]},
+                              database="public", expect=400)
+            self.expect_error(answer, "BAD_REQUEST")
+
+        def changes():
+            answer = self.api("POST", "records/changes", {"zoneID": default}, database="public", token=None, query=api_only)
+            assert any(r.get("recordName") == name for r in answer.json["records"]), repr(answer)
+
+        def signed_update():
+            path = self.db_path("records/modify", database="public")
+            body = json.dumps({"zoneID": default, "operations": [{"operationType": "forceUpdate", "record": {
+                "recordName": name, "recordType": "CatalogGame", "fields": {"name": {"value": "Catan (curated)"}}}}]}).encode()
+            answer = self.api("POST", "records/modify", raw=body, database="public", token=None,
+                              headers={"Content-Type": "application/json", **self.signed_headers(path, body)})
+            record = answer.json["records"][0]
+            assert record["fields"]["name"]["value"] == "Catan (curated)", repr(answer)
+            assert record["created"]["userRecordName"] == self.user_record_name, repr(answer)
+
+        def signed_refusals():
+            path = self.db_path("zones/list", database="public")
+            self.api("GET", "zones/list", database="public", token=None, headers=self.signed_headers(path, b""))
+            for headers, why in ((self.signed_headers(path, b"", minutes_off=-11), "expired"),
+                                 (self.signed_headers(path, b"", key_id="c" * 64), "unknown key"),
+                                 ({**self.signed_headers(path, b""), "X-Apple-CloudKit-Request-SignatureV1": "AAAA"}, "bad signature")):
+                answer = self.api("GET", "zones/list", database="public", token=None, headers=headers, expect=401)
+                self.expect_error(answer, "AUTHENTICATION_FAILED")
+            private = self.db_path("zones/list")
+            answer = self.api("GET", "zones/list", token=None, headers=self.signed_headers(private, b""), expect=401)
+            self.expect_error(answer, "AUTHENTICATION_FAILED")
+
+        check("public: a user creates a record in the public _defaultZone", create)
+        check("public: a request with only ckAPIToken reads and queries", read_with_api_token)
+        check("public: a request with only ckAPIToken cannot write (421)", write_with_api_token)
+        check("public: another user's update is 403 ACCESS_DENIED", other_user_update)
+        check("public: creating a zone is 400 BAD_REQUEST", zone_create)
+        check("public: records/changes on the public _defaultZone (extension)", changes)
+        if self.key_id and self.key_file:
+            check("public: an openssl-signed server-to-server request updates any record", signed_update)
+            check("public: expired, unknown-key, bad and private-database signatures are 401", signed_refusals)
+
     def _get_on_post_only(self) -> Answer:
         # records/modify documents only POST: check the answer against the common error schema.
         answer = self.client.call("GET", self.db_path("records/modify"), token=self.token)
@@ -1066,7 +1161,7 @@ def write_result(path: str | None, passed: int, failed: int, known_bugs: int = 0
 def command_check(arguments) -> int:
     spec = Spec(arguments.spec)
     checker = Checker(spec, Client(arguments.base), arguments.token, arguments.other_token, arguments.api_token,
-                      arguments.verbose)
+                      arguments.verbose, key_id=arguments.key_id, key_file=arguments.key_file)
     checker.check_document()
     # The scenario makes the courier token that the every-operation sweep then polls.
     checker.check_scenario()
@@ -1113,6 +1208,8 @@ def main(argv: list[str]) -> int:
     check.add_argument("--api-token", required=True)
     check.add_argument("--result-file")
     check.add_argument("--courier-token-file")
+    check.add_argument("--key-id", help="a server-to-server key registered with `scorebookd key add`")
+    check.add_argument("--key-file", help="its private key (PEM), for openssl to sign with")
     check.add_argument("--verbose", action="store_true")
     junit = commands.add_parser("junit-summary")
     junit.add_argument("junit")
