@@ -6,7 +6,7 @@ import XCTest
 /// §3.10, §2.1): API-token-only reads, creator-only changes, `_defaultZone` only, its change feed
 /// and subscription push, and requests signed by `openssl` itself with a key `scorebookd key add`
 /// registered.
-final class PublicDatabaseAPITests: DaemonTestCase {
+class PublicDatabaseAPITests: DaemonTestCase {
     func publicPath(_ operation: String, container: String = DaemonTestCase.container) -> String {
         path(operation, database: "public", container: container)
     }

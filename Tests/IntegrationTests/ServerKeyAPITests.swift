@@ -5,7 +5,7 @@ import XCTest
 /// Server-to-server keys (CONTRACT §2, §3.10) through the real binaries: `scorebookd key add`
 /// registers a key made by `openssl ecparam`, and requests are signed by `openssl dgst` itself (an
 /// implementation independent of ours) over `DATE:BASE64(SHA256(BODY)):SUBPATH`.
-final class ServerKeyAPITests: DaemonTestCase {
+class ServerKeyAPITests: DaemonTestCase {
     static let directory = DaemonProcess.makeTemporaryDirectory(prefix: "server-keys")
 
     /// Runs openssl; its standard output.
