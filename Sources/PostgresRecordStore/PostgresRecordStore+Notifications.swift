@@ -23,8 +23,12 @@ extension PostgresRecordStore {
                     if let zone = subscription.zoneID {
                         zoneExists = try await self.liveZone(databaseID, name: zone.zoneName, connection) != nil
                     }
+                    let own = PublicSubscriptions.ownPattern(recipient: recipient)
                     let others = try await connection.query(
-                        "SELECT COUNT(*) FROM subscriptions WHERE database_id = \(databaseID) AND subscription_id != \(subscription.subscriptionID)",
+                        """
+                        SELECT COUNT(*) FROM subscriptions
+                        WHERE database_id = \(databaseID) AND subscription_id != \(subscription.subscriptionID) AND subscription_id LIKE \(own)
+                        """,
                         logger: self.logger
                     ).collect().first?.decode(Int64.self) ?? 0
                     if let refusal = SubscriptionRules.refusal(subscription, zoneExists: zoneExists, otherCount: Int(others)) {

@@ -48,8 +48,8 @@ extension SQLiteRecordStore {
                 case .save(let subscription):
                     let zoneExists = try subscription.zoneID.map { try liveZone(databaseID, name: $0.zoneName, connection) != nil } ?? true
                     let others = try connection.scalarInt(
-                        "SELECT COUNT(*) FROM subscriptions WHERE database_id = ? AND subscription_id != ?",
-                        [.int(databaseID), .text(subscription.subscriptionID)]) ?? 0
+                        "SELECT COUNT(*) FROM subscriptions WHERE database_id = ? AND subscription_id != ? AND subscription_id LIKE ?",
+                        [.int(databaseID), .text(subscription.subscriptionID), .text(PublicSubscriptions.ownPattern(recipient: recipient))]) ?? 0
                     if let refusal = SubscriptionRules.refusal(subscription, zoneExists: zoneExists, otherCount: Int(others)) {
                         return .failure(refusal)
                     }

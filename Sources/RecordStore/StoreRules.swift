@@ -554,6 +554,10 @@ package enum PublicSubscriptions {
         return (recipient, String(storedID[storedID.index(after: bar)...]))
     }
 
+    /// A SQL `LIKE` pattern matching the caller's own stored subscriptions (all, in a private
+    /// database): the per-database cap counts each user's public subscriptions on their own.
+    package static func ownPattern(recipient: Int64?) -> String { recipient.map { "\($0)|%" } ?? "%" }
+
     /// The operations as stored (identity when `recipient` is nil: a private database).
     package static func stored(_ operations: [SubscriptionOperation], recipient: Int64?) -> [SubscriptionOperation] {
         guard let recipient else { return operations }

@@ -134,6 +134,21 @@ final class PublicDatabaseTests: StoreTestCase {
         }
     }
 
+    func testTheSubscriptionCapCountsEachUsersOwn() throws {
+        let cap = StoreLimits.maximumSubscriptions
+        for start in stride(from: 0, to: cap, by: 400) {
+            let batch = (start..<min(start + 400, cap)).map {
+                SubscriptionOperation.save(Subscription(subscriptionID: "z\($0)", kind: .zone, zoneID: .default))
+            }
+            XCTAssertTrue(try store.modifySubscriptions(publicScope(alice), operations: batch).allSatisfy { (try? $0.get()) != nil })
+        }
+        let over = try store.modifySubscriptions(publicScope(alice), operations: [.save(Subscription(subscriptionID: "one-more", kind: .zone, zoneID: .default))])
+        guard case .failure(let error)? = over.first else { return XCTFail("alice is over the cap: \(over)") }
+        XCTAssertEqual(error.code, .limitExceeded)
+        let bobs = try store.modifySubscriptions(publicScope(bob), operations: [.save(Subscription(subscriptionID: "mine", kind: .zone, zoneID: .default))])
+        guard case .success? = bobs.first else { return XCTFail("bob has his own allowance: \(bobs)") }
+    }
+
     static let examplePEM = """
         -----BEGIN EC PARAMETERS-----
         BggqhkjOPQMBBw==
