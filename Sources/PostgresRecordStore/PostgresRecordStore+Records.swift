@@ -127,7 +127,7 @@ extension PostgresRecordStore {
         let record = prepared.record
         let sequence = modify.nextSequence()
         let tag = RecordRules.changeTag(zoneRowID: zoneRowID, sequence: sequence)
-        let modified = ChangeStamp(timestamp: modify.now, userRecordName: modify.scope.userRecordName, deviceID: modify.deviceID)
+        let modified = ChangeStamp(timestamp: modify.now, userRecordName: modify.writer, deviceID: modify.deviceID)
         let created = live?.created ?? modified
         let fields = String(decoding: prepared.fieldsJSON, as: UTF8.self)
         try await connection.query(
@@ -191,7 +191,7 @@ extension PostgresRecordStore {
             try await connection.query(
                 """
                 UPDATE records SET deleted = 1, fields = '{}', tag = \(tag), seq = \(sequence), modified_at = \(modify.now),
-                    modified_by = \(modify.scope.userRecordName), modified_device = \(modify.deviceID)
+                    modified_by = \(modify.writer), modified_device = \(modify.deviceID)
                 WHERE zone_id = \(zoneRowID) AND name = \(name)
                 """, logger: logger)
             try await connection.query("DELETE FROM refs WHERE zone_id = \(zoneRowID) AND source = \(name)", logger: logger)

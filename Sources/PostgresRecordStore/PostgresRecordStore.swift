@@ -293,13 +293,20 @@ public final class PostgresRecordStore: RecordStorage {
 
     // MARK: Users and credentials
 
-    public func createUser(name: String) async throws -> (user: User, token: String) {
+    public func createUser(name: String, email: String?) async throws -> (user: User, token: String) {
         try CredentialRules.validateUserName(name)
+        let email = try email.map(ShareRules.normalizedEmail)
         let now = clock()
         let answer: UserAndToken = try await write { connection in
             let recordName = "_" + RandomToken.hex(bytes: 16)
+            if let email, try await !connection.query("SELECT 1 FROM users WHERE email = \(email)", logger: self.logger).collect().isEmpty {
+                throw ServerError(.exists, "another user has the email \(email)")
+            }
             let inserted = try await connection.query(
-                "INSERT INTO users (name, record_name, created_at) VALUES (\(name), \(recordName), \(now)) ON CONFLICT (name) DO NOTHING RETURNING id",
+                """
+                INSERT INTO users (name, record_name, created_at, email) VALUES (\(name), \(recordName), \(now), \(email))
+                ON CONFLICT (name) DO NOTHING RETURNING id
+                """,
                 logger: self.logger
             ).collect()
             guard let id = try inserted.first?.decode(Int64.self) else { throw ServerError(.exists, "user '\(name)' already exists") }

@@ -68,5 +68,8 @@ enum PostgresSchema {
         "CREATE INDEX IF NOT EXISTS notifications_created ON notifications (created_at)",
         // Daemons serving the database, by heartbeat: per-user rate limits are shared among them.
         "CREATE TABLE IF NOT EXISTS daemons (id TEXT PRIMARY KEY, last_seen BIGINT NOT NULL)",
+        // Sharing: users found by email (CONTRACT §3.9).
+        "ALTER TABLE users ADD COLUMN IF NOT EXISTS email TEXT",
+        "CREATE UNIQUE INDEX IF NOT EXISTS users_email ON users (email) WHERE email IS NOT NULL",
     ]
 }
