@@ -40,37 +40,3 @@ extension PostgresRecordStore {
     }
 }
 
-// Sharing on PostgreSQL: users are found by email; the shared database and the share endpoints
-// are not served on this backend yet (`supportsSharing` is false, the routes refuse them).
-extension PostgresRecordStore {
-    public func discoverUsers(emails: [String], recordNames: [String]) async throws -> [UserIdentity] {
-        try await read { connection in
-            var found: [UserIdentity] = []
-            for email in emails {
-                for row in try await connection.query("SELECT id, name, record_name, email FROM users WHERE email = \(email)", logger: self.logger).collect() {
-                    let (id, name, recordName, address) = try row.decode((Int64, String, String, String?).self)
-                    found.append(UserIdentity(id: id, name: name, recordName: recordName, email: address))
-                }
-            }
-            for recordName in recordNames {
-                for row in try await connection.query("SELECT id, name, record_name, email FROM users WHERE record_name = \(recordName)", logger: self.logger).collect() {
-                    let (id, name, found_, address) = try row.decode((Int64, String, String, String?).self)
-                    found.append(UserIdentity(id: id, name: name, recordName: found_, email: address))
-                }
-            }
-            return found
-        }
-    }
-
-    public func resolveShares(_ scope: DatabaseScope, shortGUIDs: [String], accept: Bool) async throws -> [Result<JSONValue, ServerError>] {
-        throw ServerError.badRequest("sharing is not served on the PostgreSQL backend yet")
-    }
-
-    public func invitations(_ scope: DatabaseScope) async throws -> [JSONValue] {
-        throw ServerError.badRequest("sharing is not served on the PostgreSQL backend yet")
-    }
-
-    public func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) async throws -> ZoneInfo {
-        throw ServerError.badRequest("sharing is not served on the PostgreSQL backend yet")
-    }
-}

@@ -63,9 +63,9 @@ public struct DatabaseScope: Sendable, Hashable {
 public enum RecordOperationType: String, Sendable, CaseIterable {
     case create, update, forceUpdate, replace, forceReplace, delete, forceDelete
 
-    var needsTag: Bool { self == .update || self == .replace || self == .delete }
-    var isDelete: Bool { self == .delete || self == .forceDelete }
-    var replacesFields: Bool { self == .replace || self == .forceReplace }
+    package var needsTag: Bool { self == .update || self == .replace || self == .delete }
+    package var isDelete: Bool { self == .delete || self == .forceDelete }
+    package var replacesFields: Bool { self == .replace || self == .forceReplace }
 }
 
 /// One operation of a modify request. The record stays a wire dictionary until the store reads it,

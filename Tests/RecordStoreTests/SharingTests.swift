@@ -33,9 +33,6 @@ final class SharingTests: StoreTestCase {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        guard Self.backend == .sqlite || (try? store.wait({ $0.supportsSharing })) == true else {
-            throw XCTSkip("sharing is not served on this backend yet")
-        }
         bob = try store.createUser(name: "bob", email: "Bob@Example.com").user
         carol = try store.createUser(name: "carol", email: "carol@example.com").user
         dave = try store.createUser(name: "dave", email: "dave@example.com").user
