@@ -172,4 +172,51 @@ final class PostgresDaemonTests: XCTestCase {
         XCTAssertLessThanOrEqual(Double(accepted), 10 + 5 * elapsed + 1, "a daemon grants half the burst and half the rate")
         XCTAssertGreaterThanOrEqual(accepted, 9)
     }
+
+    /// Sharing across two daemons on one PostgreSQL database: users made with `user create --email`
+    /// on `--database`; alice shares on one daemon, bob accepts and writes on the other, and
+    /// alice's removal of bob stops his very next request there (access is checked in the
+    /// database's transaction, not in a daemon's memory).
+    func testSharingAcrossTwoDaemonsOnOneDatabase() throws {
+        let first = try DaemonProcess.start(postgresURL: databaseURL)
+        defer { XCTAssertNoThrow(try first.stop()) }
+        let second = try DaemonProcess.start(postgresURL: databaseURL)
+        defer { XCTAssertNoThrow(try second.stop()) }
+        let alice = try first.createUserInfo("alice", email: "alice@example.com")
+        let bob = try first.createUserInfo("bob", email: "bob@example.com")
+        func call(_ daemon: DaemonProcess, _ token: String, _ database: String, _ operation: String, _ body: JSONValue) throws
+            -> (status: Int, body: JSONValue)
+        {
+            try daemon.post("/database/1/iCloud.scorebook.tests/development/\(database)/\(operation)", token: token, json: body.serializedString())
+        }
+        let zone: JSONValue = ["zoneName": "Friday"]
+        let sharedZone: JSONValue = ["zoneName": "Friday", "ownerRecordName": .string(alice.userRecordName)]
+        XCTAssertEqual(try call(first, alice.token, "private", "zones/modify",
+                                ["operations": [["operationType": "create", "zone": ["zoneID": zone]]]]).status, 200)
+        func share(_ participants: [JSONValue], tag: String?) -> JSONValue {
+            var record: [String: JSONValue] = ["recordName": "cloudkit.zoneshare", "recordType": "cloudkit.share", "participants": .array(participants)]
+            if let tag { record["recordChangeTag"] = .string(tag) }
+            return ["zoneID": zone, "operations": [["operationType": tag == nil ? "create" : "update", "record": .object(record)]]]
+        }
+        let bobInvited: JSONValue = ["type": "USER", "permission": "READ_WRITE", "userIdentity": ["lookupInfo": ["emailAddress": "bob@example.com"]]]
+        let saved = try call(first, alice.token, "private", "records/modify", share([bobInvited], tag: nil)).body["records"]?.arrayValue?.first
+        let guid = try XCTUnwrap(saved?["shortGUID"]?.stringValue, "\(String(describing: saved))")
+        XCTAssertEqual(try call(second, bob.token, "shared", "invitations/list", [:]).body["invitations"]?.arrayValue?.count, 1)
+        let accepted = try call(second, bob.token, "public", "records/accept", ["shortGUIDs": [["value": .string(guid)]]])
+        XCTAssertEqual(accepted.body["results"]?.arrayValue?.first?["participantStatus"], "ACCEPTED", "\(accepted.body)")
+        let wrote = try call(second, bob.token, "shared", "records/modify", [
+            "zoneID": sharedZone, "operations": [["operationType": "create", "record": ["recordName": "g1", "recordType": "Game",
+                                                                                          "fields": ["name": ["value": "Bob's"]]]]],
+        ])
+        XCTAssertEqual(wrote.body["records"]?.arrayValue?.first?["created"]?["userRecordName"]?.stringValue, bob.userRecordName, "\(wrote.body)")
+        let seen = try call(first, alice.token, "private", "records/lookup", ["zoneID": zone, "records": [["recordName": "g1"]]])
+        XCTAssertEqual(seen.body["records"]?.arrayValue?.first?["modified"]?["userRecordName"]?.stringValue, bob.userRecordName)
+
+        let tag = try XCTUnwrap(call(first, alice.token, "private", "records/lookup", ["zoneID": zone, "records": [["recordName": "cloudkit.zoneshare"]]])
+            .body["records"]?.arrayValue?.first?["recordChangeTag"]?.stringValue)
+        XCTAssertEqual(try call(first, alice.token, "private", "records/modify", share([], tag: tag)).status, 200)
+        let refused = try call(second, bob.token, "shared", "records/lookup", ["zoneID": sharedZone, "records": [["recordName": "g1"]]])
+        XCTAssertEqual(refused.status, 404)
+        XCTAssertEqual(refused.body["serverErrorCode"], "ZONE_NOT_FOUND")
+    }
 }
