@@ -236,11 +236,11 @@ extension SQLiteRecordStore {
     /// Fires the shared-database subscriptions of the zone's accepted participants (`dbs` 3) in
     /// the change's transaction; returns the databases whose outbox grew.
     func notifyParticipants(_ changes: [CommittedChange], zone: ZoneRow, ownerScope: DatabaseScope, zoneChanged: Bool,
-                            _ connection: SQLiteConnection) throws -> Set<Int64>
+                            onlyDatabase: Int64? = nil, _ connection: SQLiteConnection) throws -> Set<Int64>
     {
         var touched = Set<Int64>()
         let now = clock()
-        for channel in try participantChannels(zoneRowID: zone.id, connection) {
+        for channel in try participantChannels(zoneRowID: zone.id, connection) where onlyDatabase == nil || onlyDatabase == channel.databaseID {
             let key = ShareRules.sharedSubscriptionKey(channel.databaseID)
             let subscriptions = try subscriptionCache.subscriptions(key, connection)
             let (payloads, firedOnce) = SubscriptionRules.fire(subscriptions, changes: changes, zone: zone.name, scope: ownerScope,
@@ -292,8 +292,8 @@ extension SQLiteRecordStore {
                             // The participant's database subscriptions learn of the zone it now has.
                             let ownerScope = DatabaseScope(user: User(id: share.owner.id, name: share.owner.name, recordName: share.owner.recordName),
                                                            container: scope.container, environment: scope.environment)
-                            touched.formUnion(try notifyParticipants([], zone: zone, ownerScope: ownerScope, zoneChanged: true, connection)
-                                .filter { $0 == privateDatabaseID })
+                            touched.formUnion(try notifyParticipants([], zone: zone, ownerScope: ownerScope, zoneChanged: true,
+                                                                     onlyDatabase: privateDatabaseID, connection))
                         }
                     }
                     let record = try connection.first(

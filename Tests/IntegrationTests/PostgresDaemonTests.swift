@@ -219,4 +219,40 @@ final class PostgresDaemonTests: XCTestCase {
         XCTAssertEqual(refused.status, 404)
         XCTAssertEqual(refused.body["serverErrorCode"], "ZONE_NOT_FOUND")
     }
+
+    /// `migrate` keeps shares: a participant of a zone shared on SQLite keeps its access, and
+    /// users keep the email they are found by, on PostgreSQL.
+    func testMigrateKeepsSharesAndUsersEmails() throws {
+        let old = try DaemonProcess.start()
+        let alice = try old.createUserInfo("alice", email: "alice@example.com")
+        let bob = try old.createUserInfo("bob", email: "bob@example.com")
+        func call(_ daemon: DaemonProcess, _ token: String, _ database: String, _ operation: String, _ body: JSONValue) throws -> JSONValue {
+            try daemon.post("/database/1/iCloud.scorebook.tests/development/\(database)/\(operation)", token: token, json: body.serializedString()).body
+        }
+        _ = try call(old, alice.token, "private", "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Friday"]]]]])
+        let saved = try call(old, alice.token, "private", "records/modify", ["zoneID": ["zoneName": "Friday"], "operations": [
+            ["operationType": "create", "record": ["recordName": "g1", "recordType": "Game", "fields": ["name": ["value": "Catan"]]]],
+            ["operationType": "create", "record": ["recordName": "cloudkit.zoneshare", "recordType": "cloudkit.share", "participants": [
+                ["type": "USER", "permission": "READ_ONLY", "userIdentity": ["lookupInfo": ["emailAddress": "bob@example.com"]]]]]],
+        ]])
+        let guid = try XCTUnwrap(saved["records"]?.arrayValue?.last?["shortGUID"]?.stringValue, "\(saved)")
+        _ = try call(old, bob.token, "public", "records/accept", ["shortGUIDs": [["value": .string(guid)]]])
+        try old.stop()
+        let migrated = try DaemonProcess.run("scorebookd", ["migrate", "--from-data-dir", old.dataDirectory.path, "--database", databaseURL])
+        XCTAssertEqual(migrated.status, 0, migrated.stderr)
+
+        let daemon = try DaemonProcess.start(postgresURL: databaseURL)
+        defer { XCTAssertNoThrow(try daemon.stop()) }
+        let sharedZone: JSONValue = ["zoneName": "Friday", "ownerRecordName": .string(alice.userRecordName)]
+        let seen = try call(daemon, bob.token, "shared", "records/lookup", ["zoneID": sharedZone, "records": [["recordName": "g1"]]])
+        XCTAssertEqual(seen["records"]?.arrayValue?.first?["fields"]?["name"]?["value"], "Catan", "\(seen)")
+        let share = try call(daemon, bob.token, "shared", "records/lookup", ["zoneID": sharedZone, "records": [["recordName": "cloudkit.zoneshare"]]])
+        XCTAssertEqual(share["records"]?.arrayValue?.first?["shortGUID"]?.stringValue, guid)
+        let found = try call(daemon, alice.token, "public", "users/discover", ["lookupInfos": [["emailAddress": "bob@example.com"]]])
+        XCTAssertEqual(found["users"]?.arrayValue?.first?["userRecordName"]?.stringValue, bob.userRecordName)
+        let refused = try daemon.post("/database/1/iCloud.scorebook.tests/development/shared/records/modify", token: bob.token,
+                                      json: JSONValue.object(["zoneID": sharedZone, "operations": [["operationType": "create",
+                                          "record": ["recordName": "g2", "recordType": "Game"]]]]).serializedString())
+        XCTAssertEqual(refused.status, 403, "still read-only after the move")
+    }
 }

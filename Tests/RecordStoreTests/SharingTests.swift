@@ -335,6 +335,32 @@ final class SharingTests: StoreTestCase {
         XCTAssertEqual(try payloads(1).count, before[1] + 2)
         XCTAssertEqual(try payloads(2).count, before[2] + 2)
         XCTAssertEqual(try payloads(3).count, before[3])
+
+        // Erin accepts: her database subscription hears of the zone she now has; nobody else's fires.
+        _ = try store.modifySubscriptions(shared(erin), operations: [.save(try Subscription(json: [
+            "subscriptionID": "erin-db", "subscriptionType": "database", "firesOn": ["create", "update", "delete"],
+        ]))])
+        let counts = try (0..<5).map { try payloads($0).count }
+        _ = try store.resolveShares(privateScope(erin), [shortGUID], accept: true)
+        XCTAssertEqual(try payloads(4).dropFirst(counts[4]).map { $0["ck"]?["met"]?["dbs"]?.int64Value }, [3])
+        XCTAssertEqual(try (0..<4).map { try payloads($0).count }, Array(counts[0..<4]), "an acceptance notifies only the one who accepted")
+    }
+
+    func testAShareHoldsAHundredParticipants() throws {
+        _ = try store.createZone(aliceScope, zoneName: zoneName)
+        let users = try (0..<100).map { try store.createUser(name: "p\($0)", email: "p\($0)@example.com").user }
+        let share = try save(aliceScope, zone: ownerZone, shareRecord(users.enumerated().map { index, user in
+            index % 2 == 0 ? participant(email: "p\(index)@example.com", "READ_WRITE") : participant(recordName: user.recordName, "READ_WRITE")
+        }))
+        let json = try JSONValue.parse(share.json().serialized())
+        XCTAssertEqual(json["participants"]?.arrayValue?.count, 101)
+        let guid = try XCTUnwrap(json["shortGUID"]?.stringValue)
+        for user in users {
+            guard case .success = try store.resolveShares(privateScope(user), [guid], accept: true).first else { return XCTFail("\(user.name)") }
+        }
+        try save(shared(users[99]), zone: sharedZone, record("last", "Game", ["name": field("Last")]))
+        XCTAssertEqual(try lookup(shared(users[0]), zone: sharedZone, "last")?.created.userRecordName, users[99].recordName)
+        XCTAssertEqual(try store.listZones(shared(users[50])).map(\.zoneID), [sharedZone])
     }
 
     func testUsersAreFoundByTheEmailGivenAtCreation() throws {
