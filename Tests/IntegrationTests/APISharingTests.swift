@@ -207,4 +207,114 @@ final class APISharingTests: DaemonTestCase {
         let daves = try poll(dave, davesCourier, since: daveStart).cks
         XCTAssertTrue(daves.isEmpty, "a removed participant is never notified again: \(daves)")
     }
+
+    /// Every shared-database operation × {owner, read-write, read-only, removed, invited-not-
+    /// accepted, stranger, API-token-only}: what each may read, write and be notified of.
+    func testPermissionMatrixOfEverySharedDatabaseOperation() throws {
+        let alice = try person("alice"), rw = try person("rw"), ro = try person("ro"), removed = try person("removed"),
+            invited = try person("invited"), stranger = try person("stranger")
+        try createZone(zone, alice.token)
+        try modify(alice.token, [("create", record("g1", "Game", ["name": ["value": "Catan"]]))], zone: zone)
+        let saved = try modify(alice.token, [("create", share([participant(rw, "READ_WRITE"), participant(ro, "READ_ONLY"),
+                                                               participant(removed, "READ_WRITE"), participant(invited, "READ_ONLY")]))], zone: zone)
+        let guid = try XCTUnwrap(saved.first?["shortGUID"]?.stringValue)
+        for who in [rw, ro, removed] {
+            XCTAssertEqual(try publicCall("records/accept", who, ["shortGUIDs": [["value": .string(guid)]]]).body["results"]?.arrayValue?.first?["participantStatus"],
+                           "ACCEPTED")
+        }
+        // Everyone subscribes in its shared database while it can (a database subscription needs no zone).
+        for who in [rw, ro, removed, invited, stranger] {
+            let answer = try shared("subscriptions/modify", who, ["operations": [["operationType": "create", "subscription": [
+                "subscriptionID": "everything", "subscriptionType": "database", "firesOn": ["create", "update", "delete"]]]]])
+            XCTAssertEqual(answer.body["subscriptions"]?.arrayValue?.first?["subscriptionID"], "everything", "\(answer.body)")
+        }
+        let tag = try XCTUnwrap(lookup(alice.token, "cloudkit.zoneshare", zone: zone)?["recordChangeTag"]?.stringValue)
+        _ = try modify(alice.token, [("update", share([participant(rw, "READ_WRITE"), participant(ro, "READ_ONLY"),
+                                                       participant(invited, "READ_ONLY")], tag: tag))], zone: zone)
+
+        let theZone = zoneID(alice)
+        let zoneSubscription: JSONValue = ["operations": [["operationType": "create", "subscription": [
+            "subscriptionID": "zone", "subscriptionType": "zone", "zoneID": theZone]]]]
+        func entry(_ answer: (status: Int, body: JSONValue), _ key: String) -> JSONValue? { answer.body[key]?.arrayValue?.first }
+
+        // Readers: the two accepted participants.
+        for (who, name) in [(rw, "read-write"), (ro, "read-only")] {
+            XCTAssertEqual(try shared("zones/list", who, [:]).body["zones"]?.arrayValue?.map { $0["zoneID"] }, [theZone], name)
+            XCTAssertEqual(entry(try shared("zones/lookup", who, ["zones": [["zoneID": theZone]]]), "zones")?["zoneID"], theZone, name)
+            XCTAssertEqual(entry(try shared("zones/modify", who, ["operations": [["operationType": "delete", "zone": ["zoneID": theZone]]]]),
+                                 "zones")?["serverErrorCode"], "ACCESS_DENIED", name)
+            XCTAssertEqual(try shared("changes/database", who, [:]).body["zones"]?.arrayValue, [["zoneID": theZone]], name)
+            XCTAssertEqual(try shared("zones/changes", who, [:]).body["zones"]?.arrayValue, [["zoneID": theZone]], name)
+            XCTAssertNotNil(entry(try shared("changes/zone", who, ["zones": [["zoneID": theZone]]]), "zones")?["syncToken"], name)
+            XCTAssertEqual(try shared("records/changes", who, ["zoneID": theZone]).status, 200, name)
+            XCTAssertEqual(entry(try shared("records/lookup", who, ["zoneID": theZone, "records": [["recordName": "g1"]]]), "records")?["recordName"],
+                           "g1", name)
+            XCTAssertEqual(try shared("records/query", who, ["zoneID": theZone, "query": ["recordType": "Game"]]).body["records"]?.arrayValue?.count,
+                           1, name)
+            XCTAssertEqual(entry(try shared("subscriptions/modify", who, zoneSubscription), "subscriptions")?["subscriptionID"], "zone", name)
+            XCTAssertEqual(Set(try shared("subscriptions/list", who, [:]).body["subscriptions"]?.arrayValue?.compactMap { $0["subscriptionID"]?.stringValue } ?? []),
+                           ["everything", "zone"], name)
+            XCTAssertEqual(entry(try shared("subscriptions/lookup", who, ["subscriptions": [["subscriptionID": "zone"]]]), "subscriptions")?["subscriptionID"],
+                           "zone", name)
+        }
+        XCTAssertEqual(try sharedModify(rw, owner: alice, [("create", record("rw1", "Game"))]).status, 200)
+        assertError(try sharedModify(ro, owner: alice, [("create", record("ro1", "Game"))]), 403, "ACCESS_DENIED")
+
+        // Removed, invited-not-accepted, stranger: the zone does not exist for them.
+        for (who, name) in [(removed, "removed"), (invited, "invited"), (stranger, "stranger")] {
+            XCTAssertEqual(try shared("zones/list", who, [:]).body["zones"]?.arrayValue, [], name)
+            XCTAssertEqual(entry(try shared("zones/lookup", who, ["zones": [["zoneID": theZone]]]), "zones")?["serverErrorCode"], "ZONE_NOT_FOUND", name)
+            XCTAssertEqual(entry(try shared("zones/modify", who, ["operations": [["operationType": "delete", "zone": ["zoneID": theZone]]]]),
+                                 "zones")?["serverErrorCode"], "ZONE_NOT_FOUND", name)
+            XCTAssertFalse(try shared("changes/database", who, [:]).body["zones"]?.arrayValue?.contains { $0["zoneID"] == theZone && $0["deleted"] == nil } ?? true, name)
+            XCTAssertEqual(entry(try shared("changes/zone", who, ["zones": [["zoneID": theZone]]]), "zones")?["serverErrorCode"], "ZONE_NOT_FOUND", name)
+            assertError(try shared("records/changes", who, ["zoneID": theZone]), 404, "ZONE_NOT_FOUND", name)
+            assertError(try shared("records/lookup", who, ["zoneID": theZone, "records": [["recordName": "g1"]]]), 404, "ZONE_NOT_FOUND", name)
+            assertError(try shared("records/query", who, ["zoneID": theZone, "query": ["recordType": "Game"]]), 404, "ZONE_NOT_FOUND", name)
+            assertError(try sharedModify(who, owner: alice, [("create", record("x-\(name)", "Game"))]), 404, "ZONE_NOT_FOUND", name)
+            assertError(try sharedModify(who, owner: alice, [("forceDelete", record("cloudkit.zoneshare"))]), 404, "ZONE_NOT_FOUND", name)
+            XCTAssertEqual(entry(try shared("subscriptions/modify", who, zoneSubscription), "subscriptions")?["serverErrorCode"], "ZONE_NOT_FOUND", name)
+            XCTAssertEqual(try shared("subscriptions/list", who, [:]).body["subscriptions"]?.arrayValue?.compactMap { $0["subscriptionID"]?.stringValue },
+                           ["everything"], name)
+            XCTAssertNil(try lookup(alice.token, "x-\(name)", zone: zone), name)
+        }
+
+        // API token only (no user): nothing at all.
+        let apiToken = try daemon.createAPIToken()
+        for operation in ["zones/list", "records/lookup", "invitations/list"] {
+            let answer = try daemon.request("POST", path(operation, database: "shared") + "?ckAPIToken=\(apiToken)",
+                                            body: Array(#"{"zoneID": {"zoneName": "Friday"}, "records": []}"#.utf8)).parsed()
+            assertError(answer, 421, "AUTHENTICATION_REQUIRED", "API token only: \(operation)")
+        }
+        let resolved = try daemon.request("POST", path("records/resolve", database: "public") + "?ckAPIToken=\(apiToken)",
+                                          body: Array(#"{"shortGUIDs": [{"value": "\#(guid)"}]}"#.utf8)).parsed()
+        assertError(resolved, 421, "AUTHENTICATION_REQUIRED", "API token only: resolve")
+
+        // The owner: everything in its private database, and it sees the read-write participant's write.
+        XCTAssertEqual(try lookup(alice.token, "rw1", zone: zone)?["created"]?["userRecordName"]?.stringValue, rw.recordName)
+        XCTAssertNil(try lookup(alice.token, "ro1", zone: zone))
+
+        // Notifications of a change by the owner: only the two accepted participants.
+        var couriers: [String: (path: String, cursor: String)] = [:]
+        for who in [rw, ro, removed, invited, stranger] {
+            let answer = try daemon.post("/database/1/\(Self.container)/development/tokens/create", token: who.token, json: #"{"apnsEnvironment":"development"}"#)
+            let courier = try XCTUnwrap(URL(string: try XCTUnwrap(answer.body["webcourierURL"]?.stringValue))?.path)
+            let start = try daemon.request("GET", courier + "?timeout=0", token: who.token).parsed().body["cursor"]?.stringValue ?? ""
+            couriers[who.recordName] = (courier, start)
+        }
+        try modify(alice.token, [("create", record("late", "Game"))], zone: zone)
+        for (who, expected) in [(rw, 2), (ro, 2), (removed, 0), (invited, 0), (stranger, 0)] {
+            let (courier, cursor) = couriers[who.recordName]!
+            let since = cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? cursor
+            let answer = try daemon.request("GET", courier + "?since=\(since)&timeout=\(expected > 0 ? 3 : 1)", token: who.token).parsed()
+            var notes = answer.body["notifications"]?.arrayValue ?? []
+            if notes.count < expected, let next = answer.body["cursor"]?.stringValue {
+                let more = try daemon.request("GET", courier + "?since=\(next.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? next)&timeout=2",
+                                              token: who.token).parsed()
+                notes += more.body["notifications"]?.arrayValue ?? []
+            }
+            XCTAssertEqual(notes.count, expected, "notifications of \(who.email): \(notes)")
+            XCTAssertTrue(notes.allSatisfy { ($0["ck"]?["met"]?["dbs"] ?? $0["ck"]?["fet"]?["dbs"]) == 3 }, "\(notes)")
+        }
+    }
 }
