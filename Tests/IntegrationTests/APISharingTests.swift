@@ -317,4 +317,58 @@ final class APISharingTests: DaemonTestCase {
             XCTAssertTrue(notes.allSatisfy { ($0["ck"]?["met"]?["dbs"] ?? $0["ck"]?["fet"]?["dbs"]) == 3 }, "\(notes)")
         }
     }
+
+    /// A participant's long-poll that is already waiting is woken by the owner's write (the push
+    /// hub is told of the participant's outbox, not only the owner's), well before its timeout.
+    func testAWaitingParticipantIsWokenByTheOwnersWrite() throws {
+        let alice = try person("alice"), bob = try person("bob")
+        try createZone(zone, alice.token)
+        let saved = try modify(alice.token, [("create", share([participant(bob, "READ_ONLY")]))], zone: zone)
+        let guid = try XCTUnwrap(saved.first?["shortGUID"]?.stringValue)
+        XCTAssertEqual(try publicCall("records/accept", bob, ["shortGUIDs": [["value": .string(guid)]]]).status, 200)
+        XCTAssertEqual(try shared("subscriptions/modify", bob, ["operations": [["operationType": "create", "subscription": [
+            "subscriptionID": "zone", "subscriptionType": "zone", "zoneID": zoneID(alice)]]]]).status, 200)
+        let channel = try daemon.post("/database/1/\(Self.container)/development/tokens/create", token: bob.token, json: #"{"apnsEnvironment":"development"}"#)
+        let courier = try XCTUnwrap(URL(string: try XCTUnwrap(channel.body["webcourierURL"]?.stringValue))?.path)
+        let cursor = try XCTUnwrap(daemon.request("GET", courier + "?timeout=0", token: bob.token).parsed().body["cursor"]?.stringValue)
+        let since = cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? cursor
+
+        let done = DispatchSemaphore(value: 0)
+        let result = LockedResult()
+        let port = try daemon.port
+        let token = bob.token
+        Thread {
+            let started = Date()
+            let answer = try? RawHTTP.send(port: port, method: "GET", path: courier + "?since=\(since)&timeout=30",
+                                           headers: [("Authorization", "Bearer \(token)")], body: [], timeout: 40).parsed()
+            result.set(answer?.body, Date().timeIntervalSince(started))
+            done.signal()
+        }.start()
+        Thread.sleep(forTimeInterval: 0.5)  // the poll is waiting
+        try modify(alice.token, [("create", record("g1", "Game", ["name": ["value": "Catan"]]))], zone: zone)
+        XCTAssertEqual(done.wait(timeout: .now() + 40), .success)
+        let (body, elapsed) = result.get()
+        XCTAssertLessThan(elapsed, 10, "woken by the write, not by the 30 s timeout")
+        XCTAssertEqual(body?["notifications"]?.arrayValue?.first?["ck"]?["fet"]?["sid"], "zone", "\(String(describing: body))")
+    }
+}
+
+/// A value handed from a background thread to the test.
+final class LockedResult: @unchecked Sendable {
+    private let lock = NSLock()
+    private var body: JSONValue?
+    private var elapsed: TimeInterval = .infinity
+
+    func set(_ body: JSONValue?, _ elapsed: TimeInterval) {
+        lock.lock()
+        self.body = body
+        self.elapsed = elapsed
+        lock.unlock()
+    }
+
+    func get() -> (JSONValue?, TimeInterval) {
+        lock.lock()
+        defer { lock.unlock() }
+        return (body, elapsed)
+    }
 }
