@@ -212,6 +212,33 @@ final class PostgresDaemonTests: XCTestCase {
         let seen = try call(first, alice.token, "private", "records/lookup", ["zoneID": zone, "records": [["recordName": "g1"]]])
         XCTAssertEqual(seen.body["records"]?.arrayValue?.first?["modified"]?["userRecordName"]?.stringValue, bob.userRecordName)
 
+        // Bob's long-poll on the second daemon is woken by alice's write on the first (LISTEN/NOTIFY
+        // names bob's outbox too).
+        XCTAssertEqual(try call(second, bob.token, "shared", "subscriptions/modify", ["operations": [["operationType": "create", "subscription": [
+            "subscriptionID": "zone", "subscriptionType": "zone", "zoneID": sharedZone]]]]).status, 200)
+        let channel = try second.post("/database/1/iCloud.scorebook.tests/development/tokens/create", token: bob.token,
+                                      json: #"{"apnsEnvironment":"development"}"#)
+        let courier = try XCTUnwrap(URL(string: try XCTUnwrap(channel.body["webcourierURL"]?.stringValue))?.path)
+        let cursor = try XCTUnwrap(second.request("GET", courier + "?timeout=0", token: bob.token).parsed().body["cursor"]?.stringValue)
+        let since = cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? cursor
+        let done = DispatchSemaphore(value: 0)
+        let result = LockedResult()
+        let port = second.port, bobToken = bob.token
+        Thread {
+            let started = Date()
+            let answer = try? RawHTTP.send(port: port, method: "GET", path: courier + "?since=\(since)&timeout=30",
+                                           headers: [("Authorization", "Bearer \(bobToken)")], body: [], timeout: 40).parsed()
+            result.set(answer?.body, Date().timeIntervalSince(started))
+            done.signal()
+        }.start()
+        Thread.sleep(forTimeInterval: 0.5)
+        XCTAssertEqual(try call(first, alice.token, "private", "records/modify", ["zoneID": zone, "operations": [
+            ["operationType": "create", "record": ["recordName": "a1", "recordType": "Game", "fields": ["name": ["value": "Alice's"]]]]]]).status, 200)
+        XCTAssertEqual(done.wait(timeout: .now() + 40), .success)
+        let (woken, elapsed) = result.get()
+        XCTAssertLessThan(elapsed, 10, "woken across daemons, not by the timeout")
+        XCTAssertEqual(woken?["notifications"]?.arrayValue?.first?["ck"]?["fet"]?["dbs"], 3, "\(String(describing: woken))")
+
         let tag = try XCTUnwrap(call(first, alice.token, "private", "records/lookup", ["zoneID": zone, "records": [["recordName": "cloudkit.zoneshare"]]])
             .body["records"]?.arrayValue?.first?["recordChangeTag"]?.stringValue)
         XCTAssertEqual(try call(first, alice.token, "private", "records/modify", share([], tag: tag)).status, 200)
