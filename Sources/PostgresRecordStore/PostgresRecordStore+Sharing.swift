@@ -40,8 +40,6 @@ extension PostgresRecordStore {
         }
     }
 
-    public var supportsSharing: Bool { true }
-
     // MARK: The access check
 
     /// The shared zone as the caller may use it (one indexed join); anything missing is

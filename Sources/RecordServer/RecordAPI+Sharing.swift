@@ -16,14 +16,12 @@ extension RecordAPI {
                                   kind: route.database == "shared" ? .shared : .private)
         switch (route.database, route.operation) {
         case ("public", "records/resolve"), ("public", "records/accept"), ("public", "records/accepts"):
-            try requireSharing()
             let body = try parseBody(request, operation: route.operation)
             return APIResponse(status: 200, json: try await resolveShares(body, scope, accept: route.operation != "records/resolve"))
         case ("public", "users/discover"), ("public", "users/lookup/email"):
             let body = try parseBody(request, operation: route.operation)
             return APIResponse(status: 200, json: try await discoverUsers(body, byEmailList: route.operation == "users/lookup/email"))
         case ("shared", _):
-            try requireSharing()
             let body = try parseBody(request, operation: route.operation)
             switch route.operation {
             case "invitations/list":
@@ -38,10 +36,6 @@ extension RecordAPI {
         default:
             return nil
         }
-    }
-
-    private func requireSharing() throws {
-        guard store.supportsSharing else { throw ServerError.badRequest("sharing is not served on this store's backend yet") }
     }
 
     func resolveShares(_ body: JSONValue, _ scope: DatabaseScope, accept: Bool) async throws -> JSONValue {

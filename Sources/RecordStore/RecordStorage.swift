@@ -65,9 +65,6 @@ public protocol RecordStorage: AnyObject, Sendable {
     func invitations(_ scope: DatabaseScope) async throws -> [JSONValue]
     /// `zones/lookup` in the shared database (the zone names its owner).
     func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) async throws -> ZoneInfo
-    /// Whether this backend serves the shared database and the share endpoints yet; the routes
-    /// refuse them (400) on one that does not, rather than read a shared scope as a private one.
-    var supportsSharing: Bool { get }
 
     /// Records that the daemon `daemonID` is alive and returns how many daemons serve this store
     /// now (their per-user rate limits share the configured rate). One for an embedded store.
@@ -76,7 +73,6 @@ public protocol RecordStorage: AnyObject, Sendable {
 
 extension RecordStorage {
     public func createUser(name: String) async throws -> (user: User, token: String) { try await createUser(name: name, email: nil) }
-    public var supportsSharing: Bool { false }
 
     public func liveDaemonCount(heartbeatFrom daemonID: String) async throws -> Int { 1 }
 }
@@ -112,7 +108,7 @@ public final class SQLiteStorage: RecordStorage {
     }
 
     public func invitations(_ scope: DatabaseScope) async throws -> [JSONValue] { try await offload { try $0.invitations(scope) } }
-    public var supportsSharing: Bool { true }
+
 
     public func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) async throws -> ZoneInfo {
         try await offload { try $0.lookupSharedZone(scope, zone: zone) }

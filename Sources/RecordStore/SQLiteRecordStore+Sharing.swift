@@ -77,8 +77,8 @@ extension SQLiteRecordStore {
         return AddressedZone(databaseID: privateDatabaseID, row: row, zoneID: zoneID(row.name, scope), access: nil)
     }
 
-    /// The private database id of a request's user (the shared database hangs off it); 0 for a
-    /// shared-database request's zone work, which finds the owner's database in its transaction.
+    /// The private database id of a request's user: its shared database's subscriptions and its
+    /// notification outbox hang off it.
     func callerDatabaseID(_ scope: DatabaseScope) throws -> Int64 { try databaseID(scope.privateScope) }
 
     // MARK: Share rows
