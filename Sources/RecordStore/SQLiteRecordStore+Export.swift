@@ -31,11 +31,13 @@ extension SQLiteRecordStore {
         ("subscriptions", ["database_id", "subscription_id", "definition"]),
         ("push_tokens", ["token", "database_id", "user_id", "apns_environment", "start_cursor", "created_at"]),
         ("notifications", ["database_id", "id", "created_at", "payload"]),
+        ("query_index", ["zone_id", "record_type", "field", "sort_key", "record_name"]),
+        ("query_counts", ["zone_id", "record_type", "field", "entries"]),
     ]
 
     static let integerColumns: Set<String> = [
         "id", "user_id", "created_at", "revoked", "db_seq", "purged_seq", "database_id", "seq", "deleted", "deleted_at", "zone_id",
-        "modified_at", "action", "start_cursor",
+        "modified_at", "action", "start_cursor", "entries",
     ]
     static let jsonBlobColumns: Set<String> = ["fields", "definition", "payload"]
 

@@ -52,19 +52,37 @@ public final class SQLiteRecordStore: @unchecked Sendable {
         self.developmentSchemas = DevelopmentSchemaCache()
         self.storeID = try database.writeSync { connection in
             try connection.transaction {
-                for statement in StoreSchema.statements { try connection.execute(statement) }
+                try SQLiteRecordStore.migrate(connection)
                 if let existing = try connection.first("SELECT value FROM meta WHERE key = 'store_id'", [], { $0.text(0) }) {
                     return existing
                 }
                 let id = RandomToken.hex(bytes: 8)
-                try connection.run("INSERT INTO meta (key, value) VALUES ('store_id', ?), ('schema_version', ?)",
-                                   [.text(id), .text(String(StoreSchema.version))])
+                try connection.run("INSERT INTO meta (key, value) VALUES ('store_id', ?)", [.text(id)])
                 return id
             }
         }
     }
 
     public func close() { database.checkpoint() }
+
+    /// Brings the schema to `StoreMigration.latestVersion`, in the caller's transaction: a store
+    /// without tables is version 0, one without a recorded version (made before migrations) is 1.
+    static func migrate(_ connection: SQLiteConnection) throws {
+        var version = 0
+        if try connection.scalarInt("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'") != nil {
+            let recorded = try connection.first("SELECT value FROM meta WHERE key = 'schema_version'", [], { $0.text(0) })
+            version = recorded.flatMap { Int($0) } ?? 1
+        }
+        let steps = try StoreMigration.pending(from: version)
+        for step in steps {
+            for statement in step.sqlite { try connection.execute(statement) }
+            if step.backfillsQueryIndex { try backfillQueryIndex(connection) }
+        }
+        if !steps.isEmpty {
+            try connection.run("INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                               [.text(String(StoreMigration.latestVersion))])
+        }
+    }
 
     /// The data file, for backups and integrity checks.
     public var path: String { database.path }
@@ -274,6 +292,8 @@ public final class SQLiteRecordStore: @unchecked Sendable {
             let dbSeq = try bumpDatabaseSequence(databaseID, connection)
             try connection.run("DELETE FROM records WHERE zone_id = ?", [.int(zone.id)])
             try connection.run("DELETE FROM refs WHERE zone_id = ?", [.int(zone.id)])
+            try connection.run("DELETE FROM query_index WHERE zone_id = ?", [.int(zone.id)])
+            try connection.run("DELETE FROM query_counts WHERE zone_id = ?", [.int(zone.id)])
             try connection.run("UPDATE zones SET deleted = 1, deleted_at = ?, db_seq = ? WHERE id = ?",
                                [.int(clock()), .int(dbSeq), .int(zone.id)])
         }
@@ -288,5 +308,5 @@ public final class SQLiteRecordStore: @unchecked Sendable {
 /// Why the store could not be opened (a user-facing one-liner).
 public struct StoreOpenError: Error, CustomStringConvertible {
     public var description: String
-    init(_ description: String) { self.description = description }
+    package init(_ description: String) { self.description = description }
 }
