@@ -68,7 +68,7 @@ let package = Package(
         // Helpers every test target shares (a seeded generator).
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: settings),
         .testTarget(name: "RecordModelTests", dependencies: ["RecordModel", "RecordStore", "TestSupport"], swiftSettings: settings),
-        .testTarget(name: "RecordStoreTests", dependencies: ["RecordStore", "PostgresRecordStore", "RecordServer", "RecordModel", "TestSupport"], swiftSettings: settings),
+        .testTarget(name: "RecordStoreTests", dependencies: ["RecordStore", "SQLiteDB", "PostgresRecordStore", "RecordServer", "RecordModel", "TestSupport"], swiftSettings: settings),
         .testTarget(name: "ScorebookTests", dependencies: ["Scorebook", "SyncEngine", "RecordClient", "RecordModel"], swiftSettings: settings),
         // The sync engine against a real store through a fault-injecting in-process transport.
         .testTarget(

@@ -63,7 +63,7 @@ package struct StoreMigration: Sendable {
 /// the two hot tables keyed by (zone, name)).
 public enum StoreSchema {
     /// Migration 1 on SQLite: the schema before migrations were numbered.
-    static let version1 = [
+    package static let version1 = [
         "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
         """
         CREATE TABLE IF NOT EXISTS users (
@@ -142,7 +142,7 @@ public enum StoreSchema {
     /// Migration 1 on PostgreSQL: SQLite's tables with PostgreSQL's types, plus `databases.note_seq`,
     /// the per-database notification sequence taken under the database's row lock (a global
     /// sequence could hand a long-poll cursor 7 before 6 commits), and `daemons`.
-    static let postgresVersion1 = [
+    package static let postgresVersion1 = [
         "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
         """
         CREATE TABLE IF NOT EXISTS users (
