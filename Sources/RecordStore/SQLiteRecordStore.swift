@@ -1,10 +1,11 @@
 import Foundation
 import RecordModel
 import SQLiteDB
+import Synchronization
 
 /// The SQLite implementation of `RecordStorage`: one database file in WAL mode, every write
 /// through one connection (so change sequences follow commit order), reads from pooled readers.
-public final class SQLiteRecordStore: @unchecked Sendable {
+public final class SQLiteRecordStore: Sendable {
     public static let databaseFileName = "scorebook.sqlite"
 
     let database: SQLiteDatabase
@@ -12,21 +13,25 @@ public final class SQLiteRecordStore: @unchecked Sendable {
     let productionSchema: Schema
     let developmentSchemas: DevelopmentSchemaCache
     let clock: @Sendable () -> Int64
-    private let cacheLock = NSLock()
-    private var databaseIDs: [DatabaseScope: Int64] = [:]
-    private var authCache: [String: (user: User, expires: Int64)] = [:]
-    /// The store's revocation count when `authCache` was filled (`revocationCount`).
-    private var authCacheRevocations: Int64 = -1
+    private struct Caches {
+        var databaseIDs: [DatabaseScope: Int64] = [:]
+        var authCache: [String: (user: User, expires: Int64)] = [:]
+        /// The store's revocation count when `authCache` was filled (`revocationCount`).
+        var authCacheRevocations: Int64 = -1
+        /// Told, after each commit, which databases it changed (the push hub listens here).
+        var onCommit: (@Sendable (_ databaseIDs: Set<Int64>) -> Void)?
+    }
 
-    /// Told, after each commit, which databases it changed (the push hub listens here).
-    var onCommit: (@Sendable (_ databaseIDs: Set<Int64>) -> Void)?
+    private let caches = Mutex(Caches())
+
+    var onCommit: (@Sendable (_ databaseIDs: Set<Int64>) -> Void)? { caches.withLock { $0.onCommit } }
     let subscriptionCache = SubscriptionCache()
 
     /// How long a write waits for a lock held by another process (a `scorebookd user` command, a
     /// backup) before the request is answered `TRY_AGAIN_LATER`.
     public func setBusyTimeout(milliseconds: Int32) { database.setWriterBusyTimeout(milliseconds: milliseconds) }
 
-    public func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) { onCommit = observer }
+    public func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) { caches.withLock { $0.onCommit = observer } }
 
     /// Opens (creating if needed) the store in `directory`.
     public init(directory: String, schema: Schema = BuiltinSchema.scorebook,
@@ -148,16 +153,15 @@ public final class SQLiteRecordStore: @unchecked Sendable {
         guard CredentialRules.isPlausibleBearerToken(bearerToken) else { return nil }
         let now = clock()
         let revocations = try revocationCount()
-        cacheLock.lock()
-        if revocations != authCacheRevocations {
-            authCache.removeAll()
-            authCacheRevocations = revocations
-        }
-        if let cached = authCache[bearerToken], cached.expires > now {
-            cacheLock.unlock()
+        let cached = caches.withLock { caches -> User? in
+            if revocations != caches.authCacheRevocations {
+                caches.authCache.removeAll()
+                caches.authCacheRevocations = revocations
+            }
+            guard let cached = caches.authCache[bearerToken], cached.expires > now else { return nil }
             return cached.user
         }
-        cacheLock.unlock()
+        if let cached { return cached }
         let hash = SHA256.hexDigest(bearerToken)
         let user = try database.readSync { connection in
             try connection.first(
@@ -167,11 +171,11 @@ public final class SQLiteRecordStore: @unchecked Sendable {
                 """, [.text(hash)]) { User(id: $0.int64(0), name: $0.text(1), recordName: $0.text(2)) }
         }
         if let user {
-            cacheLock.lock()
-            if authCache.count > 10_000 { authCache.removeAll() }
-            // Read before the token was: a revocation since then shows as a changed count.
-            if authCacheRevocations == revocations { authCache[bearerToken] = (user, now + 30_000) }
-            cacheLock.unlock()
+            caches.withLock { caches in
+                if caches.authCache.count > 10_000 { caches.authCache.removeAll() }
+                // Read before the token was: a revocation since then shows as a changed count.
+                if caches.authCacheRevocations == revocations { caches.authCache[bearerToken] = (user, now + 30_000) }
+            }
         }
         return user
     }
@@ -191,10 +195,7 @@ public final class SQLiteRecordStore: @unchecked Sendable {
     /// It uses connections of its own, so callers must not hold the writer; a caller's read
     /// transaction that has not read yet still sees a database created here.
     func databaseID(_ scope: DatabaseScope) throws -> Int64 {
-        cacheLock.lock()
-        let cached = databaseIDs[scope]
-        cacheLock.unlock()
-        if let cached { return cached }
+        if let cached = caches.withLock({ $0.databaseIDs[scope] }) { return cached }
         let arguments: [SQLValue] = [.int(scope.userID), .text(scope.container), .text(scope.environment.rawValue)]
         let select = "SELECT id FROM databases WHERE user_id = ? AND container = ? AND environment = ?"
         var id = try database.readSync { try $0.scalarInt(select, arguments) }
@@ -209,10 +210,9 @@ public final class SQLiteRecordStore: @unchecked Sendable {
                 }
             }
         }
-        cacheLock.lock()
-        databaseIDs[scope] = id!
-        cacheLock.unlock()
-        return id!
+        let found = id!
+        caches.withLock { $0.databaseIDs[scope] = found }
+        return found
     }
 
     func liveZone(_ databaseID: Int64, name: String, _ connection: SQLiteConnection) throws -> ZoneRow? {
