@@ -32,7 +32,7 @@ let package = Package(
         .target(
             name: "RecordStore",
             dependencies: ["RecordModel", "SQLiteDB", .product(name: "NIOPosix", package: "swift-nio")],
-            swiftSettings: settings),
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         // The PostgreSQL backend of `RecordStorage`: only scorebookd and the tests depend on it.
         .target(
             name: "PostgresRecordStore",
