@@ -20,6 +20,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-atomics", from: "1.3.0"),
+        // Already in Hummingbird's graph; named for NIOThreadPool, where SQLiteStorage blocks.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
         // The PostgreSQL backend only (CONTRACT §6); nothing on the CLI side links it.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
@@ -27,7 +29,10 @@ let package = Package(
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "SQLiteDB", dependencies: ["CSQLite"], swiftSettings: settings),
         .target(name: "RecordModel", swiftSettings: settings),
-        .target(name: "RecordStore", dependencies: ["RecordModel", "SQLiteDB"], swiftSettings: settings),
+        .target(
+            name: "RecordStore",
+            dependencies: ["RecordModel", "SQLiteDB", .product(name: "NIOPosix", package: "swift-nio")],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         // The PostgreSQL backend of `RecordStorage`: only scorebookd and the tests depend on it.
         .target(
             name: "PostgresRecordStore",
@@ -68,7 +73,7 @@ let package = Package(
         // Helpers every test target shares (a seeded generator).
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: settings),
         .testTarget(name: "RecordModelTests", dependencies: ["RecordModel", "RecordStore", "TestSupport"], swiftSettings: settings),
-        .testTarget(name: "RecordStoreTests", dependencies: ["RecordStore", "PostgresRecordStore", "RecordServer", "RecordModel", "TestSupport"], swiftSettings: settings),
+        .testTarget(name: "RecordStoreTests", dependencies: ["RecordStore", "SQLiteDB", "PostgresRecordStore", "RecordServer", "RecordModel", "TestSupport"], swiftSettings: settings),
         .testTarget(name: "ScorebookTests", dependencies: ["Scorebook", "SyncEngine", "RecordClient", "RecordModel"], swiftSettings: settings),
         // The sync engine against a real store through a fault-injecting in-process transport.
         .testTarget(

@@ -66,6 +66,7 @@ extension PostgresRecordStore {
                 let dbSeq = try await self.bumpDatabaseSequence(databaseID, connection)
                 try await connection.query("UPDATE zones SET seq = \(modify.sequence), db_seq = \(dbSeq) WHERE id = \(zoneRow.id)",
                                            logger: self.logger)
+                try await self.writeIndexCounts(modify.indexCounts, zone: zoneRow.id, connection)
                 for (type, fields) in modify.enforcer.additions where !fields.isEmpty {
                     for (field, fieldType) in fields {
                         try await connection.query(
@@ -173,6 +174,7 @@ extension PostgresRecordStore {
         if live != nil {
             try await connection.query("DELETE FROM refs WHERE zone_id = \(zoneRowID) AND source = \(name)", logger: logger)
         }
+        try await reindex(name, old: live.map { ($0.type, $0.fieldsJSON) }, new: (record.recordType, prepared.fieldsJSON), &modify, connection)
         for (_, reference) in prepared.references {
             let action: StoredReferenceAction = reference.action == .deleteSelf ? .deleteSelf : .validate
             try await connection.query(
@@ -224,6 +226,7 @@ extension PostgresRecordStore {
                 WHERE zone_id = \(zoneRowID) AND name = \(name)
                 """, logger: logger)
             try await connection.query("DELETE FROM refs WHERE zone_id = \(zoneRowID) AND source = \(name)", logger: logger)
+            try await reindex(name, old: (previous.type, previous.fieldsJSON), new: nil, &modify, connection)
             modify.changes.append(CommittedChange(kind: .deleted, recordName: name, recordType: previous.type,
                                                   record: previous.stored(name, zoneID: modify.zoneID)))
         }
@@ -254,31 +257,6 @@ extension PostgresRecordStore {
                 }
                 return .success(record)
             }
-        }
-    }
-
-    public func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
-                             continuationMarker: String?) async throws -> QueryPage
-    {
-        let limit = StoreLimits.clampLimit(resultsLimit, maximum: StoreLimits.maximumQueryResults)
-        let privateDatabaseID = scope.kind == .private ? try await databaseID(scope) : 0
-        return try await read { connection in
-            let addressed = try await self.addressedZone(scope, zone, privateDatabaseID: privateDatabaseID, connection)
-            let zoneRow = addressed.row
-            let zoneID = addressed.zoneID
-            let candidates = try await connection.query(
-                """
-                SELECT \(unescaped: PostgresRecordStore.recordColumns) FROM records
-                WHERE zone_id = \(zoneRow.id) AND type = \(query.recordType) AND deleted = 0
-                """, logger: self.logger
-            ).collect().map { try PostgresRecordStore.storedRecord($0, zoneID: zoneID) }
-            var page = try QueryRules.page(candidates, query: query, limit: limit, continuationMarker: continuationMarker, zoneRowID: zoneRow.id)
-            var records: [StoredRecord] = []
-            for record in page.records {
-                records.append(try await self.attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection))
-            }
-            page.records = records
-            return page
         }
     }
 

@@ -138,8 +138,8 @@ public final class PostgresRecordStore: RecordStorage {
         try await connection.query("SELECT pg_notify(\(PostgresRecordStore.commitChannel), \(String(databaseID)))", logger: logger)
     }
 
-    /// Creates the tables (under an advisory lock, so daemons starting together do not race) and
-    /// returns the store's identity.
+    /// Creates the tables or brings them to `StoreMigration.latestVersion` (under an advisory
+    /// lock, so daemons starting together do not race) and returns the store's identity.
     private static func prepare(_ client: PostgresClient, create: Bool, logger: Logger, url: String, deadline: Duration) async throws -> String {
         try await withDeadline(deadline, unreachable: "PostgreSQL at \(redacted(url)) is unreachable") {
             try await client.withConnection { connection in
@@ -151,13 +151,10 @@ public final class PostgresRecordStore: RecordStorage {
                     if !exists && !create {
                         throw StoreMissingError(description: "\(redacted(url)) holds no scorebook store")
                     }
-                    for statement in PostgresSchema.statements {
-                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
-                    }
+                    try await migrate(connection, tablesExist: exists, logger: logger)
                     let fresh = RandomToken.hex(bytes: 8)
                     try await connection.query(
-                        "INSERT INTO meta (key, value) VALUES ('store_id', \(fresh)), ('schema_version', \(String(PostgresSchema.version))) ON CONFLICT (key) DO NOTHING",
-                        logger: logger)
+                        "INSERT INTO meta (key, value) VALUES ('store_id', \(fresh)) ON CONFLICT (key) DO NOTHING", logger: logger)
                     let id = try await connection.query("SELECT value FROM meta WHERE key = 'store_id'", logger: logger)
                         .collect().first?.decode(String.self) ?? fresh
                     try await connection.query("COMMIT", logger: logger)
@@ -517,6 +514,8 @@ public final class PostgresRecordStore: RecordStorage {
             let dbSeq = try await self.bumpDatabaseSequence(databaseID, connection)
             try await connection.query("DELETE FROM records WHERE zone_id = \(zone.id)", logger: self.logger)
             try await connection.query("DELETE FROM refs WHERE zone_id = \(zone.id)", logger: self.logger)
+            try await connection.query("DELETE FROM query_index WHERE zone_id = \(zone.id)", logger: self.logger)
+            try await connection.query("DELETE FROM query_counts WHERE zone_id = \(zone.id)", logger: self.logger)
             try await connection.query("UPDATE zones SET deleted = 1, deleted_at = \(now), db_seq = \(dbSeq) WHERE id = \(zone.id)",
                                        logger: self.logger)
             try await self.notifyCommit(databaseID, connection)

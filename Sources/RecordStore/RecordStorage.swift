@@ -1,5 +1,6 @@
-import Dispatch
+import NIOPosix
 import RecordModel
+import Synchronization
 
 /// The server's truth, behind one async protocol that the SQLite store (`SQLiteStorage`) and the
 /// PostgreSQL store (`PostgresRecordStore`) both implement, so the routes, the push hub and the
@@ -78,24 +79,50 @@ extension RecordStorage {
 }
 
 /// The SQLite store behind the async protocol. `SQLiteRecordStore` itself stays synchronous (the
-/// administrative commands and the benchmark call it directly); here each call runs on a worker
-/// thread of one concurrent queue (the mechanism the routes used before the protocol became
-/// async), so a blocked SQLite call never holds a thread of Swift's cooperative pool.
+/// administrative commands and the benchmark call it directly); here each call runs on a thread
+/// of a bounded `NIOThreadPool`, so a blocked SQLite call never holds a thread of Swift's
+/// cooperative pool, and however many requests arrive, at most `readThreads` + `writeThreads`
+/// threads of the process block in SQLite (the rest wait in the pools' queues). Writes have their
+/// own pool: they take turns on the one writer connection anyway, and must not starve reads.
 public final class SQLiteStorage: RecordStorage {
     public let store: SQLiteRecordStore
-    private let queue = DispatchQueue(label: "scorebookd.sqlite-store", attributes: .concurrent)
+    private let readPool: NIOThreadPool
+    private let writePool: NIOThreadPool
 
-    public init(_ store: SQLiteRecordStore) { self.store = store }
+    /// Readers: as many as the database keeps idle reader connections.
+    public static let readThreads = 8
+    /// One writer in SQLite, one ready behind it.
+    public static let writeThreads = 2
+    /// Shared by every SQLite store of the process (started once, never shut down).
+    static let sharedReadPool = startedPool(threads: readThreads)
+    static let sharedWritePool = startedPool(threads: writeThreads)
 
-    private func offload<T: Sendable>(_ body: @escaping @Sendable (SQLiteRecordStore) throws -> T) async throws -> T {
+    private static func startedPool(threads: Int) -> NIOThreadPool {
+        let pool = NIOThreadPool(numberOfThreads: threads)
+        pool.start()
+        return pool
+    }
+
+    public init(_ store: SQLiteRecordStore) {
+        self.store = store
+        self.readPool = SQLiteStorage.sharedReadPool
+        self.writePool = SQLiteStorage.sharedWritePool
+    }
+
+    /// How many threads are inside a store call right now, across the process (tests check the bound).
+    package static let threadsInStore = Atomic<Int>(0)
+
+    private func offload<T: Sendable>(write: Bool = false, _ body: @escaping @Sendable (SQLiteRecordStore) throws -> T) async throws -> T {
         let store = self.store
-        return try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try body(store) }) }
+        return try await (write ? writePool : readPool).runIfActive {
+            SQLiteStorage.threadsInStore.add(1, ordering: .relaxed)
+            defer { SQLiteStorage.threadsInStore.subtract(1, ordering: .relaxed) }
+            return try body(store)
         }
     }
 
     public func createUser(name: String, email: String?) async throws -> (user: User, token: String) {
-        let answer = try await offload { try $0.createUser(name: name, email: email) }
+        let answer = try await offload(write: true) { try $0.createUser(name: name, email: email) }
         return answer
     }
 
@@ -104,23 +131,22 @@ public final class SQLiteStorage: RecordStorage {
     }
 
     public func resolveShares(_ scope: DatabaseScope, shortGUIDs: [String], accept: Bool) async throws -> [Result<JSONValue, ServerError>] {
-        try await offload { try $0.resolveShares(scope, shortGUIDs: shortGUIDs, accept: accept) }
+        try await offload(write: accept) { try $0.resolveShares(scope, shortGUIDs: shortGUIDs, accept: accept) }
     }
 
     public func invitations(_ scope: DatabaseScope) async throws -> [JSONValue] { try await offload { try $0.invitations(scope) } }
-
 
     public func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) async throws -> ZoneInfo {
         try await offload { try $0.lookupSharedZone(scope, zone: zone) }
     }
 
     public func issueToken(userName: String) async throws -> (user: User, token: String) {
-        let answer = try await offload { try $0.issueToken(userName: userName) }
+        let answer = try await offload(write: true) { try $0.issueToken(userName: userName) }
         return answer
     }
 
     public func listUsers() async throws -> [User] { try await offload { try $0.listUsers() } }
-    public func createAPIToken() async throws -> String { try await offload { try $0.createAPIToken() } }
+    public func createAPIToken() async throws -> String { try await offload(write: true) { try $0.createAPIToken() } }
 
     public func authenticate(bearerToken: String) async throws -> User? {
         try await offload { try $0.authenticate(bearerToken: bearerToken) }
@@ -137,17 +163,17 @@ public final class SQLiteStorage: RecordStorage {
     }
 
     public func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
-        try await offload { try $0.createZone(scope, zoneName: zoneName) }
+        try await offload(write: true) { try $0.createZone(scope, zoneName: zoneName) }
     }
 
     public func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {
-        try await offload { try $0.deleteZone(scope, zoneName: zoneName) }
+        try await offload(write: true) { try $0.deleteZone(scope, zoneName: zoneName) }
     }
 
     public func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
                               deviceID: String?) async throws -> [RecordOperationResult]
     {
-        try await offload { try $0.modifyRecords(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID) }
+        try await offload(write: true) { try $0.modifyRecords(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID) }
     }
 
     public func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws
@@ -177,7 +203,7 @@ public final class SQLiteStorage: RecordStorage {
     public func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) async throws
         -> [Result<Subscription?, ServerError>]
     {
-        try await offload { try $0.modifySubscriptions(scope, operations: operations) }
+        try await offload(write: true) { try $0.modifySubscriptions(scope, operations: operations) }
     }
 
     public func listSubscriptions(_ scope: DatabaseScope) async throws -> [Subscription] {
@@ -185,7 +211,7 @@ public final class SQLiteStorage: RecordStorage {
     }
 
     public func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) async throws -> PushToken {
-        try await offload { try $0.createPushToken(scope, apnsEnvironment: apnsEnvironment) }
+        try await offload(write: true) { try $0.createPushToken(scope, apnsEnvironment: apnsEnvironment) }
     }
 
     public func pushToken(_ scope: DatabaseScope, token: String) async throws -> PushToken {
@@ -199,13 +225,13 @@ public final class SQLiteStorage: RecordStorage {
     public func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) { store.setCommitObserver(observer) }
 
     public func purgeNotifications(olderThanMilliseconds age: Int64) async throws -> Int {
-        try await offload { try $0.purgeNotifications(olderThanMilliseconds: age) }
+        try await offload(write: true) { try $0.purgeNotifications(olderThanMilliseconds: age) }
     }
 
     public func statistics() async throws -> StoreStatistics { try await offload { try $0.statistics() } }
 
     public func purgeTombstones(olderThanMilliseconds age: Int64) async throws -> Int {
-        try await offload { try $0.purgeTombstones(olderThanMilliseconds: age) }
+        try await offload(write: true) { try $0.purgeTombstones(olderThanMilliseconds: age) }
     }
 
     public func close() async { store.close() }

@@ -126,12 +126,6 @@ extension SQLiteRecordStore {
         }
     }
 
-    /// Loads the live records of one type in a zone (for queries).
-    func liveRecords(_ zoneRowID: Int64, type: String, zoneID: ZoneID, _ connection: SQLiteConnection) throws -> [StoredRecord] {
-        try connection.map("SELECT \(SQLiteRecordStore.recordColumns) FROM records WHERE zone_id = ? AND type = ? AND deleted = 0",
-                           [.int(zoneRowID), .text(type)]) { storedRecord($0, zoneID: zoneID) }
-    }
-
     public func statistics() throws -> StoreStatistics {
         try database.readSync { connection in
             StoreStatistics(

@@ -33,11 +33,13 @@ extension SQLiteRecordStore {
         ("notifications", ["database_id", "id", "created_at", "payload"]),
         ("shares", ["zone_id", "short_guid", "owner_user_id"]),
         ("share_participants", ["zone_id", "participant_id", "user_id", "email", "permission", "status", "database_id"]),
+        ("query_index", ["zone_id", "record_type", "field", "sort_key", "record_name"]),
+        ("query_counts", ["zone_id", "record_type", "field", "entries"]),
     ]
 
     static let integerColumns: Set<String> = [
         "id", "user_id", "created_at", "revoked", "db_seq", "purged_seq", "database_id", "seq", "deleted", "deleted_at", "zone_id",
-        "modified_at", "action", "start_cursor", "owner_user_id",
+        "modified_at", "action", "start_cursor", "owner_user_id", "entries",
     ]
     static let jsonBlobColumns: Set<String> = ["fields", "definition", "payload"]
 

@@ -60,6 +60,7 @@ extension SQLiteRecordStore {
                     let dbSeq = try bumpDatabaseSequence(databaseID, connection)
                     try connection.run("UPDATE zones SET seq = ?, db_seq = ? WHERE id = ?",
                                        [.int(transaction.sequence), .int(dbSeq), .int(zoneRow.id)])
+                    try writeIndexCounts(transaction.indexCounts, zone: zoneRow.id, connection)
                     for (type, fields) in transaction.enforcer.additions where !fields.isEmpty {
                         try developmentSchemas.add(container: scope.container, recordType: type, fields: Array(fields), connection)
                     }
@@ -143,6 +144,7 @@ extension SQLiteRecordStore {
         if live != nil {
             try connection.run("DELETE FROM refs WHERE zone_id = ? AND source = ?", [.int(zoneRowID), .text(name)])
         }
+        try reindex(name, old: live.map { ($0.type, $0.fieldsJSON) }, new: (record.recordType, fieldsJSON), &transaction, connection)
         for (_, reference) in prepared.references {
             let action: StoredReferenceAction = reference.action == .deleteSelf ? .deleteSelf : .validate
             try connection.run("INSERT OR IGNORE INTO refs (zone_id, target, source, action) VALUES (?, ?, ?, ?)",
@@ -192,6 +194,7 @@ extension SQLiteRecordStore {
                  .int(transaction.now), .text(transaction.writer), transaction.deviceID.sqlValue,
                  .int(zoneRowID), .text(name)])
             try connection.run("DELETE FROM refs WHERE zone_id = ? AND source = ?", [.int(zoneRowID), .text(name)])
+            try reindex(name, old: (previous.type, previous.fieldsJSON), new: nil, &transaction, connection)
             transaction.changes.append(CommittedChange(kind: .deleted, recordName: name, recordType: previous.type,
                                                        record: previous.stored(name, zoneID: transaction.zoneID)))
         }

@@ -1,32 +1,23 @@
 import Foundation
 import RecordModel
 import SQLiteDB
+import Synchronization
 
 /// Each database's subscriptions, read once and kept until they change: matching runs inside
 /// every write transaction, so it must not cost a query.
-final class SubscriptionCache: @unchecked Sendable {
-    private let lock = NSLock()
-    private var byDatabase: [Int64: [Subscription]] = [:]
+final class SubscriptionCache: Sendable {
+    private let byDatabase = Mutex<[Int64: [Subscription]]>([:])
 
     func subscriptions(_ databaseID: Int64, _ connection: SQLiteConnection) throws -> [Subscription] {
-        lock.lock()
-        if let cached = byDatabase[databaseID] {
-            lock.unlock()
-            return cached
-        }
-        lock.unlock()
+        if let cached = byDatabase.withLock({ $0[databaseID] }) { return cached }
         let loaded = try connection.map("SELECT definition FROM subscriptions WHERE database_id = ? ORDER BY subscription_id",
                                         [.int(databaseID)]) { try Subscription(json: try JSONValue.parse($0.blob(0))) }
-        lock.lock()
-        byDatabase[databaseID] = loaded
-        lock.unlock()
+        byDatabase.withLock { $0[databaseID] = loaded }
         return loaded
     }
 
     func invalidate(_ databaseID: Int64) {
-        lock.lock()
-        byDatabase[databaseID] = nil
-        lock.unlock()
+        byDatabase.withLock { $0[databaseID] = nil }
     }
 }
 

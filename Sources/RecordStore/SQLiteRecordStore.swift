@@ -1,10 +1,11 @@
 import Foundation
 import RecordModel
 import SQLiteDB
+import Synchronization
 
 /// The SQLite implementation of `RecordStorage`: one database file in WAL mode, every write
 /// through one connection (so change sequences follow commit order), reads from pooled readers.
-public final class SQLiteRecordStore: @unchecked Sendable {
+public final class SQLiteRecordStore: Sendable {
     public static let databaseFileName = "scorebook.sqlite"
 
     let database: SQLiteDatabase
@@ -12,21 +13,25 @@ public final class SQLiteRecordStore: @unchecked Sendable {
     let productionSchema: Schema
     let developmentSchemas: DevelopmentSchemaCache
     let clock: @Sendable () -> Int64
-    private let cacheLock = NSLock()
-    private var databaseIDs: [DatabaseScope: Int64] = [:]
-    private var authCache: [String: (user: User, expires: Int64)] = [:]
-    /// The store's revocation count when `authCache` was filled (`revocationCount`).
-    private var authCacheRevocations: Int64 = -1
+    private struct Caches {
+        var databaseIDs: [DatabaseScope: Int64] = [:]
+        var authCache: [String: (user: User, expires: Int64)] = [:]
+        /// The store's revocation count when `authCache` was filled (`revocationCount`).
+        var authCacheRevocations: Int64 = -1
+        /// Told, after each commit, which databases it changed (the push hub listens here).
+        var onCommit: (@Sendable (_ databaseIDs: Set<Int64>) -> Void)?
+    }
 
-    /// Told, after each commit, which databases it changed (the push hub listens here).
-    var onCommit: (@Sendable (_ databaseIDs: Set<Int64>) -> Void)?
+    private let caches = Mutex(Caches())
+
+    var onCommit: (@Sendable (_ databaseIDs: Set<Int64>) -> Void)? { caches.withLock { $0.onCommit } }
     let subscriptionCache = SubscriptionCache()
 
     /// How long a write waits for a lock held by another process (a `scorebookd user` command, a
     /// backup) before the request is answered `TRY_AGAIN_LATER`.
     public func setBusyTimeout(milliseconds: Int32) { database.setWriterBusyTimeout(milliseconds: milliseconds) }
 
-    public func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) { onCommit = observer }
+    public func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) { caches.withLock { $0.onCommit = observer } }
 
     /// Opens (creating if needed) the store in `directory`.
     public init(directory: String, schema: Schema = BuiltinSchema.scorebook,
@@ -52,24 +57,37 @@ public final class SQLiteRecordStore: @unchecked Sendable {
         self.developmentSchemas = DevelopmentSchemaCache()
         self.storeID = try database.writeSync { connection in
             try connection.transaction {
-                for statement in StoreSchema.statements { try connection.execute(statement) }
-                for (table, column, definition) in StoreSchema.addedColumns {
-                    let columns = try connection.map("SELECT name FROM pragma_table_info('\(table)')") { $0.text(0) }
-                    if !columns.contains(column) { try connection.execute("ALTER TABLE \(table) ADD COLUMN \(column) \(definition)") }
-                }
-                for statement in StoreSchema.afterColumns { try connection.execute(statement) }
+                try SQLiteRecordStore.migrate(connection)
                 if let existing = try connection.first("SELECT value FROM meta WHERE key = 'store_id'", [], { $0.text(0) }) {
                     return existing
                 }
                 let id = RandomToken.hex(bytes: 8)
-                try connection.run("INSERT INTO meta (key, value) VALUES ('store_id', ?), ('schema_version', ?)",
-                                   [.text(id), .text(String(StoreSchema.version))])
+                try connection.run("INSERT INTO meta (key, value) VALUES ('store_id', ?)", [.text(id)])
                 return id
             }
         }
     }
 
     public func close() { database.checkpoint() }
+
+    /// Brings the schema to `StoreMigration.latestVersion`, in the caller's transaction: a store
+    /// without tables is version 0, one without a recorded version (made before migrations) is 1.
+    static func migrate(_ connection: SQLiteConnection) throws {
+        var version = 0
+        if try connection.scalarInt("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'") != nil {
+            let recorded = try connection.first("SELECT value FROM meta WHERE key = 'schema_version'", [], { $0.text(0) })
+            version = recorded.flatMap { Int($0) } ?? 1
+        }
+        let steps = try StoreMigration.pending(from: version)
+        for step in steps {
+            for statement in step.sqlite { try connection.execute(statement) }
+            if step.backfillsQueryIndex { try backfillQueryIndex(connection) }
+        }
+        if !steps.isEmpty {
+            try connection.run("INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                               [.text(String(StoreMigration.latestVersion))])
+        }
+    }
 
     /// The data file, for backups and integrity checks.
     public var path: String { database.path }
@@ -139,16 +157,15 @@ public final class SQLiteRecordStore: @unchecked Sendable {
         guard CredentialRules.isPlausibleBearerToken(bearerToken) else { return nil }
         let now = clock()
         let revocations = try revocationCount()
-        cacheLock.lock()
-        if revocations != authCacheRevocations {
-            authCache.removeAll()
-            authCacheRevocations = revocations
-        }
-        if let cached = authCache[bearerToken], cached.expires > now {
-            cacheLock.unlock()
+        let cached = caches.withLock { caches -> User? in
+            if revocations != caches.authCacheRevocations {
+                caches.authCache.removeAll()
+                caches.authCacheRevocations = revocations
+            }
+            guard let cached = caches.authCache[bearerToken], cached.expires > now else { return nil }
             return cached.user
         }
-        cacheLock.unlock()
+        if let cached { return cached }
         let hash = SHA256.hexDigest(bearerToken)
         let user = try database.readSync { connection in
             try connection.first(
@@ -158,11 +175,11 @@ public final class SQLiteRecordStore: @unchecked Sendable {
                 """, [.text(hash)]) { User(id: $0.int64(0), name: $0.text(1), recordName: $0.text(2)) }
         }
         if let user {
-            cacheLock.lock()
-            if authCache.count > 10_000 { authCache.removeAll() }
-            // Read before the token was: a revocation since then shows as a changed count.
-            if authCacheRevocations == revocations { authCache[bearerToken] = (user, now + 30_000) }
-            cacheLock.unlock()
+            caches.withLock { caches in
+                if caches.authCache.count > 10_000 { caches.authCache.removeAll() }
+                // Read before the token was: a revocation since then shows as a changed count.
+                if caches.authCacheRevocations == revocations { caches.authCache[bearerToken] = (user, now + 30_000) }
+            }
         }
         return user
     }
@@ -182,10 +199,7 @@ public final class SQLiteRecordStore: @unchecked Sendable {
     /// It uses connections of its own, so callers must not hold the writer; a caller's read
     /// transaction that has not read yet still sees a database created here.
     func databaseID(_ scope: DatabaseScope) throws -> Int64 {
-        cacheLock.lock()
-        let cached = databaseIDs[scope]
-        cacheLock.unlock()
-        if let cached { return cached }
+        if let cached = caches.withLock({ $0.databaseIDs[scope] }) { return cached }
         let arguments: [SQLValue] = [.int(scope.userID), .text(scope.container), .text(scope.environment.rawValue)]
         let select = "SELECT id FROM databases WHERE user_id = ? AND container = ? AND environment = ?"
         var id = try database.readSync { try $0.scalarInt(select, arguments) }
@@ -200,10 +214,9 @@ public final class SQLiteRecordStore: @unchecked Sendable {
                 }
             }
         }
-        cacheLock.lock()
-        databaseIDs[scope] = id!
-        cacheLock.unlock()
-        return id!
+        let found = id!
+        caches.withLock { $0.databaseIDs[scope] = found }
+        return found
     }
 
     func liveZone(_ databaseID: Int64, name: String, _ connection: SQLiteConnection) throws -> ZoneRow? {
@@ -291,6 +304,8 @@ public final class SQLiteRecordStore: @unchecked Sendable {
             let dbSeq = try bumpDatabaseSequence(databaseID, connection)
             try connection.run("DELETE FROM records WHERE zone_id = ?", [.int(zone.id)])
             try connection.run("DELETE FROM refs WHERE zone_id = ?", [.int(zone.id)])
+            try connection.run("DELETE FROM query_index WHERE zone_id = ?", [.int(zone.id)])
+            try connection.run("DELETE FROM query_counts WHERE zone_id = ?", [.int(zone.id)])
             try connection.run("UPDATE zones SET deleted = 1, deleted_at = ?, db_seq = ? WHERE id = ?",
                                [.int(clock()), .int(dbSeq), .int(zone.id)])
         }
@@ -306,5 +321,5 @@ public final class SQLiteRecordStore: @unchecked Sendable {
 /// Why the store could not be opened (a user-facing one-liner).
 public struct StoreOpenError: Error, CustomStringConvertible {
     public var description: String
-    init(_ description: String) { self.description = description }
+    package init(_ description: String) { self.description = description }
 }

@@ -349,26 +349,6 @@ package enum QueryRules {
         return SortKey(values: values, recordName: name)
     }
 
-    package static func page(_ candidates: [StoredRecord], query: RecordQuery, limit: Int, continuationMarker: String?,
-                             zoneRowID: Int64) throws -> QueryPage
-    {
-        let after = try continuationMarker.map { try decode($0, zoneRowID: zoneRowID, sortCount: query.sorts.count) }
-        var rows: [(record: StoredRecord, key: SortKey)] = []
-        for record in candidates {
-            let fields = (try? JSONValue.parse(record.fieldsJSON).objectValue) ?? [:]
-            let values = fields.mapValues { $0["value"] ?? .null }
-            guard try query.filters.allSatisfy({ try matches($0, record: record, values: values) }) else { continue }
-            let key = SortKey(values: query.sorts.map { value($0.field, record: record, values: values).flatMap(ComparableValue.init) },
-                              recordName: record.recordName)
-            if let after, !precedes(after, key, sorts: query.sorts) { continue }
-            rows.append((record, key))
-        }
-        rows.sort { precedes($0.key, $1.key, sorts: query.sorts) }
-        let page = rows.prefix(limit)
-        let marker = rows.count > limit ? page.last.map { encode($0.key, zoneRowID: zoneRowID) } : nil
-        return QueryPage(records: page.map(\.record), continuationMarker: marker)
-    }
-
     static func value(_ field: QueryField, record: StoredRecord, values: [String: JSONValue]) -> JSONValue? {
         switch field {
         case .field(let name): return values[name]
@@ -541,6 +521,8 @@ package struct ModifyTransaction {
     package var sequence: Int64
     package var changes: [CommittedChange] = []
     package var enforcer: SchemaEnforcer
+    /// How the transaction changed `query_counts` (written once, before commit).
+    package var indexCounts: [QueryIndex.CountKey: Int64] = [:]
 
     package init(scope: DatabaseScope, zone: ZoneRow, zoneID: ZoneID, now: Int64, deviceID: String?, sequence: Int64,
                  enforcer: SchemaEnforcer, writer: String? = nil) {

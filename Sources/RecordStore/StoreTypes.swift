@@ -297,6 +297,9 @@ public struct QueryPage: Sendable {
 
     public var records: [StoredRecord]
     public var continuationMarker: String?
+    /// How many rows the store's scans read for this page (tests check that a page costs
+    /// about its size, not the zone's).
+    package var rowsVisited = 0
 }
 
 /// One operation of `subscriptions/modify`.
