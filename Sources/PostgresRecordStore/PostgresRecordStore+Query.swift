@@ -6,7 +6,7 @@ import RecordStore
 /// `records/query` through the query index, its upkeep in every write, and the schema migrations
 /// (the same numbered list as SQLite's, `StoreMigration`).
 extension PostgresRecordStore {
-    public func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
+    package func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
                              continuationMarker: String?) async throws -> QueryPage
     {
         let limit = StoreLimits.clampLimit(resultsLimit, maximum: StoreLimits.maximumQueryResults)

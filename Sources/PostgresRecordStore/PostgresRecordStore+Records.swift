@@ -4,7 +4,7 @@ import RecordModel
 import RecordStore
 
 extension PostgresRecordStore {
-    public func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
+    package func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
                               deviceID: String?) async throws -> [RecordOperationResult]
     {
         try RecordRules.validateBatch(operations)
@@ -203,7 +203,7 @@ extension PostgresRecordStore {
         }
     }
 
-    public func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws -> [Result<StoredRecord, ServerError>] {
+    package func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws -> [Result<StoredRecord, ServerError>] {
         guard recordNames.count <= StoreLimits.maximumOperations else {
             throw ServerError(.limitExceeded, "at most \(StoreLimits.maximumOperations) records per lookup")
         }
@@ -233,7 +233,7 @@ extension PostgresRecordStore {
     /// Changes after the token's sequence, in sequence order, each record once in its latest
     /// state, read in one snapshot. Sequences commit in order (see the type's comment), so a
     /// client following `moreComing` never skips a change, whichever daemon wrote it.
-    public func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
+    package func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
                             recordTypes: Set<String>?) async throws -> ZoneChangesPage
     {
         let limit = StoreLimits.clampLimit(resultsLimit, maximum: StoreLimits.maximumResultsLimit)
@@ -276,7 +276,7 @@ extension PostgresRecordStore {
         }
     }
 
-    public func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) async throws -> DatabaseChangesPage {
+    package func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) async throws -> DatabaseChangesPage {
         let limit = StoreLimits.clampLimit(resultsLimit, maximum: StoreLimits.maximumResultsLimit)
         let databaseID = try await databaseID(scope)
         return try await read { connection in

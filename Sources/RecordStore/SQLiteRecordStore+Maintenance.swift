@@ -5,7 +5,7 @@ import SQLiteDB
 extension SQLiteRecordStore {
     /// Writes a consistent copy of the store to `path` while it keeps serving: `VACUUM INTO` reads
     /// one snapshot, so concurrent commits neither block it nor restart it.
-    public func backup(to path: String) throws {
+    package func backup(to path: String) throws {
         guard !FileManager.default.fileExists(atPath: path) else { throw StoreOpenError("\(path) already exists") }
         _ = try database.readSync { connection in
             try connection.run("VACUUM INTO ?", [.text(path)])
@@ -13,7 +13,7 @@ extension SQLiteRecordStore {
     }
 
     /// Checks the file and the store's invariants; returns the problems found (empty when sound).
-    public func checkIntegrity() throws -> [String] {
+    package func checkIntegrity() throws -> [String] {
         try database.readSync { connection in
             try connection.readTransaction {
                 var problems: [String] = []

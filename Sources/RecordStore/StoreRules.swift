@@ -5,12 +5,12 @@ import RecordModel
 // backend has read; the backends (SQLite here, PostgreSQL in its own module) only read and write.
 
 /// Limits every backend enforces.
-public enum StoreLimits {
-    public static let maximumOperations = 400
-    public static let maximumRecordBytes = 1_000_000
-    public static let maximumResultsLimit = 400
-    public static let maximumQueryResults = 200
-    public static let maximumSubscriptions = 1000
+package enum StoreLimits {
+    package static let maximumOperations = 400
+    package static let maximumRecordBytes = 1_000_000
+    package static let maximumResultsLimit = 400
+    package static let maximumQueryResults = 200
+    package static let maximumSubscriptions = 1000
 
     /// 0 or less means "as many as allowed", as CloudKit reads a zero limit.
     package static func clampLimit(_ limit: Int, maximum: Int) -> Int { limit <= 0 ? maximum : min(limit, maximum) }
