@@ -1,5 +1,6 @@
 import RecordModel
 import RecordStore
+import SQLiteDB
 import XCTest
 
 /// Issue 16: `records/query` reads index ranges, so a page costs about its size (`rowsVisited`
@@ -192,5 +193,20 @@ final class QueryIndexTests: StoreTestCase {
             XCTAssertFalse(plan.contains { $0.hasPrefix("SCAN r") || $0.hasPrefix("SCAN q") || $0 == "SCAN records" },
                            "no full scan: \(plan)")
         }
+    }
+
+    /// `scorebookd check` verifies the index against the records (SQLite; the index is written
+    /// in every write's transaction, so a store that passed the suite has none of these problems).
+    func testCheckFindsAnIndexThatDisagreesWithTheRecords() throws {
+        guard let sqlite = (store.base as? SQLiteStorage)?.store else { throw XCTSkip("scorebookd check runs on SQLite") }
+        try modify(dev, [(.forceDelete, record("score-010"))])
+        try save(dev, .forceUpdate, record("score-011", "Score", ["value": field(.double(3), "DOUBLE")]))
+        XCTAssertEqual(try sqlite.checkIntegrity(), [])
+        let connection = try SQLiteConnection(path: sqlite.path)
+        // An entry left behind by the deleted record: it is not live, and the counts no longer match.
+        try connection.execute("INSERT INTO query_index SELECT zone_id, 'Score', 'value', 'n0', 'score-010' FROM query_index LIMIT 1")
+        let problems = try sqlite.checkIntegrity()
+        XCTAssertTrue(problems.contains { $0.contains("query index holds 'score-010'") }, "\(problems)")
+        XCTAssertTrue(problems.contains { $0.contains("240 query index entries for 'Score.value', counts say 239") }, "\(problems)")
     }
 }
