@@ -79,7 +79,12 @@ package final class PostgresRecordStore: RecordStorage {
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let runTask = Task { await client.run() }
         do {
-            let storeID = try await PostgresRecordStore.prepare(client, create: create, logger: logger, url: url, deadline: openDeadline)
+            // A store that still needs a migration step with data to rewrite (the query index's
+            // backfill) gets an hour instead of the open deadline, and so does a daemon waiting
+            // for another one's migration: a large store must not fail its upgrade half-way at 30 s.
+            let migrating = try await PostgresRecordStore.needsDataMigration(client, logger: logger, url: url, deadline: openDeadline)
+            let storeID = try await PostgresRecordStore.prepare(client, create: create, logger: logger, url: url,
+                                                                deadline: migrating ? .seconds(3600) : openDeadline, migrating: migrating)
             return PostgresRecordStore(client: client, runTask: runTask, storeID: storeID, schema: schema, clock: clock, logger: logger)
         } catch {
             runTask.cancel()
@@ -140,11 +145,18 @@ package final class PostgresRecordStore: RecordStorage {
 
     /// Creates the tables or brings them to `StoreMigration.latestVersion` (under an advisory
     /// lock, so daemons starting together do not race) and returns the store's identity.
-    private static func prepare(_ client: PostgresClient, create: Bool, logger: Logger, url: String, deadline: Duration) async throws -> String {
+    private static func prepare(_ client: PostgresClient, create: Bool, logger: Logger, url: String, deadline: Duration,
+                                migrating: Bool) async throws -> String
+    {
         try await withDeadline(deadline, unreachable: "PostgreSQL at \(redacted(url)) is unreachable") {
             try await client.withConnection { connection in
                 try await connection.query("BEGIN", logger: logger)
                 do {
+                    if migrating {
+                        // Still bounded, by the hour above: waiting for the lock, and each statement.
+                        try await connection.query("SET LOCAL lock_timeout = '3600s'", logger: logger)
+                        try await connection.query("SET LOCAL statement_timeout = '600s'", logger: logger)
+                    }
                     try await connection.query("SELECT pg_advisory_xact_lock(7270001)", logger: logger)
                     let exists = try await connection.query("SELECT to_regclass('meta') IS NOT NULL", logger: logger)
                         .collect().first?.decode(Bool.self) ?? false
@@ -163,6 +175,22 @@ package final class PostgresRecordStore: RecordStorage {
                     _ = try? await connection.query("ROLLBACK", logger: logger)
                     throw error
                 }
+            }
+        }
+    }
+
+    /// Whether the store at the client's database exists and is at a version before a step that
+    /// rewrites stored data (read without the lock, within the open deadline).
+    private static func needsDataMigration(_ client: PostgresClient, logger: Logger, url: String, deadline: Duration) async throws -> Bool {
+        try await withDeadline(deadline, unreachable: "PostgreSQL at \(redacted(url)) is unreachable") {
+            try await client.withConnection { connection in
+                let exists = try await connection.query("SELECT to_regclass('meta') IS NOT NULL", logger: logger)
+                    .collect().first?.decode(Bool.self) ?? false
+                guard exists else { return false }
+                let recorded = try await connection.query("SELECT value FROM meta WHERE key = 'schema_version'", logger: logger)
+                    .collect().first?.decode(String.self)
+                let version = recorded.flatMap { Int($0) } ?? 1
+                return StoreMigration.all.contains { $0.version > version && $0.backfillsQueryIndex }
             }
         }
     }
