@@ -47,7 +47,7 @@ extension PostgresRecordStore {
                 let dbSeq = try await self.bumpDatabaseSequence(databaseID, connection)
                 try await connection.query("UPDATE zones SET seq = \(modify.sequence), db_seq = \(dbSeq) WHERE id = \(zoneRow.id)",
                                            logger: self.logger)
-                try await self.writeIndexCounts(modify.indexCounts, zone: zoneRow.id, connection)
+                try await self.writeIndex(modify, connection)
                 for (type, fields) in modify.enforcer.additions where !fields.isEmpty {
                     for (field, fieldType) in fields {
                         try await connection.query(
@@ -145,7 +145,7 @@ extension PostgresRecordStore {
         if live != nil {
             try await connection.query("DELETE FROM refs WHERE zone_id = \(zoneRowID) AND source = \(name)", logger: logger)
         }
-        try await reindex(name, old: live.map { ($0.type, $0.fieldsJSON) }, new: (record.recordType, prepared.fieldsJSON), &modify, connection)
+        reindex(name, old: live.map { ($0.type, $0.fieldsJSON) }, new: (record.recordType, prepared.fieldsJSON), &modify)
         for (_, reference) in prepared.references {
             let action: StoredReferenceAction = reference.action == .deleteSelf ? .deleteSelf : .validate
             try await connection.query(
@@ -197,7 +197,7 @@ extension PostgresRecordStore {
                 WHERE zone_id = \(zoneRowID) AND name = \(name)
                 """, logger: logger)
             try await connection.query("DELETE FROM refs WHERE zone_id = \(zoneRowID) AND source = \(name)", logger: logger)
-            try await reindex(name, old: (previous.type, previous.fieldsJSON), new: nil, &modify, connection)
+            reindex(name, old: (previous.type, previous.fieldsJSON), new: nil, &modify)
             modify.changes.append(CommittedChange(kind: .deleted, recordName: name, recordType: previous.type,
                                                   record: previous.stored(name, zoneID: modify.zoneID)))
         }

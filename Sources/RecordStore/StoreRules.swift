@@ -511,6 +511,9 @@ package struct ModifyTransaction {
     package var enforcer: SchemaEnforcer
     /// How the transaction changed `query_counts` (written once, before commit).
     package var indexCounts: [QueryIndex.CountKey: Int64] = [:]
+    /// Each record the transaction saved or deleted, with its final index entries (type nil: no
+    /// longer live), for a backend that writes the index once per transaction (PostgreSQL).
+    package var indexedRecords: [String: (type: String?, entries: [QueryIndex.Entry])] = [:]
 
     package init(scope: DatabaseScope, zone: ZoneRow, zoneID: ZoneID, now: Int64, deviceID: String?, sequence: Int64,
                  enforcer: SchemaEnforcer) {
