@@ -49,7 +49,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Atomics", package: "swift-atomics"),
             ],
-            swiftSettings: settings),
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         // libcurl's header only: CCurl loads the library with dlopen for HTTPS (see SocketTransport).
         .target(name: "CCurl"),
         .target(name: "RecordClient", dependencies: ["RecordModel", "CCurl"], swiftSettings: settings),

@@ -4,7 +4,7 @@ import RecordModel
 import RecordStore
 
 extension PostgresRecordStore {
-    public func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) async throws
+    package func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) async throws
         -> [Result<Subscription?, ServerError>]
     {
         guard operations.count <= StoreLimits.maximumOperations else {
@@ -64,13 +64,13 @@ extension PostgresRecordStore {
         ).collect().map { try Subscription(json: try JSONValue.parse(Array(try $0.decode(String.self).utf8))) }
     }
 
-    public func listSubscriptions(_ scope: DatabaseScope) async throws -> [Subscription] {
+    package func listSubscriptions(_ scope: DatabaseScope) async throws -> [Subscription] {
         let privateDatabaseID = try await databaseID(scope.privateScope)
         let databaseID = scope.kind == .shared ? ShareRules.sharedSubscriptionKey(privateDatabaseID) : privateDatabaseID
         return try await read { try await self.subscriptions(databaseID, $0) }
     }
 
-    public func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) async throws -> PushToken {
+    package func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) async throws -> PushToken {
         try CredentialRules.validateAPIEnvironment(apnsEnvironment)
         let databaseID = try await databaseID(scope)
         let now = clock()
@@ -88,7 +88,7 @@ extension PostgresRecordStore {
         }
     }
 
-    public func pushToken(_ scope: DatabaseScope, token: String) async throws -> PushToken {
+    package func pushToken(_ scope: DatabaseScope, token: String) async throws -> PushToken {
         let databaseID = try await databaseID(scope)
         return try await read { connection in
             guard let row = try await connection.query(
@@ -102,7 +102,7 @@ extension PostgresRecordStore {
         }
     }
 
-    public func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification] {
+    package func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification] {
         try await read { connection in
             try await connection.query(
                 """

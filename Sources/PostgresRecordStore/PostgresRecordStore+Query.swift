@@ -6,7 +6,7 @@ import RecordStore
 /// `records/query` through the query index, its upkeep in every write, and the schema migrations
 /// (the same numbered list as SQLite's, `StoreMigration`).
 extension PostgresRecordStore {
-    public func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
+    package func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
                              continuationMarker: String?) async throws -> QueryPage
     {
         let limit = StoreLimits.clampLimit(resultsLimit, maximum: StoreLimits.maximumQueryResults)
@@ -96,39 +96,44 @@ extension PostgresRecordStore {
         }
     }
 
-    /// Replaces a record's index entries (`old`: the record as it was, nil when it was not live;
-    /// `new`: as it is now, nil when deleted) and notes the count changes in the transaction.
+    /// Notes a record's new index entries (`old`: the record as it was, nil when it was not live;
+    /// `new`: as it is now, nil when deleted) and the count changes; `writeIndex` writes them all
+    /// before commit, in a few statements whatever the batch's size.
     func reindex(_ name: String, old: (type: String, fieldsJSON: [UInt8])?, new: (type: String, fieldsJSON: [UInt8])?,
-                 _ modify: inout ModifyTransaction, _ connection: PostgresConnection) async throws
+                 _ modify: inout ModifyTransaction)
     {
-        let zoneRowID = modify.zone.id
         let oldEntries = old.map { (type: $0.type, entries: QueryIndex.entries($0.fieldsJSON)) }
         let newEntries = new.map { (type: $0.type, entries: QueryIndex.entries($0.fieldsJSON)) }
-        if old != nil {
-            try await connection.query("DELETE FROM query_index WHERE zone_id = \(zoneRowID) AND record_name = \(name)", logger: logger)
-        }
-        if let newEntries, !newEntries.entries.isEmpty {
-            try await insertIndexEntries(zone: zoneRowID, type: newEntries.type, name: name, newEntries.entries, connection)
-        }
+        modify.indexedRecords[name] = (newEntries?.type, newEntries?.entries ?? [])
         QueryIndex.countChanges(old: oldEntries, new: newEntries, into: &modify.indexCounts)
     }
 
-    /// One statement for all of a record's entries.
-    func insertIndexEntries(zone zoneRowID: Int64, type: String, name: String, _ entries: [QueryIndex.Entry],
-                            _ connection: PostgresConnection) async throws
-    {
-        let fields = entries.map(\.field)
-        let keys = entries.map(\.key)
-        try await connection.query(
-            """
-            INSERT INTO query_index (zone_id, record_type, field, sort_key, record_name)
-            SELECT \(zoneRowID), \(type), e.field, e.sort_key, \(name) FROM unnest(\(fields)::text[], \(keys)::text[]) AS e(field, sort_key)
-            """, logger: logger)
-    }
-
-    /// Adds a transaction's count changes to `query_counts` (one statement).
-    func writeIndexCounts(_ counts: [QueryIndex.CountKey: Int64], zone zoneRowID: Int64, _ connection: PostgresConnection) async throws {
-        try await PostgresRecordStore.addIndexCounts(counts.filter { $0.value != 0 }, zone: zoneRowID, connection, logger: logger)
+    /// Replaces the index entries of every record the transaction touched, and adds its counts.
+    func writeIndex(_ modify: ModifyTransaction, _ connection: PostgresConnection) async throws {
+        let zoneRowID = modify.zone.id
+        if !modify.indexedRecords.isEmpty {
+            let touched = Array(modify.indexedRecords.keys)
+            try await connection.query("DELETE FROM query_index WHERE zone_id = \(zoneRowID) AND record_name = ANY(\(touched))", logger: logger)
+            var types: [String] = [], fields: [String] = [], keys: [String] = [], names: [String] = []
+            for (name, indexed) in modify.indexedRecords {
+                guard let type = indexed.type else { continue }
+                for entry in indexed.entries {
+                    types.append(type)
+                    fields.append(entry.field)
+                    keys.append(entry.key)
+                    names.append(name)
+                }
+            }
+            if !names.isEmpty {
+                try await connection.query(
+                    """
+                    INSERT INTO query_index (zone_id, record_type, field, sort_key, record_name)
+                    SELECT \(zoneRowID), e.record_type, e.field, e.sort_key, e.record_name
+                    FROM unnest(\(types)::text[], \(fields)::text[], \(keys)::text[], \(names)::text[]) AS e(record_type, field, sort_key, record_name)
+                    """, logger: logger)
+            }
+        }
+        try await PostgresRecordStore.addIndexCounts(modify.indexCounts.filter { $0.value != 0 }, zone: zoneRowID, connection, logger: logger)
     }
 
     static func addIndexCounts(_ counts: [QueryIndex.CountKey: Int64], zone zoneRowID: Int64, _ connection: PostgresConnection,

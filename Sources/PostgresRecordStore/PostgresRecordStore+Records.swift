@@ -4,7 +4,7 @@ import RecordModel
 import RecordStore
 
 extension PostgresRecordStore {
-    public func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
+    package func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
                               deviceID: String?) async throws -> [RecordOperationResult]
     {
         try RecordRules.validateBatch(operations)
@@ -66,7 +66,7 @@ extension PostgresRecordStore {
                 let dbSeq = try await self.bumpDatabaseSequence(databaseID, connection)
                 try await connection.query("UPDATE zones SET seq = \(modify.sequence), db_seq = \(dbSeq) WHERE id = \(zoneRow.id)",
                                            logger: self.logger)
-                try await self.writeIndexCounts(modify.indexCounts, zone: zoneRow.id, connection)
+                try await self.writeIndex(modify, connection)
                 for (type, fields) in modify.enforcer.additions where !fields.isEmpty {
                     for (field, fieldType) in fields {
                         try await connection.query(
@@ -174,7 +174,7 @@ extension PostgresRecordStore {
         if live != nil {
             try await connection.query("DELETE FROM refs WHERE zone_id = \(zoneRowID) AND source = \(name)", logger: logger)
         }
-        try await reindex(name, old: live.map { ($0.type, $0.fieldsJSON) }, new: (record.recordType, prepared.fieldsJSON), &modify, connection)
+        reindex(name, old: live.map { ($0.type, $0.fieldsJSON) }, new: (record.recordType, prepared.fieldsJSON), &modify)
         for (_, reference) in prepared.references {
             let action: StoredReferenceAction = reference.action == .deleteSelf ? .deleteSelf : .validate
             try await connection.query(
@@ -226,13 +226,13 @@ extension PostgresRecordStore {
                 WHERE zone_id = \(zoneRowID) AND name = \(name)
                 """, logger: logger)
             try await connection.query("DELETE FROM refs WHERE zone_id = \(zoneRowID) AND source = \(name)", logger: logger)
-            try await reindex(name, old: (previous.type, previous.fieldsJSON), new: nil, &modify, connection)
+            reindex(name, old: (previous.type, previous.fieldsJSON), new: nil, &modify)
             modify.changes.append(CommittedChange(kind: .deleted, recordName: name, recordType: previous.type,
                                                   record: previous.stored(name, zoneID: modify.zoneID)))
         }
     }
 
-    public func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws -> [Result<StoredRecord, ServerError>] {
+    package func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws -> [Result<StoredRecord, ServerError>] {
         guard recordNames.count <= StoreLimits.maximumOperations else {
             throw ServerError(.limitExceeded, "at most \(StoreLimits.maximumOperations) records per lookup")
         }
@@ -263,7 +263,7 @@ extension PostgresRecordStore {
     /// Changes after the token's sequence, in sequence order, each record once in its latest
     /// state, read in one snapshot. Sequences commit in order (see the type's comment), so a
     /// client following `moreComing` never skips a change, whichever daemon wrote it.
-    public func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
+    package func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
                             recordTypes: Set<String>?) async throws -> ZoneChangesPage
     {
         let limit = StoreLimits.clampLimit(resultsLimit, maximum: StoreLimits.maximumResultsLimit)
@@ -309,7 +309,7 @@ extension PostgresRecordStore {
         }
     }
 
-    public func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) async throws -> DatabaseChangesPage {
+    package func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) async throws -> DatabaseChangesPage {
         if scope.kind == .shared { return try await sharedDatabaseChanges(scope, syncToken: syncToken) }
         let limit = StoreLimits.clampLimit(resultsLimit, maximum: StoreLimits.maximumResultsLimit)
         let databaseID = try await databaseID(scope)

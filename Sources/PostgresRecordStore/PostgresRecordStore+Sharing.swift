@@ -31,7 +31,7 @@ extension PostgresRecordStore {
             .collect().first.map { try Self.userIdentity($0) }
     }
 
-    public func discoverUsers(emails: [String], recordNames: [String]) async throws -> [UserIdentity] {
+    package func discoverUsers(emails: [String], recordNames: [String]) async throws -> [UserIdentity] {
         try await read { connection in
             var found: [UserIdentity] = []
             for email in emails { if let user = try await self.user(email: email, connection) { found.append(user) } }
@@ -260,7 +260,7 @@ extension PostgresRecordStore {
 
     // MARK: Resolve, accept, invitations
 
-    public func resolveShares(_ scope: DatabaseScope, shortGUIDs: [String], accept: Bool) async throws -> [Result<JSONValue, ServerError>] {
+    package func resolveShares(_ scope: DatabaseScope, shortGUIDs: [String], accept: Bool) async throws -> [Result<JSONValue, ServerError>] {
         guard shortGUIDs.count <= StoreLimits.maximumOperations else {
             throw ServerError(.limitExceeded, "at most \(StoreLimits.maximumOperations) shortGUIDs per request")
         }
@@ -327,7 +327,7 @@ extension PostgresRecordStore {
         return results
     }
 
-    public func invitations(_ scope: DatabaseScope) async throws -> [JSONValue] {
+    package func invitations(_ scope: DatabaseScope) async throws -> [JSONValue] {
         try await read { connection in
             guard let caller = try await self.user(id: scope.userID, connection) else { return [] }
             let zoneRowIDs = try await connection.query(
@@ -380,7 +380,7 @@ extension PostgresRecordStore {
         }
     }
 
-    public func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) async throws -> ZoneInfo {
+    package func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) async throws -> ZoneInfo {
         let storeID = self.storeID
         return try await read { connection in
             let access = try await self.sharedAccess(scope, zone, lockOwner: false, connection)

@@ -14,7 +14,7 @@ import Synchronization
 /// commit in the order they took their sequences, so a feed or a notification cursor read in any
 /// snapshot never skips a number that commits later. The rules themselves (`RecordRules`,
 /// `FeedRules`, `QueryRules`, `SubscriptionRules`) are RecordStore's, shared with SQLite.
-public final class PostgresRecordStore: RecordStorage {
+package final class PostgresRecordStore: RecordStorage {
     let client: PostgresClient
     let logger: Logger
     let productionSchema: Schema
@@ -36,12 +36,12 @@ public final class PostgresRecordStore: RecordStorage {
     static let commitChannel = "scorebook_commits"
 
     /// The error of a URL that is not `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`.
-    public struct ConfigurationError: Error, CustomStringConvertible {
-        public var description: String
+    package struct ConfigurationError: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// Parses `postgres://USER:PASS@HOST:PORT/DB` (also `postgresql://`; `?sslmode=disable|prefer|require`).
-    public static func configuration(url: String) throws -> PostgresClient.Configuration {
+    package static func configuration(url: String) throws -> PostgresClient.Configuration {
         guard let components = URLComponents(string: url), let scheme = components.scheme,
             scheme == "postgres" || scheme == "postgresql", let host = components.host, !host.isEmpty
         else { throw ConfigurationError(description: "--database must be postgres://USER:PASSWORD@HOST:PORT/DATABASE") }
@@ -71,7 +71,7 @@ public final class PostgresRecordStore: RecordStorage {
 
     /// Connects to the database at `url` and creates the store's tables when they do not exist
     /// (`create` false: refuses a database that holds no store).
-    public static func open(url: String, create: Bool = true, schema: Schema = BuiltinSchema.scorebook, openDeadline: Duration = .seconds(30),
+    package static func open(url: String, create: Bool = true, schema: Schema = BuiltinSchema.scorebook, openDeadline: Duration = .seconds(30),
                             clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
                             logger: Logger = Logger(label: "scorebookd.postgres")) async throws -> PostgresRecordStore
     {
@@ -79,7 +79,12 @@ public final class PostgresRecordStore: RecordStorage {
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let runTask = Task { await client.run() }
         do {
-            let storeID = try await PostgresRecordStore.prepare(client, create: create, logger: logger, url: url, deadline: openDeadline)
+            // A store that still needs a migration step with data to rewrite (the query index's
+            // backfill) gets an hour instead of the open deadline, and so does a daemon waiting
+            // for another one's migration: a large store must not fail its upgrade half-way at 30 s.
+            let migrating = try await PostgresRecordStore.needsDataMigration(client, logger: logger, url: url, deadline: openDeadline)
+            let storeID = try await PostgresRecordStore.prepare(client, create: create, logger: logger, url: url,
+                                                                deadline: migrating ? .seconds(3600) : openDeadline, migrating: migrating)
             return PostgresRecordStore(client: client, runTask: runTask, storeID: storeID, schema: schema, clock: clock, logger: logger)
         } catch {
             runTask.cancel()
@@ -140,11 +145,18 @@ public final class PostgresRecordStore: RecordStorage {
 
     /// Creates the tables or brings them to `StoreMigration.latestVersion` (under an advisory
     /// lock, so daemons starting together do not race) and returns the store's identity.
-    private static func prepare(_ client: PostgresClient, create: Bool, logger: Logger, url: String, deadline: Duration) async throws -> String {
+    private static func prepare(_ client: PostgresClient, create: Bool, logger: Logger, url: String, deadline: Duration,
+                                migrating: Bool) async throws -> String
+    {
         try await withDeadline(deadline, unreachable: "PostgreSQL at \(redacted(url)) is unreachable") {
             try await client.withConnection { connection in
                 try await connection.query("BEGIN", logger: logger)
                 do {
+                    if migrating {
+                        // Still bounded, by the hour above: waiting for the lock, and each statement.
+                        try await connection.query("SET LOCAL lock_timeout = '3600s'", logger: logger)
+                        try await connection.query("SET LOCAL statement_timeout = '600s'", logger: logger)
+                    }
                     try await connection.query("SELECT pg_advisory_xact_lock(7270001)", logger: logger)
                     let exists = try await connection.query("SELECT to_regclass('meta') IS NOT NULL", logger: logger)
                         .collect().first?.decode(Bool.self) ?? false
@@ -167,6 +179,22 @@ public final class PostgresRecordStore: RecordStorage {
         }
     }
 
+    /// Whether the store at the client's database exists and is at a version before a step that
+    /// rewrites stored data (read without the lock, within the open deadline).
+    private static func needsDataMigration(_ client: PostgresClient, logger: Logger, url: String, deadline: Duration) async throws -> Bool {
+        try await withDeadline(deadline, unreachable: "PostgreSQL at \(redacted(url)) is unreachable") {
+            try await client.withConnection { connection in
+                let exists = try await connection.query("SELECT to_regclass('meta') IS NOT NULL", logger: logger)
+                    .collect().first?.decode(Bool.self) ?? false
+                guard exists else { return false }
+                let recorded = try await connection.query("SELECT value FROM meta WHERE key = 'schema_version'", logger: logger)
+                    .collect().first?.decode(String.self)
+                let version = recorded.flatMap { Int($0) } ?? 1
+                return StoreMigration.all.contains { $0.version > version && $0.backfillsQueryIndex }
+            }
+        }
+    }
+
     /// The URL without its password, for messages.
     static func redacted(_ url: String) -> String {
         guard var components = URLComponents(string: url) else { return "the database" }
@@ -174,7 +202,7 @@ public final class PostgresRecordStore: RecordStorage {
         return components.string ?? "the database"
     }
 
-    public func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) {
+    package func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) {
         state.withLock { $0.onCommit = observer }
     }
 
@@ -183,7 +211,7 @@ public final class PostgresRecordStore: RecordStorage {
         observer?([databaseID])
     }
 
-    public func close() async {
+    package func close() async {
         let listener = state.withLock { $0.listener }
         listener?.cancel()
         await listener?.value
@@ -290,7 +318,7 @@ public final class PostgresRecordStore: RecordStorage {
 
     // MARK: Users and credentials
 
-    public func createUser(name: String, email: String?) async throws -> (user: User, token: String) {
+    package func createUser(name: String, email: String?) async throws -> (user: User, token: String) {
         try CredentialRules.validateUserName(name)
         let email = try email.map(ShareRules.normalizedEmail)
         let now = clock()
@@ -318,7 +346,7 @@ public final class PostgresRecordStore: RecordStorage {
         var token: String
     }
 
-    public func issueToken(userName: String) async throws -> (user: User, token: String) {
+    package func issueToken(userName: String) async throws -> (user: User, token: String) {
         let now = clock()
         let answer: UserAndToken = try await write { connection in
             guard let row = try await connection.query("SELECT id, name, record_name FROM users WHERE name = \(userName)", logger: self.logger)
@@ -339,7 +367,7 @@ public final class PostgresRecordStore: RecordStorage {
         return token
     }
 
-    public func listUsers() async throws -> [User] {
+    package func listUsers() async throws -> [User] {
         try await read { connection in
             try await connection.query("SELECT id, name, record_name FROM users ORDER BY name", logger: self.logger).collect().map {
                 let (id, name, recordName) = try $0.decode((Int64, String, String).self)
@@ -348,7 +376,7 @@ public final class PostgresRecordStore: RecordStorage {
         }
     }
 
-    public func createAPIToken() async throws -> String {
+    package func createAPIToken() async throws -> String {
         let token = RandomToken.hex(bytes: 32)
         let now = clock()
         try await write { connection in
@@ -360,7 +388,7 @@ public final class PostgresRecordStore: RecordStorage {
     }
 
     /// Not cached: a token revoked through any daemon fails on every daemon at once.
-    public func authenticate(bearerToken: String) async throws -> User? {
+    package func authenticate(bearerToken: String) async throws -> User? {
         guard CredentialRules.isPlausibleBearerToken(bearerToken) else { return nil }
         let hash = SHA256.hexDigest(bearerToken)
         return try await read { connection in
@@ -375,7 +403,7 @@ public final class PostgresRecordStore: RecordStorage {
         }
     }
 
-    public func authenticate(apiToken: String, webAuthToken: String) async throws -> User? {
+    package func authenticate(apiToken: String, webAuthToken: String) async throws -> User? {
         guard CredentialRules.isWellFormedAPIToken(apiToken) else { return nil }
         let hash = SHA256.hexDigest(apiToken.lowercased())
         let known = try await read { connection in
@@ -446,7 +474,7 @@ public final class PostgresRecordStore: RecordStorage {
             .collect().first?.decode(Int64.self) ?? 0
     }
 
-    public func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] {
+    package func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] {
         if scope.kind == .shared { return try await listSharedZones(scope) }
         let databaseID = try await databaseID(scope)
         let storeID = self.storeID
@@ -461,7 +489,7 @@ public final class PostgresRecordStore: RecordStorage {
         }
     }
 
-    public func lookupZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
+    package func lookupZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
         guard scope.kind == .private else { throw ServerError.badRequest("a shared zone is looked up with its ownerRecordName") }
         let databaseID = try await databaseID(scope)
         return try await read { connection in
@@ -470,7 +498,7 @@ public final class PostgresRecordStore: RecordStorage {
         }
     }
 
-    public func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
+    package func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
         guard scope.kind == .private else { throw ServerError.badRequest("zones cannot be created in the shared database") }
         try Names.validateZoneName(zoneName)
         let databaseID = try await databaseID(scope)
@@ -492,7 +520,7 @@ public final class PostgresRecordStore: RecordStorage {
         return info
     }
 
-    public func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {
+    package func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {
         guard zoneName != ZoneID.defaultZoneName else { throw ServerError.badRequest("the default zone cannot be deleted") }
         guard scope.kind == .private else { throw ServerError(.accessDenied, "only the owner deletes a shared zone") }
         let databaseID = try await databaseID(scope)
@@ -551,7 +579,7 @@ public final class PostgresRecordStore: RecordStorage {
     /// How long a daemon counts as live after its last heartbeat.
     static let daemonLifetimeMilliseconds: Int64 = 15_000
 
-    public func liveDaemonCount(heartbeatFrom daemonID: String) async throws -> Int {
+    package func liveDaemonCount(heartbeatFrom daemonID: String) async throws -> Int {
         // Wall time, not the store's clock: heartbeats of several processes are compared.
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let cutoff = now - PostgresRecordStore.daemonLifetimeMilliseconds
@@ -566,7 +594,7 @@ public final class PostgresRecordStore: RecordStorage {
         }
     }
 
-    public func statistics() async throws -> StoreStatistics {
+    package func statistics() async throws -> StoreStatistics {
         try await read { connection in
             let row = try await connection.query(
                 """
@@ -580,7 +608,7 @@ public final class PostgresRecordStore: RecordStorage {
         }
     }
 
-    public func purgeTombstones(olderThanMilliseconds age: Int64) async throws -> Int {
+    package func purgeTombstones(olderThanMilliseconds age: Int64) async throws -> Int {
         let cutoff = clock() - age
         return try await write { connection in
             // Each zone remembers the newest sequence purged: tokens older than that are expired.
@@ -602,7 +630,7 @@ public final class PostgresRecordStore: RecordStorage {
         }
     }
 
-    public func purgeNotifications(olderThanMilliseconds age: Int64) async throws -> Int {
+    package func purgeNotifications(olderThanMilliseconds age: Int64) async throws -> Int {
         let cutoff = clock() - age
         return try await write { connection in
             try await connection.query("DELETE FROM notifications WHERE created_at < \(cutoff) RETURNING 1", logger: self.logger).collect().count
@@ -610,7 +638,7 @@ public final class PostgresRecordStore: RecordStorage {
     }
 
     /// Checks the store's invariants; returns the problems found (empty when sound).
-    public func checkIntegrity() async throws -> [String] {
+    package func checkIntegrity() async throws -> [String] {
         try await read { connection in
             var problems: [String] = []
             for row in try await connection.query(
@@ -636,6 +664,6 @@ public final class PostgresRecordStore: RecordStorage {
 }
 
 /// A database that holds no store, for commands that must not create one.
-public struct StoreMissingError: Error, CustomStringConvertible {
-    public var description: String
+package struct StoreMissingError: Error, CustomStringConvertible {
+    package var description: String
 }

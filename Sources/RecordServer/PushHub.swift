@@ -5,12 +5,12 @@ import Synchronization
 /// Wakes waiting deliveries (long-polls and event streams) when a commit lands. Nothing polls
 /// the database on a timer: a waiter sleeps until a commit of its database wakes it, and one read
 /// per wake serves every waiter of that database.
-public final class PushHub: Sendable {
+package final class PushHub: Sendable {
     /// What a wait returns: the notifications after the waiter's cursor and the commit generation
     /// they reflect (nil when the batch was cut at the limit, so the next wait must read again).
-    public struct Delivery: Sendable {
-        public var notifications: [StoredNotification]
-        public var generation: Int?
+    package struct Delivery: Sendable {
+        package var notifications: [StoredNotification]
+        package var generation: Int?
     }
 
     static let batchLimit = 500
@@ -35,7 +35,7 @@ public final class PushHub: Sendable {
     /// before a later commit puts its waiters back before that commit's wake takes them.
     private let commits: AsyncStream<Set<Int64>>.Continuation
 
-    public init(store: any RecordStorage) {
+    package init(store: any RecordStorage) {
         self.store = store
         let (stream, continuation) = AsyncStream<Set<Int64>>.makeStream()
         self.commits = continuation
@@ -50,13 +50,13 @@ public final class PushHub: Sendable {
 
     deinit { commits.finish() }
 
-    public var isClosed: Bool { state.withLock { $0.closed } }
+    package var isClosed: Bool { state.withLock { $0.closed } }
 
     /// How many deliveries are waiting right now (for metrics and tests).
-    public var waiterCount: Int { state.withLock { $0.waiters.values.reduce(0) { $0 + $1.count } } }
+    package var waiterCount: Int { state.withLock { $0.waiters.values.reduce(0) { $0 + $1.count } } }
 
     /// Called by the store after every commit.
-    public func commitLanded(_ databaseIDs: Set<Int64>) {
+    package func commitLanded(_ databaseIDs: Set<Int64>) {
         commits.yield(databaseIDs)
     }
 
@@ -98,7 +98,7 @@ public final class PushHub: Sendable {
 
     /// Waits until there are notifications after `cursor`, or `timeout` passes (empty result),
     /// or the hub closes. `knownGeneration` is the generation of the caller's previous delivery.
-    public func wait(databaseID: Int64, after cursor: Int64, knownGeneration: Int?, timeout: Duration) async -> Delivery {
+    package func wait(databaseID: Int64, after cursor: Int64, knownGeneration: Int?, timeout: Duration) async -> Delivery {
         let id = UUID()
         return await withCheckedContinuation { continuation in
             let current = state.withLock { state -> Int? in
@@ -132,7 +132,7 @@ public final class PushHub: Sendable {
     }
 
     /// Ends every wait (on shutdown) and refuses new ones.
-    public func close() {
+    package func close() {
         let all = state.withLock { state in
             state.closed = true
             let all = state.waiters.values.flatMap(\.values)

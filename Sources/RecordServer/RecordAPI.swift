@@ -7,10 +7,10 @@ import Synchronization
 
 /// The HTTP API of CONTRACT §3, as a function from request to response. Routes decode, call one
 /// store operation, and encode; all the semantics live in the store.
-public final class RecordAPI: Sendable {
-    public let store: any RecordStorage
-    public let pushHub: PushHub
-    public let metrics = ServerMetrics()
+package final class RecordAPI: Sendable {
+    package let store: any RecordStorage
+    package let pushHub: PushHub
+    package let metrics = ServerMetrics()
 
     let rateLimiter: RateLimiter
     let logger: Logger
@@ -19,7 +19,7 @@ public final class RecordAPI: Sendable {
     private let listeningAuthority = Mutex<String?>(nil)
 
     /// Called by the server once its socket is bound.
-    public func serverDidBind(host: String, port: Int) {
+    package func serverDidBind(host: String, port: Int) {
         let authority = "\(host.contains(":") ? "[\(host)]" : host):\(port)"
         listeningAuthority.withLock { $0 = authority }
         ShareRules.setLinkBase("http://\(authority)")
@@ -28,7 +28,7 @@ public final class RecordAPI: Sendable {
     var boundAuthority: String? { listeningAuthority.withLock { $0 } }
 
     /// `requestsPerSecond` (with bursts of twice that) is the per-user rate limit.
-    public init(store: any RecordStorage, requestsPerSecond: Double = 2000, logger: Logger = Logger(label: "scorebookd")) {
+    package init(store: any RecordStorage, requestsPerSecond: Double = 2000, logger: Logger = Logger(label: "scorebookd")) {
         self.store = store
         self.rateLimiter = RateLimiter(ratePerSecond: requestsPerSecond, burst: requestsPerSecond * 2)
         self.logger = logger
@@ -53,7 +53,7 @@ public final class RecordAPI: Sendable {
     ]).union(sharingOperations)
 
     /// Answers one request and counts it in the metrics under its operation.
-    public func handle(_ request: APIRequest) async -> APIResponse {
+    package func handle(_ request: APIRequest) async -> APIResponse {
         let started = ContinuousClock.now
         let requestID = UUID().uuidString.lowercased()
         var webAuthToken: String?

@@ -3,7 +3,7 @@ import Synchronization
 
 /// Request counts by operation and status and latency histograms by operation, rendered in the
 /// Prometheus text format at `GET /metrics`.
-public final class ServerMetrics: Sendable {
+package final class ServerMetrics: Sendable {
     static let bucketBounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 
     private struct Histogram {
@@ -20,7 +20,7 @@ public final class ServerMetrics: Sendable {
 
     private let state = Mutex(State())
 
-    public init() {}
+    package init() {}
 
     func record(operation: String, status: Int, seconds: Double) {
         state.withLock { state in

@@ -6,7 +6,7 @@ import Synchronization
 /// PostgreSQL store (`PostgresRecordStore`) both implement, so the routes, the push hub and the
 /// tests never know which backend runs. Every method is one transaction. Errors are
 /// `ServerError`s unless the backend itself failed.
-public protocol RecordStorage: AnyObject, Sendable {
+package protocol RecordStorage: AnyObject, Sendable {
     // Users and credentials.
     /// `email` is how sharing finds the user (`public/users/discover`, invitations by email).
     func createUser(name: String, email: String?) async throws -> (user: User, token: String)
@@ -73,9 +73,9 @@ public protocol RecordStorage: AnyObject, Sendable {
 }
 
 extension RecordStorage {
-    public func createUser(name: String) async throws -> (user: User, token: String) { try await createUser(name: name, email: nil) }
+    package func createUser(name: String) async throws -> (user: User, token: String) { try await createUser(name: name, email: nil) }
 
-    public func liveDaemonCount(heartbeatFrom daemonID: String) async throws -> Int { 1 }
+    package func liveDaemonCount(heartbeatFrom daemonID: String) async throws -> Int { 1 }
 }
 
 /// The SQLite store behind the async protocol. `SQLiteRecordStore` itself stays synchronous (the
@@ -84,15 +84,15 @@ extension RecordStorage {
 /// cooperative pool, and however many requests arrive, at most `readThreads` + `writeThreads`
 /// threads of the process block in SQLite (the rest wait in the pools' queues). Writes have their
 /// own pool: they take turns on the one writer connection anyway, and must not starve reads.
-public final class SQLiteStorage: RecordStorage {
-    public let store: SQLiteRecordStore
+package final class SQLiteStorage: RecordStorage {
+    package let store: SQLiteRecordStore
     private let readPool: NIOThreadPool
     private let writePool: NIOThreadPool
 
     /// Readers: as many as the database keeps idle reader connections.
-    public static let readThreads = 8
+    package static let readThreads = 8
     /// One writer in SQLite, one ready behind it.
-    public static let writeThreads = 2
+    package static let writeThreads = 2
     /// Shared by every SQLite store of the process (started once, never shut down).
     static let sharedReadPool = startedPool(threads: readThreads)
     static let sharedWritePool = startedPool(threads: writeThreads)
@@ -103,7 +103,7 @@ public final class SQLiteStorage: RecordStorage {
         return pool
     }
 
-    public init(_ store: SQLiteRecordStore) {
+    package init(_ store: SQLiteRecordStore) {
         self.store = store
         self.readPool = SQLiteStorage.sharedReadPool
         self.writePool = SQLiteStorage.sharedWritePool
@@ -121,68 +121,68 @@ public final class SQLiteStorage: RecordStorage {
         }
     }
 
-    public func createUser(name: String, email: String?) async throws -> (user: User, token: String) {
+    package func createUser(name: String, email: String?) async throws -> (user: User, token: String) {
         let answer = try await offload(write: true) { try $0.createUser(name: name, email: email) }
         return answer
     }
 
-    public func discoverUsers(emails: [String], recordNames: [String]) async throws -> [UserIdentity] {
+    package func discoverUsers(emails: [String], recordNames: [String]) async throws -> [UserIdentity] {
         try await offload { try $0.discoverUsers(emails: emails, recordNames: recordNames) }
     }
 
-    public func resolveShares(_ scope: DatabaseScope, shortGUIDs: [String], accept: Bool) async throws -> [Result<JSONValue, ServerError>] {
+    package func resolveShares(_ scope: DatabaseScope, shortGUIDs: [String], accept: Bool) async throws -> [Result<JSONValue, ServerError>] {
         try await offload(write: accept) { try $0.resolveShares(scope, shortGUIDs: shortGUIDs, accept: accept) }
     }
 
-    public func invitations(_ scope: DatabaseScope) async throws -> [JSONValue] { try await offload { try $0.invitations(scope) } }
+    package func invitations(_ scope: DatabaseScope) async throws -> [JSONValue] { try await offload { try $0.invitations(scope) } }
 
-    public func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) async throws -> ZoneInfo {
+    package func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) async throws -> ZoneInfo {
         try await offload { try $0.lookupSharedZone(scope, zone: zone) }
     }
 
-    public func issueToken(userName: String) async throws -> (user: User, token: String) {
+    package func issueToken(userName: String) async throws -> (user: User, token: String) {
         let answer = try await offload(write: true) { try $0.issueToken(userName: userName) }
         return answer
     }
 
-    public func listUsers() async throws -> [User] { try await offload { try $0.listUsers() } }
-    public func createAPIToken() async throws -> String { try await offload(write: true) { try $0.createAPIToken() } }
+    package func listUsers() async throws -> [User] { try await offload { try $0.listUsers() } }
+    package func createAPIToken() async throws -> String { try await offload(write: true) { try $0.createAPIToken() } }
 
-    public func authenticate(bearerToken: String) async throws -> User? {
+    package func authenticate(bearerToken: String) async throws -> User? {
         try await offload { try $0.authenticate(bearerToken: bearerToken) }
     }
 
-    public func authenticate(apiToken: String, webAuthToken: String) async throws -> User? {
+    package func authenticate(apiToken: String, webAuthToken: String) async throws -> User? {
         try await offload { try $0.authenticate(apiToken: apiToken, webAuthToken: webAuthToken) }
     }
 
-    public func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] { try await offload { try $0.listZones(scope) } }
+    package func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] { try await offload { try $0.listZones(scope) } }
 
-    public func lookupZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
+    package func lookupZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
         try await offload { try $0.lookupZone(scope, zoneName: zoneName) }
     }
 
-    public func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
+    package func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
         try await offload(write: true) { try $0.createZone(scope, zoneName: zoneName) }
     }
 
-    public func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {
+    package func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {
         try await offload(write: true) { try $0.deleteZone(scope, zoneName: zoneName) }
     }
 
-    public func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
+    package func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
                               deviceID: String?) async throws -> [RecordOperationResult]
     {
         try await offload(write: true) { try $0.modifyRecords(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID) }
     }
 
-    public func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws
+    package func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws
         -> [Result<StoredRecord, ServerError>]
     {
         try await offload { try $0.lookupRecords(scope, zone: zone, recordNames: recordNames) }
     }
 
-    public func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
+    package func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
                              continuationMarker: String?) async throws -> QueryPage
     {
         try await offload {
@@ -190,49 +190,49 @@ public final class SQLiteStorage: RecordStorage {
         }
     }
 
-    public func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
+    package func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
                             recordTypes: Set<String>?) async throws -> ZoneChangesPage
     {
         try await offload { try $0.zoneChanges(scope, zone: zone, syncToken: syncToken, resultsLimit: resultsLimit, recordTypes: recordTypes) }
     }
 
-    public func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) async throws -> DatabaseChangesPage {
+    package func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) async throws -> DatabaseChangesPage {
         try await offload { try $0.databaseChanges(scope, syncToken: syncToken, resultsLimit: resultsLimit) }
     }
 
-    public func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) async throws
+    package func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) async throws
         -> [Result<Subscription?, ServerError>]
     {
         try await offload(write: true) { try $0.modifySubscriptions(scope, operations: operations) }
     }
 
-    public func listSubscriptions(_ scope: DatabaseScope) async throws -> [Subscription] {
+    package func listSubscriptions(_ scope: DatabaseScope) async throws -> [Subscription] {
         try await offload { try $0.listSubscriptions(scope) }
     }
 
-    public func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) async throws -> PushToken {
+    package func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) async throws -> PushToken {
         try await offload(write: true) { try $0.createPushToken(scope, apnsEnvironment: apnsEnvironment) }
     }
 
-    public func pushToken(_ scope: DatabaseScope, token: String) async throws -> PushToken {
+    package func pushToken(_ scope: DatabaseScope, token: String) async throws -> PushToken {
         try await offload { try $0.pushToken(scope, token: token) }
     }
 
-    public func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification] {
+    package func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification] {
         try await offload { try $0.notifications(databaseID: databaseID, after: cursor, limit: limit) }
     }
 
-    public func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) { store.setCommitObserver(observer) }
+    package func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) { store.setCommitObserver(observer) }
 
-    public func purgeNotifications(olderThanMilliseconds age: Int64) async throws -> Int {
+    package func purgeNotifications(olderThanMilliseconds age: Int64) async throws -> Int {
         try await offload(write: true) { try $0.purgeNotifications(olderThanMilliseconds: age) }
     }
 
-    public func statistics() async throws -> StoreStatistics { try await offload { try $0.statistics() } }
+    package func statistics() async throws -> StoreStatistics { try await offload { try $0.statistics() } }
 
-    public func purgeTombstones(olderThanMilliseconds age: Int64) async throws -> Int {
+    package func purgeTombstones(olderThanMilliseconds age: Int64) async throws -> Int {
         try await offload(write: true) { try $0.purgeTombstones(olderThanMilliseconds: age) }
     }
 
-    public func close() async { store.close() }
+    package func close() async { store.close() }
 }

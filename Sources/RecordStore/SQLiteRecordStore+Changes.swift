@@ -2,7 +2,7 @@ import RecordModel
 import SQLiteDB
 
 extension SQLiteRecordStore {
-    public static let maximumResultsLimit = StoreLimits.maximumResultsLimit
+    package static let maximumResultsLimit = StoreLimits.maximumResultsLimit
 
     static func clampLimit(_ limit: Int, maximum: Int) -> Int { StoreLimits.clampLimit(limit, maximum: maximum) }
 
@@ -27,7 +27,7 @@ extension SQLiteRecordStore {
     /// Changes after the token's sequence, in sequence order, each record once in its latest state.
     /// The read runs in one snapshot, and sequences are assigned by the single writer in commit
     /// order, so a client following `moreComing` never skips a change.
-    public func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
+    package func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
                             recordTypes: Set<String>?) throws -> ZoneChangesPage
     {
         let limit = SQLiteRecordStore.clampLimit(resultsLimit, maximum: SQLiteRecordStore.maximumResultsLimit)
@@ -76,7 +76,7 @@ extension SQLiteRecordStore {
                                  [.int(tokenZoneRowID), .int(databaseID), .text(name)]) != nil
     }
 
-    public func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) throws -> DatabaseChangesPage {
+    package func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) throws -> DatabaseChangesPage {
         if scope.kind == .shared { return try sharedDatabaseChanges(scope, syncToken: syncToken) }
         let limit = SQLiteRecordStore.clampLimit(resultsLimit, maximum: SQLiteRecordStore.maximumResultsLimit)
         return try database.readSync { connection in
@@ -104,7 +104,7 @@ extension SQLiteRecordStore {
         }
     }
 
-    public func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) throws -> [Result<StoredRecord, ServerError>] {
+    package func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) throws -> [Result<StoredRecord, ServerError>] {
         guard recordNames.count <= SQLiteRecordStore.maximumOperations else {
             throw ServerError(.limitExceeded, "at most \(SQLiteRecordStore.maximumOperations) records per lookup")
         }
@@ -126,7 +126,7 @@ extension SQLiteRecordStore {
         }
     }
 
-    public func statistics() throws -> StoreStatistics {
+    package func statistics() throws -> StoreStatistics {
         try database.readSync { connection in
             StoreStatistics(
                 records: Int(try connection.scalarInt("SELECT COUNT(*) FROM records WHERE deleted = 0") ?? 0),
@@ -135,7 +135,7 @@ extension SQLiteRecordStore {
         }
     }
 
-    public func purgeTombstones(olderThanMilliseconds age: Int64) throws -> Int {
+    package func purgeTombstones(olderThanMilliseconds age: Int64) throws -> Int {
         let cutoff = clock() - age
         return try database.writeSync { connection in
             try connection.transaction {

@@ -2,10 +2,10 @@ import RecordModel
 import SQLiteDB
 
 extension SQLiteRecordStore {
-    public static let maximumOperations = StoreLimits.maximumOperations
-    public static let maximumRecordBytes = StoreLimits.maximumRecordBytes
+    package static let maximumOperations = StoreLimits.maximumOperations
+    package static let maximumRecordBytes = StoreLimits.maximumRecordBytes
 
-    public func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
+    package func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
                               deviceID: String?) throws -> [RecordOperationResult]
     {
         try RecordRules.validateBatch(operations)

@@ -22,9 +22,9 @@ final class SubscriptionCache: Sendable {
 }
 
 extension SQLiteRecordStore {
-    public static let maximumSubscriptions = StoreLimits.maximumSubscriptions
+    package static let maximumSubscriptions = StoreLimits.maximumSubscriptions
 
-    public func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) throws
+    package func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) throws
         -> [Result<Subscription?, ServerError>]
     {
         guard operations.count <= SQLiteRecordStore.maximumOperations else {
@@ -62,7 +62,7 @@ extension SQLiteRecordStore {
         }
     }
 
-    public func listSubscriptions(_ scope: DatabaseScope) throws -> [Subscription] {
+    package func listSubscriptions(_ scope: DatabaseScope) throws -> [Subscription] {
         try database.readSync { connection in
             let privateDatabaseID = try databaseID(scope)
             let databaseID = scope.kind == .shared ? ShareRules.sharedSubscriptionKey(privateDatabaseID) : privateDatabaseID
@@ -71,7 +71,7 @@ extension SQLiteRecordStore {
         }
     }
 
-    public func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) throws -> PushToken {
+    package func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) throws -> PushToken {
         try CredentialRules.validateAPIEnvironment(apnsEnvironment)
         return try writeTransaction(scope) { connection, databaseID in
             let start = try connection.scalarInt("SELECT MAX(id) FROM notifications WHERE database_id = ?", [.int(databaseID)]) ?? 0
@@ -83,7 +83,7 @@ extension SQLiteRecordStore {
         }
     }
 
-    public func pushToken(_ scope: DatabaseScope, token: String) throws -> PushToken {
+    package func pushToken(_ scope: DatabaseScope, token: String) throws -> PushToken {
         try database.readSync { connection in
             let databaseID = try databaseID(scope)
             guard let row = try connection.first(
@@ -98,14 +98,14 @@ extension SQLiteRecordStore {
         }
     }
 
-    public func notifications(databaseID: Int64, after cursor: Int64, limit: Int) throws -> [StoredNotification] {
+    package func notifications(databaseID: Int64, after cursor: Int64, limit: Int) throws -> [StoredNotification] {
         try database.readSync { connection in
             try connection.map("SELECT id, payload FROM notifications WHERE database_id = ? AND id > ? ORDER BY id LIMIT ?",
                                [.int(databaseID), .int(cursor), .int(Int64(limit))]) { StoredNotification(id: $0.int64(0), payload: $0.blob(1)) }
         }
     }
 
-    public func purgeNotifications(olderThanMilliseconds age: Int64) throws -> Int {
+    package func purgeNotifications(olderThanMilliseconds age: Int64) throws -> Int {
         try database.writeSync { connection in
             try connection.run("DELETE FROM notifications WHERE created_at < ?", [.int(clock() - age)])
         }

@@ -33,7 +33,7 @@ enum ComparableValue: Comparable {
 
 extension RecordQuery {
     /// Reads the `query` member of a `records/query` request.
-    public init(json: JSONValue) throws {
+    package init(json: JSONValue) throws {
         guard case .object = json, let type = json["recordType"]?.stringValue else {
             throw ServerError.badRequest("query.recordType must be a string")
         }
@@ -79,11 +79,11 @@ extension QueryField {
 }
 
 extension SQLiteRecordStore {
-    public static let maximumQueryResults = StoreLimits.maximumQueryResults
+    package static let maximumQueryResults = StoreLimits.maximumQueryResults
 
     /// `records/query` through the query index (`QueryCursor` plans the scans; each is a bounded
     /// index range), in one read snapshot.
-    public func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
+    package func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
                              continuationMarker: String?) throws -> QueryPage
     {
         let limit = SQLiteRecordStore.clampLimit(resultsLimit, maximum: SQLiteRecordStore.maximumQueryResults)

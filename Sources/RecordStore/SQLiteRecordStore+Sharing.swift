@@ -12,7 +12,7 @@ extension SQLiteRecordStore {
 
     // MARK: Users
 
-    public func discoverUsers(emails: [String], recordNames: [String]) throws -> [UserIdentity] {
+    package func discoverUsers(emails: [String], recordNames: [String]) throws -> [UserIdentity] {
         try database.readSync { connection in
             var found: [UserIdentity] = []
             for email in emails {
@@ -262,7 +262,7 @@ extension SQLiteRecordStore {
 
     /// The shares behind `shortGUIDs` that invite the caller; `accept` also accepts them (the
     /// zone appears in its shared database). Anyone not invited gets `NOT_FOUND`.
-    public func resolveShares(_ scope: DatabaseScope, shortGUIDs: [String], accept: Bool) throws -> [Result<JSONValue, ServerError>] {
+    package func resolveShares(_ scope: DatabaseScope, shortGUIDs: [String], accept: Bool) throws -> [Result<JSONValue, ServerError>] {
         guard shortGUIDs.count <= StoreLimits.maximumOperations else {
             throw ServerError(.limitExceeded, "at most \(StoreLimits.maximumOperations) shortGUIDs per request")
         }
@@ -309,7 +309,7 @@ extension SQLiteRecordStore {
         return results
     }
 
-    public func invitations(_ scope: DatabaseScope) throws -> [JSONValue] {
+    package func invitations(_ scope: DatabaseScope) throws -> [JSONValue] {
         try database.readSync { connection in
             try connection.readTransaction {
                 guard let caller = try userIdentity(id: scope.userID, connection) else { return [] }
@@ -357,7 +357,7 @@ extension SQLiteRecordStore {
         }
     }
 
-    public func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) throws -> ZoneInfo {
+    package func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) throws -> ZoneInfo {
         try database.readSync { connection in
             try connection.readTransaction {
                 let access = try sharedAccess(scope, zone, connection)

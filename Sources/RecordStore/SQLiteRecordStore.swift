@@ -5,8 +5,8 @@ import Synchronization
 
 /// The SQLite implementation of `RecordStorage`: one database file in WAL mode, every write
 /// through one connection (so change sequences follow commit order), reads from pooled readers.
-public final class SQLiteRecordStore: Sendable {
-    public static let databaseFileName = "scorebook.sqlite"
+package final class SQLiteRecordStore: Sendable {
+    package static let databaseFileName = "scorebook.sqlite"
 
     let database: SQLiteDatabase
     let storeID: String
@@ -29,12 +29,12 @@ public final class SQLiteRecordStore: Sendable {
 
     /// How long a write waits for a lock held by another process (a `scorebookd user` command, a
     /// backup) before the request is answered `TRY_AGAIN_LATER`.
-    public func setBusyTimeout(milliseconds: Int32) { database.setWriterBusyTimeout(milliseconds: milliseconds) }
+    package func setBusyTimeout(milliseconds: Int32) { database.setWriterBusyTimeout(milliseconds: milliseconds) }
 
-    public func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) { caches.withLock { $0.onCommit = observer } }
+    package func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) { caches.withLock { $0.onCommit = observer } }
 
     /// Opens (creating if needed) the store in `directory`.
-    public init(directory: String, schema: Schema = BuiltinSchema.scorebook,
+    package init(directory: String, schema: Schema = BuiltinSchema.scorebook,
                 clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) throws
     {
         var isDirectory: ObjCBool = false
@@ -68,7 +68,7 @@ public final class SQLiteRecordStore: Sendable {
         }
     }
 
-    public func close() { database.checkpoint() }
+    package func close() { database.checkpoint() }
 
     /// Brings the schema to `StoreMigration.latestVersion`, in the caller's transaction: a store
     /// without tables is version 0, one without a recorded version (made before migrations) is 1.
@@ -90,11 +90,11 @@ public final class SQLiteRecordStore: Sendable {
     }
 
     /// The data file, for backups and integrity checks.
-    public var path: String { database.path }
+    package var path: String { database.path }
 
     // MARK: Users and credentials
 
-    public func createUser(name: String, email: String? = nil) throws -> (user: User, token: String) {
+    package func createUser(name: String, email: String? = nil) throws -> (user: User, token: String) {
         try CredentialRules.validateUserName(name)
         let email = try email.map(ShareRules.normalizedEmail)
         return try database.writeSync { connection in
@@ -114,7 +114,7 @@ public final class SQLiteRecordStore: Sendable {
         }
     }
 
-    public func issueToken(userName: String) throws -> (user: User, token: String) {
+    package func issueToken(userName: String) throws -> (user: User, token: String) {
         try database.writeSync { connection in
             try connection.transaction {
                 guard let user = try connection.first("SELECT id, name, record_name FROM users WHERE name = ?", [.text(userName)], {
@@ -132,7 +132,7 @@ public final class SQLiteRecordStore: Sendable {
         return token
     }
 
-    public func listUsers() throws -> [User] {
+    package func listUsers() throws -> [User] {
         try database.readSync { connection in
             try connection.map("SELECT id, name, record_name FROM users ORDER BY name") {
                 User(id: $0.int64(0), name: $0.text(1), recordName: $0.text(2))
@@ -140,7 +140,7 @@ public final class SQLiteRecordStore: Sendable {
         }
     }
 
-    public func createAPIToken() throws -> String {
+    package func createAPIToken() throws -> String {
         let token = RandomToken.hex(bytes: 32)
         _ = try database.writeSync { connection in
             try connection.run("INSERT INTO api_tokens (token_hash, created_at) VALUES (?, ?)",
@@ -153,7 +153,7 @@ public final class SQLiteRecordStore: Sendable {
     /// issued by `scorebookd user token` in another process is seen at once (misses are not
     /// cached), and one revoked by `scorebookd user revoke` is refused at once: every request
     /// reads the store's revocation count, and a changed count empties the cache.
-    public func authenticate(bearerToken: String) throws -> User? {
+    package func authenticate(bearerToken: String) throws -> User? {
         guard CredentialRules.isPlausibleBearerToken(bearerToken) else { return nil }
         let now = clock()
         let revocations = try revocationCount()
@@ -184,7 +184,7 @@ public final class SQLiteRecordStore: Sendable {
         return user
     }
 
-    public func authenticate(apiToken: String, webAuthToken: String) throws -> User? {
+    package func authenticate(apiToken: String, webAuthToken: String) throws -> User? {
         guard CredentialRules.isWellFormedAPIToken(apiToken) else { return nil }
         let known = try database.readSync { connection in
             try connection.scalarInt("SELECT 1 FROM api_tokens WHERE token_hash = ?", [.text(SHA256.hexDigest(apiToken.lowercased()))])
@@ -249,7 +249,7 @@ public final class SQLiteRecordStore: Sendable {
 
     // MARK: Zones
 
-    public func listZones(_ scope: DatabaseScope) throws -> [ZoneInfo] {
+    package func listZones(_ scope: DatabaseScope) throws -> [ZoneInfo] {
         if scope.kind == .shared { return try listSharedZones(scope) }
         return try database.readSync { connection in
             let databaseID = try databaseID(scope)
@@ -260,7 +260,7 @@ public final class SQLiteRecordStore: Sendable {
         }
     }
 
-    public func lookupZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo {
+    package func lookupZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo {
         guard scope.kind == .private else { throw ServerError.badRequest("a shared zone is looked up with its ownerRecordName") }
         return try database.readSync { connection in
             let zone = try requireZone(try databaseID(scope), ZoneID(zoneName: zoneName), connection)
@@ -268,7 +268,7 @@ public final class SQLiteRecordStore: Sendable {
         }
     }
 
-    public func createZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo {
+    package func createZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo {
         guard scope.kind == .private else { throw ServerError.badRequest("zones cannot be created in the shared database") }
         try Names.validateZoneName(zoneName)
         return try writeTransaction(scope) { connection, databaseID in
@@ -284,7 +284,7 @@ public final class SQLiteRecordStore: Sendable {
         }
     }
 
-    public func deleteZone(_ scope: DatabaseScope, zoneName: String) throws {
+    package func deleteZone(_ scope: DatabaseScope, zoneName: String) throws {
         guard zoneName != ZoneID.defaultZoneName else { throw ServerError.badRequest("the default zone cannot be deleted") }
         guard scope.kind == .private else { throw ServerError(.accessDenied, "only the owner deletes a shared zone") }
         var touched = Set<Int64>()
@@ -319,7 +319,7 @@ public final class SQLiteRecordStore: Sendable {
 }
 
 /// Why the store could not be opened (a user-facing one-liner).
-public struct StoreOpenError: Error, CustomStringConvertible {
-    public var description: String
+package struct StoreOpenError: Error, CustomStringConvertible {
+    package var description: String
     package init(_ description: String) { self.description = description }
 }

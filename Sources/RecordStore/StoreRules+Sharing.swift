@@ -8,17 +8,17 @@ import Synchronization
 // transaction and ask these functions what to do.
 
 /// A participant's permission on a shared zone.
-public enum SharePermission: String, Sendable {
+package enum SharePermission: String, Sendable {
     case readOnly = "READ_ONLY", readWrite = "READ_WRITE"
 }
 
 /// Where a participant is in the invitation's life.
-public enum ShareAcceptance: String, Sendable {
+package enum ShareAcceptance: String, Sendable {
     case invited = "INVITED", accepted = "ACCEPTED", removed = "REMOVED"
 }
 
 /// A user as `public/users/discover` and the share's participant list name it.
-public struct UserIdentity: Sendable, Equatable {
+package struct UserIdentity: Sendable, Equatable {
     package init(id: Int64, name: String, recordName: String, email: String?) {
         self.id = id
         self.name = name
@@ -26,13 +26,13 @@ public struct UserIdentity: Sendable, Equatable {
         self.email = email
     }
 
-    public var id: Int64
-    public var name: String
-    public var recordName: String
-    public var email: String?
+    package var id: Int64
+    package var name: String
+    package var recordName: String
+    package var email: String?
 
     /// `{"userRecordName", "lookupInfo", "nameComponents"}` as CloudKit's user identity.
-    public var json: JSONValue {
+    package var json: JSONValue {
         var lookup: [String: JSONValue] = ["userRecordName": .string(recordName)]
         if let email { lookup = ["emailAddress": .string(email)] }
         return ["userRecordName": .string(recordName), "lookupInfo": .object(lookup), "nameComponents": ["givenName": .string(name)]]
@@ -134,7 +134,7 @@ package enum ShareRules {
     /// The base of a share's `url` (`http://HOST:PORT`), set by the daemon once it listens.
     private static let linkBase = Mutex<String>("http://localhost")
 
-    public static func setLinkBase(_ base: String) { linkBase.withLock { $0 = base } }
+    package static func setLinkBase(_ base: String) { linkBase.withLock { $0 = base } }
 
     package static func url(_ shortGUID: String) -> String { linkBase.withLock { $0 } + "/share/" + shortGUID }
 

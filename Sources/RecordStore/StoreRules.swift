@@ -5,12 +5,12 @@ import RecordModel
 // backend has read; the backends (SQLite here, PostgreSQL in its own module) only read and write.
 
 /// Limits every backend enforces.
-public enum StoreLimits {
-    public static let maximumOperations = 400
-    public static let maximumRecordBytes = 1_000_000
-    public static let maximumResultsLimit = 400
-    public static let maximumQueryResults = 200
-    public static let maximumSubscriptions = 1000
+package enum StoreLimits {
+    package static let maximumOperations = 400
+    package static let maximumRecordBytes = 1_000_000
+    package static let maximumResultsLimit = 400
+    package static let maximumQueryResults = 200
+    package static let maximumSubscriptions = 1000
 
     /// 0 or less means "as many as allowed", as CloudKit reads a zero limit.
     package static func clampLimit(_ limit: Int, maximum: Int) -> Int { limit <= 0 ? maximum : min(limit, maximum) }
@@ -523,6 +523,9 @@ package struct ModifyTransaction {
     package var enforcer: SchemaEnforcer
     /// How the transaction changed `query_counts` (written once, before commit).
     package var indexCounts: [QueryIndex.CountKey: Int64] = [:]
+    /// Each record the transaction saved or deleted, with its final index entries (type nil: no
+    /// longer live), for a backend that writes the index once per transaction (PostgreSQL).
+    package var indexedRecords: [String: (type: String?, entries: [QueryIndex.Entry])] = [:]
 
     package init(scope: DatabaseScope, zone: ZoneRow, zoneID: ZoneID, now: Int64, deviceID: String?, sequence: Int64,
                  enforcer: SchemaEnforcer, writer: String? = nil) {

@@ -92,7 +92,7 @@ package struct StoreMigration: Sendable {
 /// The tables of the server's store. SQL is kept to what PostgreSQL also accepts where that costs
 /// nothing (no SQLite-only column types; `WITHOUT ROWID` is the one SQLite-specific choice, for
 /// the two hot tables keyed by (zone, name)).
-public enum StoreSchema {
+package enum StoreSchema {
     /// Migration 1 on SQLite: the schema before migrations were numbered.
     package static let version1 = [
         "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -153,9 +153,9 @@ public enum StoreSchema {
         "CREATE INDEX IF NOT EXISTS notifications_database ON notifications (database_id, id)",
     ]
 
-    /// The records table and its indexes; public so the benchmark's raw-SQLite baseline inserts
+    /// The records table and its indexes; visible to the package so the benchmark's raw-SQLite baseline inserts
     /// into exactly the same table (`scorebook-bench storage-limit`).
-    public static let recordsTable = [
+    package static let recordsTable = [
         // One row per record name; a deleted record is a tombstone row (deleted = 1) until purged.
         // `seq` is the zone's change sequence of the record's latest change.
         """

@@ -1,5 +1,6 @@
 import Foundation
 import RecordModel
+import PostgresRecordStore
 import RecordStore
 import SQLiteDB
 import TestSupport
@@ -95,5 +96,31 @@ final class MigrationTests: StoreTestCase {
         try execute(["UPDATE meta SET value = '\(StoreMigration.latestVersion)' WHERE key = 'schema_version'"])
         store = BlockingStore(try Self.backend.open(directory: directory, postgresURL: postgresURL, clock: clock))
         XCTAssertNotNil(try lookup(dev, "kept"))
+    }
+
+    /// Two daemons starting together on a version-1 PostgreSQL store: one migrates under the
+    /// advisory lock, the other waits and finds the work done (a second backfill would collide
+    /// with the first's index entries and fail its open).
+    func testTwoStoresOpeningAVersion1DatabaseTogetherMigrateItOnce() throws {
+        guard Self.backend == .postgres else { throw XCTSkip("concurrent opens of one PostgreSQL database") }
+        try modify(dev, (0..<30).map { (.create, record("s\($0)", "Score", ["value": field(.double(Double($0 % 3)), "DOUBLE")])) })
+        store.close()
+        store = nil
+        try downgradeToVersion1()
+        let url = postgresURL!
+        let read = clock.read
+        let opened: [any RecordStorage] = try BlockingStore.run {
+            async let first = PostgresRecordStore.open(url: url, clock: read)
+            async let second = PostgresRecordStore.open(url: url, clock: read)
+            return try await [first, second]
+        }
+        defer { for other in opened.dropFirst() { _ = try? BlockingStore.run { await other.close() } } }
+        store = BlockingStore(opened[0])
+        let equals = try RecordQuery(json: ["recordType": "Score", "filterBy": [["comparator": "EQUALS", "fieldName": "value", "fieldValue": ["value": 1]]]])
+        for storage in opened {
+            let page = try BlockingStore(storage).queryRecords(dev, zone: .default, query: equals, resultsLimit: 200, continuationMarker: nil)
+            XCTAssertEqual(page.records.map(\.recordName).sorted(), stride(from: 1, to: 30, by: 3).map { "s\($0)" }.sorted())
+            XCTAssertEqual(page.rowsVisited, 10, "each record indexed once")
+        }
     }
 }

@@ -1,5 +1,6 @@
 import RecordModel
 import RecordStore
+import SQLiteDB
 import XCTest
 
 /// Issue 16: `records/query` reads index ranges, so a page costs about its size (`rowsVisited`
@@ -163,6 +164,33 @@ final class QueryIndexTests: StoreTestCase {
         XCTAssertEqual(page.records.count, 0)
     }
 
+    /// A batch that updates a record, deletes one whose deletion cascades, and (not atomic) has an
+    /// operation that fails: the index holds each record's final state only.
+    func testABatchLeavesTheIndexAtEachRecordsFinalState() throws {
+        func values(_ value: Double) throws -> [String] {
+            try pages(["recordType": "Memo", "filterBy": [["comparator": "EQUALS", "fieldName": "n", "fieldValue": ["value": .double(value)]]]],
+                      limit: 50).names
+        }
+        try modify(dev, [
+            (.create, record("parent", "Memo", ["n": field(.double(3), "DOUBLE")])),
+            (.create, record("child", "Memo", ["n": field(.double(2), "DOUBLE"), "up": ref("parent", .deleteSelf)])),
+            (.create, record("changed", "Memo", ["n": field(.double(1), "DOUBLE")])),
+        ])
+        XCTAssertEqual(try values(2), ["child"])
+        let results = try modify(dev, atomic: false, [
+            (.forceUpdate, record("changed", "Memo", ["n": field(.double(2), "DOUBLE")])),
+            (.forceDelete, record("parent")),
+            (.create, record("score-001", "Memo", ["n": field(.double(2), "DOUBLE")])),  // exists: fails
+            (.create, record("kept", "Memo", ["n": field(.double(2), "DOUBLE")])),
+        ])
+        guard case .failed = results[2] else { return XCTFail("the create of an existing record fails: \(results[2])") }
+        XCTAssertEqual(try values(1), [])
+        XCTAssertEqual(try values(2), ["changed", "kept"], "the cascade removed child's entry, the failed create added none")
+        XCTAssertEqual(try values(3), [])
+        let all = try pages(["recordType": "Memo", "sortBy": [["fieldName": "n", "ascending": false]]], limit: 10)
+        XCTAssertEqual(all.names, ["changed", "kept"])
+    }
+
     /// Text keys keep a bounded prefix: strings longer than it still filter exactly.
     func testLongStringsSharingAPrefixFilterExactly() throws {
         let prefix = String(repeating: "p", count: 400)
@@ -192,5 +220,20 @@ final class QueryIndexTests: StoreTestCase {
             XCTAssertFalse(plan.contains { $0.hasPrefix("SCAN r") || $0.hasPrefix("SCAN q") || $0 == "SCAN records" },
                            "no full scan: \(plan)")
         }
+    }
+
+    /// `scorebookd check` verifies the index against the records (SQLite; the index is written
+    /// in every write's transaction, so a store that passed the suite has none of these problems).
+    func testCheckFindsAnIndexThatDisagreesWithTheRecords() throws {
+        guard let sqlite = (store.base as? SQLiteStorage)?.store else { throw XCTSkip("scorebookd check runs on SQLite") }
+        try modify(dev, [(.forceDelete, record("score-010"))])
+        try save(dev, .forceUpdate, record("score-011", "Score", ["value": field(.double(3), "DOUBLE")]))
+        XCTAssertEqual(try sqlite.checkIntegrity(), [])
+        let connection = try SQLiteConnection(path: sqlite.path)
+        // An entry left behind by the deleted record: it is not live, and the counts no longer match.
+        try connection.execute("INSERT INTO query_index SELECT zone_id, 'Score', 'value', 'n0', 'score-010' FROM query_index LIMIT 1")
+        let problems = try sqlite.checkIntegrity()
+        XCTAssertTrue(problems.contains { $0.contains("query index holds 'score-010'") }, "\(problems)")
+        XCTAssertTrue(problems.contains { $0.contains("240 query index entries for 'Score.value', counts say 239") }, "\(problems)")
     }
 }
