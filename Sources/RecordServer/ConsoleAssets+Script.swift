@@ -281,7 +281,9 @@ extension ConsoleAssets {
     state.detailsOpen = new Map();
     clearStoredSession();
     $('book-list').replaceChildren();
+    delete $('book-list').dataset.drawn;
     $('book').replaceChildren();
+    delete $('book').dataset.drawn;
     $('notes').replaceChildren();
     $('shared-note').textContent = '';
     $('user').textContent = '';
@@ -479,7 +481,8 @@ extension ConsoleAssets {
   // MARK: Books
 
   function newBook(database, zoneID) {
-    return { key: bookKey(database, zoneID), database, zoneID, records: new Map(), syncToken: null, loaded: false, share: undefined };
+    // `version` counts the changes applied, so the view is drawn again only when something changed.
+    return { key: bookKey(database, zoneID), database, zoneID, records: new Map(), syncToken: null, loaded: false, share: undefined, version: 0 };
   }
 
   function bookKey(database, zoneID) {
@@ -656,6 +659,7 @@ extension ConsoleAssets {
       if (entry.serverErrorCode === 'CHANGE_TOKEN_EXPIRED') {
         book.syncToken = null; // start again from the beginning
         book.records = new Map();
+        book.version += 1;
         continue;
       }
       if (entry.serverErrorCode === 'ZONE_NOT_FOUND') {
@@ -674,6 +678,7 @@ extension ConsoleAssets {
         }
         if (record.serverErrorCode) continue;
         removed.delete(record.recordName);
+        book.version += 1;
         if (record.recordType === 'cloudkit.share') {
           book.share = record;
           continue;
@@ -685,6 +690,7 @@ extension ConsoleAssets {
     }
     if (removed.size && !firstLoad) noteDeletions(book, removed);
     for (const name of removed.keys()) book.records.delete(name);
+    if (removed.size || !book.loaded) book.version += 1;
     book.loaded = true;
   }
 
@@ -885,6 +891,10 @@ extension ConsoleAssets {
   function renderBookList() {
     const list = $('book-list');
     const books = sortedBooks();
+    const drawn = JSON.stringify([state.generation, state.openKey, state.listedOnce, state.shared.available,
+      books.map((book) => [book.key, bookTitle(book), bookRole(book), ownerLabel(book)])]);
+    if (list.dataset.drawn === drawn) return;
+    list.dataset.drawn = drawn;
     list.replaceChildren(...books.map((book) => {
       const role = bookRole(book);
       return el('li', { 'data-book': book.key },
@@ -940,14 +950,19 @@ extension ConsoleAssets {
     const book = state.books.get(state.openKey);
     if (!state.session) {
       article.replaceChildren();
+      delete article.dataset.drawn;
       return;
     }
     if (!book) {
+      delete article.dataset.drawn;
       article.replaceChildren(el('p', { class: 'muted', text: state.listedOnce ? 'No book to show.' : 'Loading…' }));
       document.title = 'Scorebook console';
       return;
     }
     document.title = `${bookTitle(book)} — Scorebook console`;
+    const drawn = `${state.generation}|${book.key}|${book.version}|${book.loaded}|${state.session.me}`;
+    if (article.dataset.drawn === drawn) return; // nothing changed: keep the page (and what is open or selected) as it is
+    article.dataset.drawn = drawn;
     if (!book.loaded) {
       article.replaceChildren(el('h2', { text: bookTitle(book) }), el('p', { class: 'muted', text: 'Loading…' }));
       return;
@@ -1005,7 +1020,7 @@ extension ConsoleAssets {
       el('thead', null, el('tr', null, el('th', { text: 'RANK' }), el('th', { text: 'PLAYER' }), el('th', { class: 'number', text: 'TOTAL' }))),
       el('tbody', null, result.rows.map((row) => el('tr', { 'data-player': row.player, class: row.person === result.winner ? 'winner-row' : null },
         el('td', { class: 'rank', text: String(row.rank) }),
-        el('td', { class: 'player' }, avatar(data.personByName.get(row.person), 'small'), el('span', { class: 'name', text: row.name })),
+        el('td', { class: 'player' }, el('span', { class: 'who' }, avatar(data.personByName.get(row.person), 'small'), el('span', { class: 'name', text: row.name }))),
         el('td', { class: 'total number', text: formatNumber(row.total) })))));
     const related = [record, ...match.players, ...match.scores, ...match.images, ...(match.location ? [match.location] : [])];
     return el('article', { class: `match ${match.finished ? 'finished' : 'playing'}`, 'data-record': record.recordName },
@@ -1058,7 +1073,7 @@ extension ConsoleAssets {
     section.append(el('table', { class: 'standings-table' },
       el('thead', null, el('tr', null, ['PERSON', 'PLAYED', 'WON', 'WIN RATE', 'AVERAGE SCORE'].map((h, i) => el('th', { class: i ? 'number' : null, text: h })))),
       el('tbody', null, data.standings.map((row) => el('tr', { 'data-person': row.person },
-        el('td', { class: 'player' }, avatar(row.record, 'small'), el('span', { class: 'name', text: row.name })),
+        el('td', { class: 'player' }, el('span', { class: 'who' }, avatar(row.record, 'small'), el('span', { class: 'name', text: row.name }))),
         el('td', { class: 'number', text: String(row.played) }),
         el('td', { class: 'number', text: String(row.won) }),
         el('td', { class: 'number', text: `${roundHalfAway(row.winRate * 100)}%` }),

@@ -81,7 +81,7 @@ button:focus-visible, input:focus-visible, select:focus-visible, summary:focus-v
 .book-head { margin-bottom: 1em; }
 .book-head h2 { font-size: 1.5em; overflow-wrap: anywhere; }
 .book-facts, .participants { margin: 0.3em 0 0; color: var(--muted); font-size: 0.9em; }
-.book-grid { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 1.2em; align-items: start; }
+.book-grid { display: grid; grid-template-columns: minmax(0, 5fr) minmax(0, 4fr); gap: 1.2em; align-items: start; }
 @media (max-width: 60em) { .book-grid { grid-template-columns: minmax(0, 1fr); } .console { grid-template-columns: minmax(0, 1fr); } .books { border-right: none; border-bottom: 1px solid var(--line); } }
 section > h3 { font-size: 1em; margin: 0 0 0.6em; }
 .column-main, .column-side { display: flex; flex-direction: column; gap: 1.2em; min-width: 0; }
@@ -102,14 +102,14 @@ section > h3 { font-size: 1em; margin: 0 0 0.6em; }
 
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; padding: 0.35em 0.5em; border-bottom: 1px solid var(--line); vertical-align: middle; overflow-wrap: anywhere; }
-th { font-size: 0.75em; letter-spacing: 0.06em; color: var(--muted); font-weight: 600; }
+th { font-size: 0.75em; letter-spacing: 0.06em; color: var(--muted); font-weight: 600; white-space: nowrap; }
 .number { text-align: right; font-variant-numeric: tabular-nums; }
 .scoreboard { margin-top: 0.6em; }
 .scoreboard td.rank { width: 3.5em; font-weight: 600; }
 .scoreboard td.total { font-weight: 600; font-size: 1.05em; }
 .scoreboard tr.winner-row td { background: #f0faf4; }
 .scoreboard tr.winner-row td.rank::after { content: " ★"; color: #d19a00; }
-td.player { display: flex; align-items: center; gap: 0.5em; }
+td.player .who { display: inline-flex; align-items: center; gap: 0.5em; }
 .rounds { font-size: 0.9em; margin-top: 0.4em; }
 .rounds .total-row td { font-weight: 700; border-top: 2px solid var(--line); }
 

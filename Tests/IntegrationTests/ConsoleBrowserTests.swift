@@ -227,7 +227,7 @@ final class ConsoleBrowserTests: XCTestCase {
     func testSignedInThePageShowsTheBookAsTheCLIDoes() throws {
         let (alice, laptop) = try user("alice")
         let (catan, chess) = try recordBook(on: laptop)
-        let page = try openBrowser(width: 1400, height: 1250)
+        let page = try openBrowser(width: 1400, height: 1300)
         XCTAssertEqual(try page.execute("return document.querySelectorAll('script:not([src])').length").int64Value, 0)
         try signIn(page, token: alice.token)
 
@@ -276,6 +276,11 @@ final class ConsoleBrowserTests: XCTestCase {
         XCTAssertTrue(raw.contains(alice.userRecordName), "created/modified name the writer: \(raw)")
         XCTAssertTrue(raw.contains("REFERENCE"), raw)
         try page.click("[data-record=\"\(catan)\"] details.raw-group > summary")  // closed again for the picture
+        // A person's raw fields open in the picture, to show that view too.
+        let ann = try XCTUnwrap(try laptop.json("person", "list").arrayValue?.first { $0["firstName"]?.stringValue == "Ann" }?["recordName"]?.stringValue)
+        try page.click(".people-list [data-record=\"\(ann)\"] details > summary")
+        let annFields = try page.wait(for: "Ann's fields", "return document.querySelector('.people-list [data-record=\"\(ann)\"] table.raw-fields')?.innerText")
+        XCTAssertTrue(annFields.stringValue?.contains("ann@example.com") == true, annFields.serializedString())
 
         try page.execute("window.scrollTo(0, 0)")
         let png = try page.screenshot()

@@ -40,7 +40,7 @@ final class WebDriver {
     }
 
     /// W3C's key for an element reference in JSON.
-    static let elementKey = "element-6066-11e4-a52f-4f735466cecf"
+    static let elementKey = "element-6066-11e4-a52e-4f735466cecf"
 
     let port: Int
     let sessionID: String
@@ -64,7 +64,7 @@ final class WebDriver {
             let port = try freeLoopbackPort()
             let driver = Process()
             driver.executableURL = URL(fileURLWithPath: driverPath)
-            driver.arguments = ["--port=\(port)", "--allowed-ips=127.0.0.1"]
+            driver.arguments = ["--port=\(port)"]  // local connections only, by default
             let output = Pipe()
             driver.standardOutput = output
             driver.standardError = output
@@ -106,7 +106,7 @@ final class WebDriver {
         let deadline = Date().addingTimeInterval(15)
         while Date() < deadline {
             guard driver.isRunning else { throw DaemonError("chromedriver exited with \(driver.terminationStatus)") }
-            if let answer = try? RawHTTP.send(port: port, method: "GET", path: "/status", headers: [], body: [], timeout: 2),
+            if let answer = try? exchange(port: port, method: "GET", path: "/status", headers: [], body: [], timeout: 2),
                answer.status == 200, (try? JSONValue.parse(answer.body))?["value"]?["ready"]?.boolValue == true
             {
                 return
@@ -140,7 +140,7 @@ final class WebDriver {
     static func call(port: Int, _ method: String, _ path: String, _ body: JSONValue? = nil, timeout: TimeInterval = 30) throws -> JSONValue {
         let bytes = body.map { Array($0.serializedString().utf8) } ?? []
         let headers = body == nil ? [] : [("Content-Type", "application/json; charset=utf-8")]
-        let answer = try RawHTTP.send(port: port, method: method, path: path, headers: headers, body: bytes, timeout: timeout)
+        let answer = try exchange(port: port, method: method, path: path, headers: headers, body: bytes, timeout: timeout)
         let json: JSONValue
         do {
             json = try JSONValue.parse(answer.body)
@@ -153,6 +153,47 @@ final class WebDriver {
             throw DaemonError("WebDriver \(method) \(path): \(kind): \(value["message"]?.stringValue?.prefix(800) ?? "")")
         }
         return value
+    }
+
+    /// One HTTP/1.1 request and its answer, read up to its `Content-Length`. Not `RawHTTP.send`:
+    /// chromedriver drops a request whose sender half-closes the connection, and keeps the
+    /// connection open after answering even when asked to close it.
+    static func exchange(port: Int, method: String, path: String, headers: [(String, String)], body: [UInt8],
+                         timeout: TimeInterval) throws -> HTTPAnswer
+    {
+        let fd = try RawHTTP.connectLoopback(port: port, sendTimeout: timeout, receiveTimeout: timeout)
+        defer { close(fd) }
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\nContent-Length: \(body.count)\r\n"
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
+        let request = Array((head + "\r\n").utf8) + body
+        var sent = 0
+        while sent < request.count {
+            let written = request[sent...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written < 0 && errno == EINTR { continue }
+            guard written > 0 else { throw DaemonError("cannot send to chromedriver on port \(port): errno \(errno)") }
+            sent += written
+        }
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        let separator: [UInt8] = [13, 10, 13, 10]
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let end = received.indices.dropLast(3).first(where: { received[$0..<$0 + 4].elementsEqual(separator) }) {
+                let head = String(decoding: received[..<end], as: UTF8.self).lowercased()
+                let length = head.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
+                    .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) }
+                if let length, received.count >= end + 4 + length { return try RawHTTP.parse(Array(received[..<(end + 4 + length)])) }
+            }
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                received.append(contentsOf: buffer[0..<count])
+            } else if count == 0 {
+                return try RawHTTP.parse(received)  // closed: whatever came is the answer
+            } else if errno != EINTR {
+                throw DaemonError("no answer from chromedriver on port \(port) (errno \(errno))")
+            }
+        }
+        throw DaemonError("chromedriver on port \(port) did not answer \(method) \(path) within \(Int(timeout)) s")
     }
 
     @discardableResult
