@@ -234,6 +234,7 @@ final class ConsoleBrowserTests: XCTestCase {
         try page.wait(for: "the book in the list", "return document.querySelector('[data-book=\"private/ScorebookData\"] .role')?.textContent")
         XCTAssertEqual(try page.execute("return document.querySelector('[data-book=\"private/ScorebookData\"] .role').textContent").stringValue, "owner")
         XCTAssertEqual(try page.execute("return document.getElementById('user').textContent").stringValue, alice.userRecordName)
+        XCTAssertEqual(try notes(page), [], "a daemon without a shared database is no error")
         XCTAssertEqual(try page.execute("return sessionStorage.getItem('scorebook.console.token')").stringValue, alice.token,
                        "the token is kept for the tab")
         try page.wait(for: "the Catan match", "return document.querySelector(`[data-record=\"\(catan)\"] table.scoreboard`)")
@@ -360,6 +361,98 @@ final class ConsoleBrowserTests: XCTestCase {
         text = try pageText(page)
         XCTAssertTrue(text.contains("Catan"))
         XCTAssertFalse(text.contains("Zed"), "alice sees nothing of bob's")
+    }
+
+    /// Shared books, with the shapes of CONTRACT §3.9: the role from the share's participants
+    /// (not the owner: read-only here), the owner's and participants' names, pictures by their
+    /// `downloadURL` (avatar and match photo, fetched from the page's own origin), who changed a
+    /// record by name. The daemon does not serve `/shared/` yet (another branch builds it), so the
+    /// page's `/shared/` requests are answered by a stand-in installed in the page; the private
+    /// database is the real daemon's.
+    func testASharedBookShowsItsRoleParticipantsAndPictures() throws {
+        let (alice, _) = try user("alice")
+        let page = try openBrowser()
+        let owner = "_0123456789abcdef0123456789abcdef"
+        let zoneID: JSONValue = ["zoneName": "Friday", "ownerRecordName": .string(owner)]
+        func record(_ name: String, _ type: String, _ fields: [String: JSONValue], by user: String = owner) -> JSONValue {
+            ["recordName": .string(name), "recordType": .string(type), "recordChangeTag": "1", "zoneID": zoneID,
+             "fields": .object(fields),
+             "created": ["timestamp": 1_763_800_000_000, "userRecordName": .string(owner), "deviceID": "d"],
+             "modified": ["timestamp": 1_763_800_100_000, "userRecordName": .string(user), "deviceID": "d"]]
+        }
+        func ref(_ name: String) -> JSONValue { ["type": "REFERENCE", "value": ["recordName": .string(name), "action": "DELETE_SELF"]] }
+        let olga: JSONValue = ["userRecordName": .string(owner), "nameComponents": ["givenName": "Olga", "familyName": "Owner"],
+                               "lookupInfo": ["emailAddress": "olga@example.com"]]
+        let me: JSONValue = ["participantId": "p2", "type": "USER", "permission": "READ_ONLY", "acceptanceStatus": "ACCEPTED",
+                             "userIdentity": ["userRecordName": .string(alice.userRecordName), "lookupInfo": ["emailAddress": "alice@example.com"]]]
+        let share = JSONValue.object([
+            "recordName": "cloudkit.zoneshare", "recordType": "cloudkit.share", "recordChangeTag": "1", "zoneID": zoneID,
+            "fields": ["cloudkit.title": ["type": "STRING", "value": "Friday games"]], "shortGUID": "abc",
+            "owner": ["participantId": "p1", "type": "OWNER", "permission": "READ_WRITE", "acceptanceStatus": "ACCEPTED", "userIdentity": olga],
+            "participants": [
+                ["participantId": "p1", "type": "OWNER", "permission": "READ_WRITE", "acceptanceStatus": "ACCEPTED", "userIdentity": olga], me,
+                ["participantId": "p3", "type": "USER", "permission": "READ_WRITE", "acceptanceStatus": "INVITED",
+                 "userIdentity": ["userRecordName": "_carol", "nameComponents": ["givenName": "Carol"]]],
+            ],
+            "currentUserParticipant": me,
+        ])
+        let records: [JSONValue] = [
+            record("Person|~|OLGA", "Person", ["firstName": ["type": "STRING", "value": "Olga"], "lastName": ["type": "STRING", "value": "Owner"],
+                                             "avatar": ["type": "ASSETID", "value": ["fileChecksum": "x", "size": 3,
+                                                                                     "downloadURL": "http://elsewhere.example:9/assets/avatar?sig=1"]]]),
+            record("Person|~|CAROL", "Person", ["firstName": ["type": "STRING", "value": "Carol"]], by: "_carol"),
+            record("Game|~|DARTS", "Game", ["name": ["type": "STRING", "value": "Darts"], "lowScoreWins": ["type": "INT64", "value": 1]]),
+            record("Match|~|M1", "Match", ["game": ref("Game|~|DARTS"), "startDate": ["type": "TIMESTAMP", "value": 1_763_800_000_000],
+                                           "endDate": ["type": "TIMESTAMP", "value": 1_763_800_900_000]], by: "_carol"),
+            record("Player|~|P1", "Player", ["match": ref("Match|~|M1"), "person": ref("Person|~|OLGA"), "seat": ["type": "INT64", "value": 0]]),
+            record("Player|~|P2", "Player", ["match": ref("Match|~|M1"), "person": ref("Person|~|CAROL"), "seat": ["type": "INT64", "value": 1]]),
+            record("Score|~|S1", "Score", ["player": ref("Player|~|P1"), "value": ["type": "DOUBLE", "value": 30.5]]),
+            record("Score|~|S2", "Score", ["player": ref("Player|~|P2"), "value": ["type": "DOUBLE", "value": 20]], by: "_carol"),
+            record("MatchImage|~|I1", "MatchImage", ["match": ref("Match|~|M1"),
+                                                     "image": ["type": "ASSETID", "value": ["fileChecksum": "y", "size": 9, "downloadURL": "/assets/photo?sig=2"]]],
+                   by: "_carol"),
+        ]
+        let answers: JSONValue = [
+            "zones/list": ["zones": [["zoneID": zoneID, "syncToken": "z", "atomic": true]]],
+            "records/lookup": ["records": [share]],
+            "changes/zone": ["zones": [["zoneID": zoneID, "syncToken": "t1", "moreComing": false, "records": .array(records)]]],
+            "subscriptions/modify": ["subscriptions": [["subscriptionID": "scorebook-console", "subscriptionType": "database"]]],
+        ]
+        try page.execute("""
+            const answers = JSON.parse(arguments[0]);
+            const real = window.fetch;
+            window.fetch = (url, init) => {
+              const match = String(url).match(/\\/shared\\/(.+)$/);
+              if (!match || !answers[match[1]]) return real(url, init);
+              return Promise.resolve(new Response(JSON.stringify(answers[match[1]]), { status: 200, headers: { 'Content-Type': 'application/json' } }));
+            };
+            """, [.string(answers.serializedString())])
+        try signIn(page, token: alice.token)
+
+        let key = "shared/\(owner)/Friday"
+        let listed = try page.wait(for: "the shared book", """
+            const item = document.querySelector(`[data-book="${arguments[0]}"]`);
+            return item ? [item.querySelector('.book-title').textContent, item.querySelector('.role').textContent,
+                           item.querySelector('.book-owner').textContent] : null;
+            """, [.string(key)])
+        XCTAssertEqual(listed, ["Friday games", "read-only", "by Olga Owner"])
+        try page.click("[data-book=\"\(key)\"] button")
+        try page.wait(for: "the Darts match", "return document.querySelector('[data-record=\"Match|~|M1\"] table.scoreboard')")
+        XCTAssertEqual(try page.execute("return document.querySelector('.book-facts').textContent").stringValue?.hasPrefix("read-only owner: Olga Owner"), true)
+        XCTAssertEqual(try page.execute("return document.querySelector('.participants').textContent").stringValue,
+                       "Shared with: alice@example.com (read-only, accepted), Carol (read-write, invited)")
+        XCTAssertEqual(try scoreboard(page, match: "Match|~|M1"), [["1", "Carol", "20"], ["2", "Olga Owner", "30.5"]], "low score wins")
+        XCTAssertEqual(try cardText(page, match: "Match|~|M1", ".winner"), "winner: Carol")
+        XCTAssertEqual(try cardText(page, match: "Match|~|M1", ".changed")?.hasPrefix("changed by Carol, "), true, "a participant by name")
+        let origin = daemon.baseURL.absoluteString
+        XCTAssertEqual(try page.execute("return document.querySelector('.people-list [data-record=\"Person|~|OLGA\"] img.avatar')?.src").stringValue,
+                       "\(origin)/assets/avatar?sig=1", "an avatar is fetched from the page's own origin")
+        XCTAssertEqual(try page.execute("return document.querySelector('.people-list [data-record=\"Person|~|CAROL\"] .avatar.initials')?.textContent").stringValue,
+                       "C", "initials without a picture")
+        XCTAssertEqual(try page.execute("return document.querySelector('[data-record=\"MatchImage|~|I1\"] img')?.src").stringValue,
+                       "\(origin)/assets/photo?sig=2")
+        XCTAssertEqual(try page.execute("return document.querySelector('[data-record=\"MatchImage|~|I1\"] figcaption').textContent").stringValue,
+                       "added by Olga Owner")
     }
 
     /// A wrong token is refused with a plain message, and nothing is kept.
