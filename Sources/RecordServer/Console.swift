@@ -28,11 +28,13 @@ enum Console {
     /// What every console answer carries. `connect-src 'self'`: the page talks to this daemon only
     /// (API calls and the event stream); `img-src` adds `data:`/`blob:` for the favicon and
     /// pictures; nothing may frame the page, and it sends no referrer (its URLs hold no
-    /// credentials, but a book's names are nobody else's business).
+    /// credentials, but a book's names are nobody else's business). `form-action 'none'`: the
+    /// sign-in form is handled by the script only, so even with scripts off the browser never
+    /// submits the token in a URL.
     static let securityHeaders: [(String, String)] = [
         ("Content-Security-Policy",
          "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; "
-            + "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"),
+            + "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
         ("X-Content-Type-Options", "nosniff"),
         ("Referrer-Policy", "no-referrer"),
         ("X-Frame-Options", "DENY"),

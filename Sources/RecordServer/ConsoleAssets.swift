@@ -27,7 +27,7 @@ enum ConsoleAssets {
 </header>
 <main>
   <section id="signin" class="signin">
-    <form id="signin-form" autocomplete="off">
+    <form id="signin-form" method="post" autocomplete="off">
       <h2>Sign in</h2>
       <p>Paste a user token (from <code>scorebookd user create</code> or <code>scorebookd user token</code>).
         It is kept in this browser tab only, and forgotten when you sign out or close the tab.</p>

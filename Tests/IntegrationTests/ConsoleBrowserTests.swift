@@ -175,6 +175,7 @@ final class ConsoleBrowserTests: XCTestCase {
         XCTAssertTrue(policy.contains("default-src 'self'"), policy)
         XCTAssertTrue(policy.contains("script-src 'self'"), policy)
         XCTAssertTrue(policy.contains("frame-ancestors 'none'"), policy)
+        XCTAssertTrue(policy.contains("form-action 'none'"), "the browser never submits the sign-in form (and its token) itself: \(policy)")
         XCTAssertFalse(policy.contains("unsafe-inline"), policy)
         XCTAssertFalse(policy.contains("unsafe-eval"), policy)
         XCTAssertEqual(page.headers["x-content-type-options"], "nosniff")
