@@ -46,12 +46,16 @@ final class WebDriver {
     let sessionID: String
     private let driver: Process
     private let driverOutput: PipeCollector
+    /// Chromium's profile, made for this session: its path on their command lines tells this
+    /// session's browser processes from any other.
+    private let profile: URL
 
-    private init(port: Int, sessionID: String, driver: Process, driverOutput: PipeCollector) {
+    private init(port: Int, sessionID: String, driver: Process, driverOutput: PipeCollector, profile: URL) {
         self.port = port
         self.sessionID = sessionID
         self.driver = driver
         self.driverOutput = driverOutput
+        self.profile = profile
     }
 
     deinit { quit() }
@@ -62,6 +66,7 @@ final class WebDriver {
         // A free port can be taken between finding it and chromedriver binding it: try again.
         for _ in 0..<3 {
             let port = try freeLoopbackPort()
+            let profile = DaemonProcess.makeTemporaryDirectory(prefix: "scorebook-chromium")
             let driver = Process()
             driver.executableURL = URL(fileURLWithPath: driverPath)
             driver.arguments = ["--port=\(port)"]  // local connections only, by default
@@ -82,6 +87,7 @@ final class WebDriver {
                             "args": [
                                 "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                                 "--no-first-run", "--no-default-browser-check", "--disable-extensions",
+                                .string("--user-data-dir=\(profile.path)"),
                                 .string("--window-size=\(width),\(height)"), "--hide-scrollbars", "--force-device-scale-factor=1",
                             ],
                         ],
@@ -92,11 +98,12 @@ final class WebDriver {
                 guard let sessionID = answer["sessionId"]?.stringValue else {
                     throw DaemonError("chromedriver made no session: \(answer.serializedString().prefix(500))")
                 }
-                return WebDriver(port: port, sessionID: sessionID, driver: driver, driverOutput: collector)
+                return WebDriver(port: port, sessionID: sessionID, driver: driver, driverOutput: collector, profile: profile)
             } catch {
                 lastError = DaemonError("\(error); chromedriver said: \(collector.text.suffix(2000))")
                 if driver.isRunning { sendSignal(driver.processIdentifier, SIGKILL) }
                 driver.waitUntilExit()
+                endBrowsers(using: profile)
             }
         }
         throw lastError ?? DaemonError("chromedriver did not start")
@@ -258,7 +265,8 @@ final class WebDriver {
         return data
     }
 
-    /// Ends the session and the driver (and so Chromium). Safe to call twice.
+    /// Ends the session and the driver, and any of this session's browser processes still
+    /// running. Safe to call twice.
     func quit() {
         if driver.isRunning {
             _ = try? WebDriver.call(port: port, "DELETE", "/session/\(sessionID)", nil, timeout: 10)
@@ -268,5 +276,23 @@ final class WebDriver {
                 driver.waitUntilExit()
             }
         }
+        WebDriver.endBrowsers(using: profile)
+    }
+
+    /// Kills, by process id, the Chromium processes started with `profile` (a session that
+    /// failed half-way leaves its browser behind when the driver goes), then removes the profile.
+    static func endBrowsers(using profile: URL) {
+        let marker = Array("--user-data-dir=\(profile.path)".utf8)
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        for entry in entries {
+            guard let pid = Int32(entry), pid != getpid(),
+                  let commandLine = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline")
+            else { continue }
+            let bytes = Array(commandLine)
+            if bytes.count >= marker.count, (0...(bytes.count - marker.count)).contains(where: { bytes[$0..<$0 + marker.count].elementsEqual(marker) }) {
+                sendSignal(pid, SIGKILL)
+            }
+        }
+        try? FileManager.default.removeItem(at: profile)
     }
 }
