@@ -10,16 +10,27 @@ extension PostgresRecordStore {
         guard operations.count <= StoreLimits.maximumOperations else {
             throw ServerError(.limitExceeded, "at most \(StoreLimits.maximumOperations) subscription operations per request")
         }
-        let databaseID = try await databaseID(scope)
+        let privateDatabaseID = try await databaseID(scope.privateScope)
+        // A user's shared-database subscriptions live beside its private ones, under the negated id.
+        let databaseID = scope.kind == .shared ? ShareRules.sharedSubscriptionKey(privateDatabaseID) : privateDatabaseID
         return try await write { connection in
-            try await self.lockDatabase(databaseID, connection)
+            try await self.lockDatabase(privateDatabaseID, connection)
             var results: [Result<Subscription?, ServerError>] = []
             for operation in operations {
                 switch operation {
                 case .save(let subscription):
                     var zoneExists = true
                     if let zone = subscription.zoneID {
-                        zoneExists = try await self.liveZone(databaseID, name: zone.zoneName, connection) != nil
+                        if scope.kind == .private {
+                            zoneExists = try await self.liveZone(databaseID, name: zone.zoneName, connection) != nil
+                        } else {
+                            // A shared zone the caller may not use is one that does not exist.
+                            do {
+                                _ = try await self.sharedAccess(scope, zone, lockOwner: false, connection)
+                            } catch is ServerError {
+                                zoneExists = false
+                            }
+                        }
                     }
                     let others = try await connection.query(
                         "SELECT COUNT(*) FROM subscriptions WHERE database_id = \(databaseID) AND subscription_id != \(subscription.subscriptionID)",
@@ -54,7 +65,8 @@ extension PostgresRecordStore {
     }
 
     public func listSubscriptions(_ scope: DatabaseScope) async throws -> [Subscription] {
-        let databaseID = try await databaseID(scope)
+        let privateDatabaseID = try await databaseID(scope.privateScope)
+        let databaseID = scope.kind == .shared ? ShareRules.sharedSubscriptionKey(privateDatabaseID) : privateDatabaseID
         return try await read { try await self.subscriptions(databaseID, $0) }
     }
 
@@ -112,22 +124,29 @@ extension PostgresRecordStore {
         guard !changes.isEmpty || zoneChanged else { return }
         let subscriptions = try await subscriptions(databaseID, connection)
         let (payloads, firedOnce) = SubscriptionRules.fire(subscriptions, changes: changes, zone: zoneName, scope: scope, zoneChanged: zoneChanged)
-        if !payloads.isEmpty {
-            let count = Int64(payloads.count)
-            let last = try await connection.query(
-                "UPDATE databases SET note_seq = note_seq + \(count) WHERE id = \(databaseID) RETURNING note_seq", logger: logger
-            ).collect().first?.decode(Int64.self) ?? count
-            let now = clock()
-            var id = last - count
-            for payload in payloads {
-                id += 1
-                try await connection.query(
-                    "INSERT INTO notifications (database_id, id, created_at, payload) VALUES (\(databaseID), \(id), \(now), \(String(decoding: payload, as: UTF8.self)))",
-                    logger: logger)
-            }
-        }
+        try await writeNotifications(payloads, databaseID: databaseID, connection)
         for id in firedOnce {
             try await connection.query("DELETE FROM subscriptions WHERE database_id = \(databaseID) AND subscription_id = \(id)", logger: logger)
         }
+    }
+
+    /// Appends payloads to a database's outbox, numbered by its `note_seq` (the UPDATE takes the
+    /// row's lock); false when there was nothing to write.
+    @discardableResult
+    func writeNotifications(_ payloads: [[UInt8]], databaseID: Int64, _ connection: PostgresConnection) async throws -> Bool {
+        guard !payloads.isEmpty else { return false }
+        let count = Int64(payloads.count)
+        let last = try await connection.query(
+            "UPDATE databases SET note_seq = note_seq + \(count) WHERE id = \(databaseID) RETURNING note_seq", logger: logger
+        ).collect().first?.decode(Int64.self) ?? count
+        let now = clock()
+        var id = last - count
+        for payload in payloads {
+            id += 1
+            try await connection.query(
+                "INSERT INTO notifications (database_id, id, created_at, payload) VALUES (\(databaseID), \(id), \(now), \(String(decoding: payload, as: UTF8.self)))",
+                logger: logger)
+        }
+        return true
     }
 }

@@ -8,13 +8,20 @@ extension PostgresRecordStore {
                               deviceID: String?) async throws -> [RecordOperationResult]
     {
         try RecordRules.validateBatch(operations)
-        let databaseID = try await databaseID(scope)
+        let privateDatabaseID = scope.kind == .private ? try await databaseID(scope) : 0
         let now = clock()
-        let (results, changed): ([RecordOperationResult], Bool) = try await transaction { connection in
+        let (results, changed, touched): ([RecordOperationResult], Bool, Set<Int64>) = try await transaction { connection in
             // Database row, then zone row: every writer of this database waits here, so the zone's
-            // sequence numbers commit in the order they are taken.
-            try await self.lockDatabase(databaseID, connection)
-            let zoneRow = try await self.requireZone(databaseID, zone, forUpdate: true, connection)
+            // sequence numbers commit in the order they are taken. A shared zone's access is
+            // checked after its owner's database is locked (as share changes lock it).
+            let addressed = try await self.addressedZone(scope, zone, privateDatabaseID: privateDatabaseID, forUpdate: true, connection)
+            let zoneRow = addressed.row
+            let databaseID = addressed.databaseID
+            let ownerScope = addressed.access?.ownerScope(scope) ?? scope
+            let leaving = scope.kind == .shared && operations.allSatisfy {
+                $0.record["recordName"]?.stringValue == ShareRules.recordName && $0.type.isDelete
+            }
+            if addressed.access?.permission == .readOnly, !leaving { throw ShareRules.readOnly(addressed.zoneID) }
             var development = Schema()
             if scope.environment == .development {
                 // The development schema is the container's, shared by its users' databases:
@@ -23,8 +30,8 @@ extension PostgresRecordStore {
                 development = try await self.developmentSchema(container: scope.container, connection)
             }
             let enforcer = SchemaEnforcer(environment: scope.environment, production: self.productionSchema, development: development)
-            var modify = ModifyTransaction(scope: scope, zone: zoneRow, zoneID: self.zoneID(zoneRow.name, scope), now: now,
-                                        deviceID: deviceID, sequence: zoneRow.seq, enforcer: enforcer)
+            var modify = ModifyTransaction(scope: ownerScope, zone: zoneRow, zoneID: addressed.zoneID, now: now,
+                                        deviceID: deviceID, sequence: zoneRow.seq, enforcer: enforcer, writer: scope.userRecordName)
             var results: [RecordOperationResult] = []
             results.reserveCapacity(operations.count)
             for operation in operations {
@@ -33,7 +40,18 @@ extension PostgresRecordStore {
                 try await connection.query("SAVEPOINT operation", logger: self.logger)
                 let before = modify
                 do {
-                    results.append(try await self.apply(operation, &modify, connection))
+                    if operation.record["recordName"]?.stringValue == ShareRules.recordName {
+                        if scope.kind == .shared {
+                            // Only the owner changes the share; a participant deletes it to leave.
+                            guard operation.type.isDelete else { throw ServerError(.accessDenied, "only the zone's owner changes its share") }
+                            try await self.leaveShare(scope, zoneRowID: zoneRow.id, connection)
+                            results.append(.deleted(recordName: ShareRules.recordName))
+                        } else {
+                            results.append(try await self.saveShare(operation, &modify, connection))
+                        }
+                    } else {
+                        results.append(try await self.apply(operation, &modify, connection))
+                    }
                     try await connection.query("RELEASE SAVEPOINT operation", logger: self.logger)
                 } catch let error as ServerError {
                     try await connection.query("ROLLBACK TO SAVEPOINT operation", logger: self.logger)
@@ -42,7 +60,8 @@ extension PostgresRecordStore {
                 }
             }
             let failed = results.contains { if case .failed = $0 { return true } else { return false } }
-            if atomic && failed { return .rollback((results.map(RecordRules.atomicFailure), false)) }
+            if atomic && failed { return .rollback((results.map(RecordRules.atomicFailure), false, [])) }
+            var touched: Set<Int64> = [databaseID]
             if modify.sequence != zoneRow.seq {
                 let dbSeq = try await self.bumpDatabaseSequence(databaseID, connection)
                 try await connection.query("UPDATE zones SET seq = \(modify.sequence), db_seq = \(dbSeq) WHERE id = \(zoneRow.id)",
@@ -56,13 +75,23 @@ extension PostgresRecordStore {
                             """, logger: self.logger)
                     }
                 }
-                try await self.recordNotifications(for: modify.changes, zone: zoneRow.name, databaseID: databaseID, scope: scope,
+                try await self.recordNotifications(for: modify.changes, zone: zoneRow.name, databaseID: databaseID, scope: ownerScope,
                                                    zoneChanged: false, connection)
                 try await self.notifyCommit(databaseID, connection)
+                touched.formUnion(try await self.notifyParticipants(modify.changes, zone: zoneRow, ownerScope: ownerScope, zoneChanged: false,
+                                                                    connection))
             }
-            return .commit((results, !modify.changes.isEmpty))
+            var answered: [RecordOperationResult] = []
+            for result in results {
+                guard case .saved(let record) = result, record.recordName == ShareRules.recordName else {
+                    answered.append(result)
+                    continue
+                }
+                answered.append(.saved(try await self.attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection)))
+            }
+            return .commit((answered, !modify.changes.isEmpty, touched))
         }
-        if changed { committed(databaseID) }
+        if changed { for databaseID in touched { committed(databaseID) } }
         return results
     }
 
@@ -127,7 +156,7 @@ extension PostgresRecordStore {
         let record = prepared.record
         let sequence = modify.nextSequence()
         let tag = RecordRules.changeTag(zoneRowID: zoneRowID, sequence: sequence)
-        let modified = ChangeStamp(timestamp: modify.now, userRecordName: modify.scope.userRecordName, deviceID: modify.deviceID)
+        let modified = ChangeStamp(timestamp: modify.now, userRecordName: modify.writer, deviceID: modify.deviceID)
         let created = live?.created ?? modified
         let fields = String(decoding: prepared.fieldsJSON, as: UTF8.self)
         try await connection.query(
@@ -191,7 +220,7 @@ extension PostgresRecordStore {
             try await connection.query(
                 """
                 UPDATE records SET deleted = 1, fields = '{}', tag = \(tag), seq = \(sequence), modified_at = \(modify.now),
-                    modified_by = \(modify.scope.userRecordName), modified_device = \(modify.deviceID)
+                    modified_by = \(modify.writer), modified_device = \(modify.deviceID)
                 WHERE zone_id = \(zoneRowID) AND name = \(name)
                 """, logger: logger)
             try await connection.query("DELETE FROM refs WHERE zone_id = \(zoneRowID) AND source = \(name)", logger: logger)
@@ -204,10 +233,11 @@ extension PostgresRecordStore {
         guard recordNames.count <= StoreLimits.maximumOperations else {
             throw ServerError(.limitExceeded, "at most \(StoreLimits.maximumOperations) records per lookup")
         }
-        let databaseID = try await databaseID(scope)
+        let privateDatabaseID = scope.kind == .private ? try await databaseID(scope) : 0
         return try await read { connection in
-            let zoneRow = try await self.requireZone(databaseID, zone, connection)
-            let zoneID = self.zoneID(zoneRow.name, scope)
+            let addressed = try await self.addressedZone(scope, zone, privateDatabaseID: privateDatabaseID, connection)
+            let zoneRow = addressed.row
+            let zoneID = addressed.zoneID
             var found: [String: StoredRecord] = [:]
             for row in try await connection.query(
                 """
@@ -216,7 +246,7 @@ extension PostgresRecordStore {
                 """, logger: self.logger
             ).collect() {
                 let record = try PostgresRecordStore.storedRecord(row, zoneID: zoneID)
-                found[record.recordName] = record
+                found[record.recordName] = try await self.attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection)
             }
             return recordNames.map { name in
                 guard let record = found[name] else {
@@ -231,17 +261,24 @@ extension PostgresRecordStore {
                              continuationMarker: String?) async throws -> QueryPage
     {
         let limit = StoreLimits.clampLimit(resultsLimit, maximum: StoreLimits.maximumQueryResults)
-        let databaseID = try await databaseID(scope)
+        let privateDatabaseID = scope.kind == .private ? try await databaseID(scope) : 0
         return try await read { connection in
-            let zoneRow = try await self.requireZone(databaseID, zone, connection)
-            let zoneID = self.zoneID(zoneRow.name, scope)
+            let addressed = try await self.addressedZone(scope, zone, privateDatabaseID: privateDatabaseID, connection)
+            let zoneRow = addressed.row
+            let zoneID = addressed.zoneID
             let candidates = try await connection.query(
                 """
                 SELECT \(unescaped: PostgresRecordStore.recordColumns) FROM records
                 WHERE zone_id = \(zoneRow.id) AND type = \(query.recordType) AND deleted = 0
                 """, logger: self.logger
             ).collect().map { try PostgresRecordStore.storedRecord($0, zoneID: zoneID) }
-            return try QueryRules.page(candidates, query: query, limit: limit, continuationMarker: continuationMarker, zoneRowID: zoneRow.id)
+            var page = try QueryRules.page(candidates, query: query, limit: limit, continuationMarker: continuationMarker, zoneRowID: zoneRow.id)
+            var records: [StoredRecord] = []
+            for record in page.records {
+                records.append(try await self.attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection))
+            }
+            page.records = records
+            return page
         }
     }
 
@@ -252,9 +289,11 @@ extension PostgresRecordStore {
                             recordTypes: Set<String>?) async throws -> ZoneChangesPage
     {
         let limit = StoreLimits.clampLimit(resultsLimit, maximum: StoreLimits.maximumResultsLimit)
-        let databaseID = try await databaseID(scope)
+        let privateDatabaseID = scope.kind == .private ? try await databaseID(scope) : 0
         return try await read { connection in
-            let zoneRow = try await self.requireZone(databaseID, zone, connection)
+            let addressed = try await self.addressedZone(scope, zone, privateDatabaseID: privateDatabaseID, connection)
+            let zoneRow = addressed.row
+            let databaseID = addressed.databaseID
             let since: Int64
             switch try FeedRules.zoneStart(syncToken, storeID: self.storeID, zone: zoneRow) {
             case .since(let sequence):
@@ -266,7 +305,7 @@ extension PostgresRecordStore {
                 ).collect().isEmpty
                 throw FeedRules.otherZoneError(recreated: recreated, zoneName: zoneRow.name)
             }
-            let zoneID = self.zoneID(zoneRow.name, scope)
+            let zoneID = addressed.zoneID
             var changes: [RecordChange] = []
             var lastSequence = since
             var moreComing = false
@@ -283,7 +322,8 @@ extension PostgresRecordStore {
                 lastSequence = try row.makeRandomAccess()[12].decode(Int64.self)
                 if let recordTypes, !recordTypes.contains(record.recordType) { continue }
                 changes.append(try PostgresRecordStore.isDeleted(row)
-                    ? .deleted(recordName: record.recordName, recordType: record.recordType) : .changed(record))
+                    ? .deleted(recordName: record.recordName, recordType: record.recordType)
+                    : .changed(try await self.attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection)))
             }
             if !moreComing { lastSequence = max(lastSequence, zoneRow.seq) }
             let token = FeedRules.token(.zone, storeID: self.storeID, ownerID: zoneRow.id, sequence: lastSequence)
@@ -292,6 +332,7 @@ extension PostgresRecordStore {
     }
 
     public func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) async throws -> DatabaseChangesPage {
+        if scope.kind == .shared { return try await sharedDatabaseChanges(scope, syncToken: syncToken) }
         let limit = StoreLimits.clampLimit(resultsLimit, maximum: StoreLimits.maximumResultsLimit)
         let databaseID = try await databaseID(scope)
         return try await read { connection in

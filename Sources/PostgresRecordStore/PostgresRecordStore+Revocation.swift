@@ -39,3 +39,4 @@ extension PostgresRecordStore {
         var revoked: Int
     }
 }
+

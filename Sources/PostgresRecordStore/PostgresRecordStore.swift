@@ -293,13 +293,20 @@ public final class PostgresRecordStore: RecordStorage {
 
     // MARK: Users and credentials
 
-    public func createUser(name: String) async throws -> (user: User, token: String) {
+    public func createUser(name: String, email: String?) async throws -> (user: User, token: String) {
         try CredentialRules.validateUserName(name)
+        let email = try email.map(ShareRules.normalizedEmail)
         let now = clock()
         let answer: UserAndToken = try await write { connection in
             let recordName = "_" + RandomToken.hex(bytes: 16)
+            if let email, try await !connection.query("SELECT 1 FROM users WHERE email = \(email)", logger: self.logger).collect().isEmpty {
+                throw ServerError(.exists, "another user has the email \(email)")
+            }
             let inserted = try await connection.query(
-                "INSERT INTO users (name, record_name, created_at) VALUES (\(name), \(recordName), \(now)) ON CONFLICT (name) DO NOTHING RETURNING id",
+                """
+                INSERT INTO users (name, record_name, created_at, email) VALUES (\(name), \(recordName), \(now), \(email))
+                ON CONFLICT (name) DO NOTHING RETURNING id
+                """,
                 logger: self.logger
             ).collect()
             guard let id = try inserted.first?.decode(Int64.self) else { throw ServerError(.exists, "user '\(name)' already exists") }
@@ -443,6 +450,7 @@ public final class PostgresRecordStore: RecordStorage {
     }
 
     public func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] {
+        if scope.kind == .shared { return try await listSharedZones(scope) }
         let databaseID = try await databaseID(scope)
         let storeID = self.storeID
         return try await read { connection in
@@ -457,6 +465,7 @@ public final class PostgresRecordStore: RecordStorage {
     }
 
     public func lookupZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
+        guard scope.kind == .private else { throw ServerError.badRequest("a shared zone is looked up with its ownerRecordName") }
         let databaseID = try await databaseID(scope)
         return try await read { connection in
             let zone = try await self.requireZone(databaseID, ZoneID(zoneName: zoneName), connection)
@@ -465,6 +474,7 @@ public final class PostgresRecordStore: RecordStorage {
     }
 
     public func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
+        guard scope.kind == .private else { throw ServerError.badRequest("zones cannot be created in the shared database") }
         try Names.validateZoneName(zoneName)
         let databaseID = try await databaseID(scope)
         let (info, created): (ZoneInfo, Bool) = try await write { connection in
@@ -487,9 +497,10 @@ public final class PostgresRecordStore: RecordStorage {
 
     public func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {
         guard zoneName != ZoneID.defaultZoneName else { throw ServerError.badRequest("the default zone cannot be deleted") }
+        guard scope.kind == .private else { throw ServerError(.accessDenied, "only the owner deletes a shared zone") }
         let databaseID = try await databaseID(scope)
         let now = clock()
-        try await write { connection in
+        let touched: Set<Int64> = try await write { connection in
             try await self.lockDatabase(databaseID, connection)
             let zone = try await self.requireZone(databaseID, ZoneID(zoneName: zoneName), forUpdate: true, connection)
             let zoneID = self.zoneID(zone.name, scope)
@@ -500,14 +511,19 @@ public final class PostgresRecordStore: RecordStorage {
                 CommittedChange(kind: .deleted, recordName: $0.recordName, recordType: $0.recordType, record: $0)
             }
             try await self.recordNotifications(for: removed, zone: zone.name, databaseID: databaseID, scope: scope, zoneChanged: true, connection)
+            // The participants' subscriptions hear of the deletion, then they lose the zone.
+            let touched = try await self.notifyParticipants(removed, zone: zone, ownerScope: scope, zoneChanged: true, connection)
+            try await self.deleteShareRows(zoneRowID: zone.id, connection)
             let dbSeq = try await self.bumpDatabaseSequence(databaseID, connection)
             try await connection.query("DELETE FROM records WHERE zone_id = \(zone.id)", logger: self.logger)
             try await connection.query("DELETE FROM refs WHERE zone_id = \(zone.id)", logger: self.logger)
             try await connection.query("UPDATE zones SET deleted = 1, deleted_at = \(now), db_seq = \(dbSeq) WHERE id = \(zone.id)",
                                        logger: self.logger)
             try await self.notifyCommit(databaseID, connection)
+            return touched
         }
         committed(databaseID)
+        for participant in touched { committed(participant) }
     }
 
     // MARK: Rows

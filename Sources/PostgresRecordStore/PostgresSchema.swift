@@ -68,5 +68,17 @@ enum PostgresSchema {
         "CREATE INDEX IF NOT EXISTS notifications_created ON notifications (created_at)",
         // Daemons serving the database, by heartbeat: per-user rate limits are shared among them.
         "CREATE TABLE IF NOT EXISTS daemons (id TEXT PRIMARY KEY, last_seen BIGINT NOT NULL)",
+        // Sharing: users found by email (CONTRACT §3.9).
+        "ALTER TABLE users ADD COLUMN IF NOT EXISTS email TEXT",
+        "CREATE UNIQUE INDEX IF NOT EXISTS users_email ON users (email) WHERE email IS NOT NULL",
+        // A zone's share and its participants (see StoreSchema).
+        "CREATE TABLE IF NOT EXISTS shares (zone_id BIGINT PRIMARY KEY, short_guid TEXT NOT NULL UNIQUE, owner_user_id BIGINT NOT NULL)",
+        """
+        CREATE TABLE IF NOT EXISTS share_participants (
+            zone_id BIGINT NOT NULL, participant_id TEXT NOT NULL, user_id BIGINT, email TEXT, permission TEXT NOT NULL,
+            status TEXT NOT NULL, database_id BIGINT, PRIMARY KEY (zone_id, participant_id))
+        """,
+        "CREATE INDEX IF NOT EXISTS share_participants_user ON share_participants (user_id, zone_id)",
+        "CREATE INDEX IF NOT EXISTS share_participants_email ON share_participants (email) WHERE email IS NOT NULL",
     ]
 }

@@ -22,6 +22,7 @@ public final class RecordAPI: Sendable {
     public func serverDidBind(host: String, port: Int) {
         let authority = "\(host.contains(":") ? "[\(host)]" : host):\(port)"
         listeningAuthority.withLock { $0 = authority }
+        ShareRules.setLinkBase("http://\(authority)")
     }
 
     var boundAuthority: String? { listeningAuthority.withLock { $0 } }
@@ -45,11 +46,11 @@ public final class RecordAPI: Sendable {
         var operation: String
     }
 
-    static let knownOperations: Set<String> = [
+    static let knownOperations: Set<String> = Set([
         "zones/list", "zones/lookup", "zones/modify", "zones/changes", "changes/database", "changes/zone", "records/modify",
         "records/lookup", "records/query", "records/changes", "subscriptions/modify", "subscriptions/list", "subscriptions/lookup",
         "users/current", "users/caller", "tokens/create", "tokens/register",
-    ]
+    ]).union(sharingOperations)
 
     /// Answers one request and counts it in the metrics under its operation.
     public func handle(_ request: APIRequest) async -> APIResponse {
@@ -121,6 +122,7 @@ public final class RecordAPI: Sendable {
             if route.operation == "users/current" || route.operation == "users/caller" {
                 return APIResponse(status: 200, json: ["userRecordName": .string(user.recordName)])
             }
+            if let answer = try await sharingResponse(route, request: request, user: user) { return answer }
             guard route.database == "private" else {
                 throw ServerError.badRequest("the \(route.database) database is not supported yet; use private")
             }

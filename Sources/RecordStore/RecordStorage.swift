@@ -7,7 +7,8 @@ import RecordModel
 /// `ServerError`s unless the backend itself failed.
 public protocol RecordStorage: AnyObject, Sendable {
     // Users and credentials.
-    func createUser(name: String) async throws -> (user: User, token: String)
+    /// `email` is how sharing finds the user (`public/users/discover`, invitations by email).
+    func createUser(name: String, email: String?) async throws -> (user: User, token: String)
     func issueToken(userName: String) async throws -> (user: User, token: String)
     func listUsers() async throws -> [User]
     func createAPIToken() async throws -> String
@@ -54,12 +55,25 @@ public protocol RecordStorage: AnyObject, Sendable {
     /// Flushes and closes (on shutdown).
     func close() async
 
+    // Sharing (CONTRACT §3.9). The shared database itself goes through the methods above with a
+    // scope of kind `.shared`: each checks the caller's access in its own transaction.
+    /// Users by the email given at `user create` or by record name; unknown ones are absent.
+    func discoverUsers(emails: [String], recordNames: [String]) async throws -> [UserIdentity]
+    /// `public/records/resolve` (and with `accept`, `public/records/accept`): one result per shortGUID.
+    func resolveShares(_ scope: DatabaseScope, shortGUIDs: [String], accept: Bool) async throws -> [Result<JSONValue, ServerError>]
+    /// `shared/invitations/list`: the shares inviting the caller that it has not accepted.
+    func invitations(_ scope: DatabaseScope) async throws -> [JSONValue]
+    /// `zones/lookup` in the shared database (the zone names its owner).
+    func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) async throws -> ZoneInfo
+
     /// Records that the daemon `daemonID` is alive and returns how many daemons serve this store
     /// now (their per-user rate limits share the configured rate). One for an embedded store.
     func liveDaemonCount(heartbeatFrom daemonID: String) async throws -> Int
 }
 
 extension RecordStorage {
+    public func createUser(name: String) async throws -> (user: User, token: String) { try await createUser(name: name, email: nil) }
+
     public func liveDaemonCount(heartbeatFrom daemonID: String) async throws -> Int { 1 }
 }
 
@@ -80,9 +94,24 @@ public final class SQLiteStorage: RecordStorage {
         }
     }
 
-    public func createUser(name: String) async throws -> (user: User, token: String) {
-        let answer = try await offload { try $0.createUser(name: name) }
+    public func createUser(name: String, email: String?) async throws -> (user: User, token: String) {
+        let answer = try await offload { try $0.createUser(name: name, email: email) }
         return answer
+    }
+
+    public func discoverUsers(emails: [String], recordNames: [String]) async throws -> [UserIdentity] {
+        try await offload { try $0.discoverUsers(emails: emails, recordNames: recordNames) }
+    }
+
+    public func resolveShares(_ scope: DatabaseScope, shortGUIDs: [String], accept: Bool) async throws -> [Result<JSONValue, ServerError>] {
+        try await offload { try $0.resolveShares(scope, shortGUIDs: shortGUIDs, accept: accept) }
+    }
+
+    public func invitations(_ scope: DatabaseScope) async throws -> [JSONValue] { try await offload { try $0.invitations(scope) } }
+
+
+    public func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) async throws -> ZoneInfo {
+        try await offload { try $0.lookupSharedZone(scope, zone: zone) }
     }
 
     public func issueToken(userName: String) async throws -> (user: User, token: String) {

@@ -33,8 +33,9 @@ extension SQLiteRecordStore {
         let limit = SQLiteRecordStore.clampLimit(resultsLimit, maximum: SQLiteRecordStore.maximumResultsLimit)
         return try database.readSync { connection in
             try connection.readTransaction {
-                let databaseID = try databaseID(scope)
-                let zoneRow = try requireZone(databaseID, zone, connection)
+                let addressed = try addressedZone(scope, zone, privateDatabaseID: scope.kind == .private ? try databaseID(scope) : 0, connection)
+                let databaseID = addressed.databaseID
+                let zoneRow = addressed.row
                 let since: Int64
                 switch try FeedRules.zoneStart(syncToken, storeID: storeID, zone: zoneRow) {
                 case .since(let sequence):
@@ -43,7 +44,7 @@ extension SQLiteRecordStore {
                     let recreated = try zoneWasRecreated(tokenZoneRowID: rowID, databaseID: databaseID, name: zoneRow.name, connection)
                     throw FeedRules.otherZoneError(recreated: recreated, zoneName: zoneRow.name)
                 }
-                let zoneID = zoneID(zoneRow.name, scope)
+                let zoneID = addressed.zoneID
                 var changes: [RecordChange] = []
                 var lastSequence = since
                 var moreComing = false
@@ -57,6 +58,10 @@ extension SQLiteRecordStore {
                     lastSequence = row.int64(12)
                     if let recordTypes, !recordTypes.contains(row.text(1)) { return }
                     changes.append(readChange(row, zoneID: zoneID))
+                }
+                changes = try changes.map { change in
+                    guard case .changed(let record) = change, record.recordName == ShareRules.recordName else { return change }
+                    return .changed(try attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection))
                 }
                 if !moreComing { lastSequence = max(lastSequence, zoneRow.seq) }
                 let token = SyncToken(kind: .zone, storeID: storeID, ownerID: zoneRow.id, sequence: lastSequence).encoded
@@ -72,6 +77,7 @@ extension SQLiteRecordStore {
     }
 
     public func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) throws -> DatabaseChangesPage {
+        if scope.kind == .shared { return try sharedDatabaseChanges(scope, syncToken: syncToken) }
         let limit = SQLiteRecordStore.clampLimit(resultsLimit, maximum: SQLiteRecordStore.maximumResultsLimit)
         return try database.readSync { connection in
             try connection.readTransaction {
@@ -104,8 +110,9 @@ extension SQLiteRecordStore {
         }
         return try database.readSync { connection in
             try connection.readTransaction {
-                let zoneRow = try requireZone(try databaseID(scope), zone, connection)
-                let zoneID = zoneID(zoneRow.name, scope)
+                let addressed = try addressedZone(scope, zone, privateDatabaseID: scope.kind == .private ? try databaseID(scope) : 0, connection)
+                let zoneRow = addressed.row
+                let zoneID = addressed.zoneID
                 return try recordNames.map { name in
                     let record = try connection.first(
                         "SELECT \(SQLiteRecordStore.recordColumns) FROM records WHERE zone_id = ? AND name = ? AND deleted = 0",
@@ -113,7 +120,7 @@ extension SQLiteRecordStore {
                     guard let record else {
                         return .failure(ServerError(.notFound, "record '\(name)' does not exist").with(recordName: name))
                     }
-                    return .success(record)
+                    return .success(try attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection))
                 }
             }
         }

@@ -19,7 +19,7 @@ package struct ExportedTable: Sendable {
 extension SQLiteRecordStore {
     /// The tables `migrate` copies, with their columns in the order both schemas share.
     package static let exportedTables: [(name: String, columns: [String])] = [
-        ("users", ["id", "name", "record_name", "created_at"]),
+        ("users", ["id", "name", "record_name", "created_at", "email"]),
         ("auth_tokens", ["token_hash", "user_id", "created_at", "revoked"]),
         ("api_tokens", ["token_hash", "created_at"]),
         ("databases", ["id", "user_id", "container", "environment", "db_seq", "purged_seq"]),
@@ -31,11 +31,13 @@ extension SQLiteRecordStore {
         ("subscriptions", ["database_id", "subscription_id", "definition"]),
         ("push_tokens", ["token", "database_id", "user_id", "apns_environment", "start_cursor", "created_at"]),
         ("notifications", ["database_id", "id", "created_at", "payload"]),
+        ("shares", ["zone_id", "short_guid", "owner_user_id"]),
+        ("share_participants", ["zone_id", "participant_id", "user_id", "email", "permission", "status", "database_id"]),
     ]
 
     static let integerColumns: Set<String> = [
         "id", "user_id", "created_at", "revoked", "db_seq", "purged_seq", "database_id", "seq", "deleted", "deleted_at", "zone_id",
-        "modified_at", "action", "start_cursor",
+        "modified_at", "action", "start_cursor", "owner_user_id",
     ]
     static let jsonBlobColumns: Set<String> = ["fields", "definition", "payload"]
 

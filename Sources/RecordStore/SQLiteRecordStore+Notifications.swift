@@ -39,12 +39,19 @@ extension SQLiteRecordStore {
         guard operations.count <= SQLiteRecordStore.maximumOperations else {
             throw ServerError(.limitExceeded, "at most \(SQLiteRecordStore.maximumOperations) subscription operations per request")
         }
-        return try writeTransaction(scope) { connection, databaseID in
+        return try writeTransaction(scope) { connection, privateDatabaseID in
+            // A user's shared-database subscriptions live beside its private ones, under the negated id.
+            let databaseID = scope.kind == .shared ? ShareRules.sharedSubscriptionKey(privateDatabaseID) : privateDatabaseID
             defer { subscriptionCache.invalidate(databaseID) }
             return try operations.map { operation -> Result<Subscription?, ServerError> in
                 switch operation {
                 case .save(let subscription):
-                    let zoneExists = try subscription.zoneID.map { try liveZone(databaseID, name: $0.zoneName, connection) != nil } ?? true
+                    let zoneExists = try subscription.zoneID.map { zone in
+                        if scope.kind == .private { return try liveZone(databaseID, name: zone.zoneName, connection) != nil }
+                        // A shared zone the caller may not use is one that does not exist.
+                        guard zone.ownerRecordName != nil else { return false }
+                        return (try? sharedAccess(scope, zone, connection)) != nil
+                    } ?? true
                     let others = try connection.scalarInt(
                         "SELECT COUNT(*) FROM subscriptions WHERE database_id = ? AND subscription_id != ?",
                         [.int(databaseID), .text(subscription.subscriptionID)]) ?? 0
@@ -66,7 +73,8 @@ extension SQLiteRecordStore {
 
     public func listSubscriptions(_ scope: DatabaseScope) throws -> [Subscription] {
         try database.readSync { connection in
-            let databaseID = try databaseID(scope)
+            let privateDatabaseID = try databaseID(scope)
+            let databaseID = scope.kind == .shared ? ShareRules.sharedSubscriptionKey(privateDatabaseID) : privateDatabaseID
             return try connection.map("SELECT definition FROM subscriptions WHERE database_id = ? ORDER BY subscription_id",
                                       [.int(databaseID)]) { try Subscription(json: try JSONValue.parse($0.blob(0))) }
         }

@@ -87,9 +87,12 @@ extension SQLiteRecordStore {
         let limit = SQLiteRecordStore.clampLimit(resultsLimit, maximum: SQLiteRecordStore.maximumQueryResults)
         return try database.readSync { connection in
             try connection.readTransaction {
-                let zoneRow = try requireZone(try databaseID(scope), zone, connection)
-                let candidates = try liveRecords(zoneRow.id, type: query.recordType, zoneID: zoneID(zoneRow.name, scope), connection)
-                return try QueryRules.page(candidates, query: query, limit: limit, continuationMarker: continuationMarker, zoneRowID: zoneRow.id)
+                let addressed = try addressedZone(scope, zone, privateDatabaseID: scope.kind == .private ? try databaseID(scope) : 0, connection)
+                let zoneRow = addressed.row
+                let candidates = try liveRecords(zoneRow.id, type: query.recordType, zoneID: addressed.zoneID, connection)
+                var page = try QueryRules.page(candidates, query: query, limit: limit, continuationMarker: continuationMarker, zoneRowID: zoneRow.id)
+                page.records = try page.records.map { try attachShare($0, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection) }
+                return page
             }
         }
     }

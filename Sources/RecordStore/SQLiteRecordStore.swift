@@ -53,6 +53,11 @@ public final class SQLiteRecordStore: @unchecked Sendable {
         self.storeID = try database.writeSync { connection in
             try connection.transaction {
                 for statement in StoreSchema.statements { try connection.execute(statement) }
+                for (table, column, definition) in StoreSchema.addedColumns {
+                    let columns = try connection.map("SELECT name FROM pragma_table_info('\(table)')") { $0.text(0) }
+                    if !columns.contains(column) { try connection.execute("ALTER TABLE \(table) ADD COLUMN \(column) \(definition)") }
+                }
+                for statement in StoreSchema.afterColumns { try connection.execute(statement) }
                 if let existing = try connection.first("SELECT value FROM meta WHERE key = 'store_id'", [], { $0.text(0) }) {
                     return existing
                 }
@@ -71,16 +76,20 @@ public final class SQLiteRecordStore: @unchecked Sendable {
 
     // MARK: Users and credentials
 
-    public func createUser(name: String) throws -> (user: User, token: String) {
+    public func createUser(name: String, email: String? = nil) throws -> (user: User, token: String) {
         try CredentialRules.validateUserName(name)
+        let email = try email.map(ShareRules.normalizedEmail)
         return try database.writeSync { connection in
             try connection.transaction {
                 if try connection.scalarInt("SELECT id FROM users WHERE name = ?", [.text(name)]) != nil {
                     throw ServerError(.exists, "user '\(name)' already exists")
                 }
+                if let email, try connection.scalarInt("SELECT id FROM users WHERE email = ?", [.text(email)]) != nil {
+                    throw ServerError(.exists, "another user has the email \(email)")
+                }
                 let recordName = "_" + RandomToken.hex(bytes: 16)
-                try connection.run("INSERT INTO users (name, record_name, created_at) VALUES (?, ?, ?)",
-                                   [.text(name), .text(recordName), .int(clock())])
+                try connection.run("INSERT INTO users (name, record_name, created_at, email) VALUES (?, ?, ?, ?)",
+                                   [.text(name), .text(recordName), .int(clock()), email.map { .text($0) } ?? .null])
                 let user = User(id: connection.lastInsertRowID, name: name, recordName: recordName)
                 return (user, try insertToken(for: user, connection))
             }
@@ -228,7 +237,8 @@ public final class SQLiteRecordStore: @unchecked Sendable {
     // MARK: Zones
 
     public func listZones(_ scope: DatabaseScope) throws -> [ZoneInfo] {
-        try database.readSync { connection in
+        if scope.kind == .shared { return try listSharedZones(scope) }
+        return try database.readSync { connection in
             let databaseID = try databaseID(scope)
             return try connection.map("SELECT id, name, seq, purged_seq FROM zones WHERE database_id = ? AND deleted = 0 ORDER BY name",
                                       [.int(databaseID)]) {
@@ -238,13 +248,15 @@ public final class SQLiteRecordStore: @unchecked Sendable {
     }
 
     public func lookupZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo {
-        try database.readSync { connection in
+        guard scope.kind == .private else { throw ServerError.badRequest("a shared zone is looked up with its ownerRecordName") }
+        return try database.readSync { connection in
             let zone = try requireZone(try databaseID(scope), ZoneID(zoneName: zoneName), connection)
             return ZoneInfo(zoneID: zoneID(zone.name, scope), syncToken: zoneToken(zone))
         }
     }
 
     public func createZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo {
+        guard scope.kind == .private else { throw ServerError.badRequest("zones cannot be created in the shared database") }
         try Names.validateZoneName(zoneName)
         return try writeTransaction(scope) { connection, databaseID in
             if let existing = try liveZone(databaseID, name: zoneName, connection) {
@@ -261,6 +273,8 @@ public final class SQLiteRecordStore: @unchecked Sendable {
 
     public func deleteZone(_ scope: DatabaseScope, zoneName: String) throws {
         guard zoneName != ZoneID.defaultZoneName else { throw ServerError.badRequest("the default zone cannot be deleted") }
+        guard scope.kind == .private else { throw ServerError(.accessDenied, "only the owner deletes a shared zone") }
+        var touched = Set<Int64>()
         try writeTransaction(scope) { connection, databaseID in
             let zone = try requireZone(databaseID, ZoneID(zoneName: zoneName), connection)
             let zoneID = zoneID(zone.name, scope)
@@ -271,12 +285,16 @@ public final class SQLiteRecordStore: @unchecked Sendable {
                 CommittedChange(kind: .deleted, recordName: $0.recordName, recordType: $0.recordType, record: $0)
             }
             try recordNotifications(for: removed, zone: zone.name, databaseID: databaseID, scope: scope, zoneChanged: true, connection)
+            // The participants' subscriptions hear of the deletion, then they lose the zone.
+            touched = try notifyParticipants(removed, zone: zone, ownerScope: scope, zoneChanged: true, connection)
+            try deleteShareRows(zoneRowID: zone.id, connection)
             let dbSeq = try bumpDatabaseSequence(databaseID, connection)
             try connection.run("DELETE FROM records WHERE zone_id = ?", [.int(zone.id)])
             try connection.run("DELETE FROM refs WHERE zone_id = ?", [.int(zone.id)])
             try connection.run("UPDATE zones SET deleted = 1, deleted_at = ?, db_seq = ? WHERE id = ?",
                                [.int(clock()), .int(dbSeq), .int(zone.id)])
         }
+        if !touched.isEmpty { onCommit?(touched) }
     }
 
     func bumpDatabaseSequence(_ databaseID: Int64, _ connection: SQLiteConnection) throws -> Int64 {

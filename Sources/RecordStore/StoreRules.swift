@@ -443,9 +443,18 @@ package enum SubscriptionRules {
     /// The notifications one transaction's changes fire (serialized `{"ck": …}` payloads, in
     /// order) and the fire-once subscriptions that fired and must be removed. `zoneChanged` marks
     /// a zone created or deleted (database subscriptions fire even when no record changed).
+    ///
+    /// `scope` is the zone owner's private database. `dbs` is 2 for the owner's own subscriptions
+    /// and 3 for a participant's shared-database subscriptions, which name the zone with its owner
+    /// (two users may share zones of the same name).
     package static func fire(_ subscriptions: [Subscription], changes: [CommittedChange], zone zoneName: String, scope: DatabaseScope,
-                             zoneChanged: Bool) -> (payloads: [[UInt8]], firedOnce: [String])
+                             zoneChanged: Bool, dbs: Int = 2) -> (payloads: [[UInt8]], firedOnce: [String])
     {
+        let dbsValue = JSONValue.int(Int64(dbs))
+        func inZone(_ subscription: Subscription) -> Bool {
+            guard subscription.zoneID?.zoneName == zoneName else { return false }
+            return dbs == 2 || subscription.zoneID?.ownerRecordName == scope.userRecordName
+        }
         guard !subscriptions.isEmpty, !changes.isEmpty || zoneChanged else { return ([], []) }
         var payloads: [[UInt8]] = []
         var firedOnce: [String] = []
@@ -459,7 +468,7 @@ package enum SubscriptionRules {
             var fired = false
             switch subscription.kind {
             case .query:
-                guard subscription.zoneID?.zoneName == zoneName, let queryJSON = subscription.query,
+                guard inZone(subscription), let queryJSON = subscription.query,
                     let query = try? RecordQuery(json: queryJSON)
                 else { continue }
                 for change in changes where change.recordType == query.recordType {
@@ -476,20 +485,20 @@ package enum SubscriptionRules {
                     }
                     insert(["qry": [
                         "rid": .string(change.recordName), "zid": .string(zoneName), "zoid": .string(scope.userRecordName),
-                        "dbs": 2, "fo": .int(trigger.firesOnCode), "sid": .string(subscription.subscriptionID),
+                        "dbs": dbsValue, "fo": .int(trigger.firesOnCode), "sid": .string(subscription.subscriptionID),
                         "af": .object(desired),
                     ]])
                     fired = true
                     if subscription.firesOnce { break }
                 }
             case .zone:
-                guard subscription.zoneID?.zoneName == zoneName, !changes.isEmpty || zoneChanged else { continue }
+                guard inZone(subscription), !changes.isEmpty || zoneChanged else { continue }
                 insert(["fet": [
-                    "zid": .string(zoneName), "zoid": .string(scope.userRecordName), "dbs": 2, "sid": .string(subscription.subscriptionID),
+                    "zid": .string(zoneName), "zoid": .string(scope.userRecordName), "dbs": dbsValue, "sid": .string(subscription.subscriptionID),
                 ]])
                 fired = true
             case .database:
-                insert(["met": ["dbs": 2, "sid": .string(subscription.subscriptionID)]])
+                insert(["met": ["dbs": dbsValue, "sid": .string(subscription.subscriptionID)]])
                 fired = true
             }
             if fired && subscription.firesOnce { firedOnce.append(subscription.subscriptionID) }
@@ -526,13 +535,17 @@ package struct ModifyTransaction {
     package let zoneID: ZoneID
     package let now: Int64
     package let deviceID: String?
+    /// Who writes: the zone's owner, or a participant writing in a shared zone (`created` and
+    /// `modified` name the writer).
+    package let writer: String
     package var sequence: Int64
     package var changes: [CommittedChange] = []
     package var enforcer: SchemaEnforcer
 
     package init(scope: DatabaseScope, zone: ZoneRow, zoneID: ZoneID, now: Int64, deviceID: String?, sequence: Int64,
-                 enforcer: SchemaEnforcer) {
+                 enforcer: SchemaEnforcer, writer: String? = nil) {
         self.scope = scope
+        self.writer = writer ?? scope.userRecordName
         self.zone = zone
         self.zoneID = zoneID
         self.now = now

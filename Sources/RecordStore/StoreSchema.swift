@@ -61,7 +61,23 @@ public enum StoreSchema {
             id INTEGER PRIMARY KEY AUTOINCREMENT, database_id INTEGER NOT NULL, created_at INTEGER NOT NULL, payload BLOB NOT NULL)
         """,
         "CREATE INDEX IF NOT EXISTS notifications_database ON notifications (database_id, id)",
+        // Sharing (CONTRACT §3.9): a zone's share, and its participants in a table of their own so
+        // every shared-database request checks access with one indexed lookup in its transaction.
+        // `email` is the address a participant was invited by (matched against `users.email`);
+        // `database_id` is the participant's private database once it accepted (its outbox).
+        "CREATE TABLE IF NOT EXISTS shares (zone_id INTEGER PRIMARY KEY, short_guid TEXT NOT NULL UNIQUE, owner_user_id INTEGER NOT NULL)",
+        """
+        CREATE TABLE IF NOT EXISTS share_participants (
+            zone_id INTEGER NOT NULL, participant_id TEXT NOT NULL, user_id INTEGER, email TEXT, permission TEXT NOT NULL,
+            status TEXT NOT NULL, database_id INTEGER, PRIMARY KEY (zone_id, participant_id))
+        """,
+        "CREATE INDEX IF NOT EXISTS share_participants_user ON share_participants (user_id, zone_id)",
+        "CREATE INDEX IF NOT EXISTS share_participants_email ON share_participants (email) WHERE email IS NOT NULL",
     ]
+
+    /// Columns added after version 1 shipped: (table, column, definition), added when missing.
+    static let addedColumns = [("users", "email", "TEXT")]
+    static let afterColumns = ["CREATE UNIQUE INDEX IF NOT EXISTS users_email ON users (email) WHERE email IS NOT NULL"]
 
     /// The records table and its indexes; public so the benchmark's raw-SQLite baseline inserts
     /// into exactly the same table (`scorebook-bench storage-limit`).

@@ -19,18 +19,34 @@ public struct User: Sendable, Equatable {
     public var recordName: String
 }
 
-/// The private database a request addresses: one user's, in one container and environment.
+/// Which of a user's databases a request addresses: its own (`private`), or the zones other users
+/// shared with it (`shared`, CONTRACT §3.9; the zone's owner comes from `zoneID.ownerRecordName`).
+public enum DatabaseKind: Sendable, Hashable {
+    case `private`, shared
+}
+
+/// The database a request addresses: one user's, in one container and environment.
 public struct DatabaseScope: Sendable, Hashable {
     public var userID: Int64
     public var userRecordName: String
     public var container: String
     public var environment: Environment
+    public var kind: DatabaseKind
 
-    public init(user: User, container: String, environment: Environment) {
+    public init(user: User, container: String, environment: Environment, kind: DatabaseKind = .private) {
         self.userID = user.id
         self.userRecordName = user.recordName
         self.container = container
         self.environment = environment
+        self.kind = kind
+    }
+
+    /// The same user's private database (a shared-database request's notification channel and
+    /// subscriptions hang off it).
+    public var privateScope: DatabaseScope {
+        var scope = self
+        scope.kind = .private
+        return scope
     }
 
     public static func validateContainer(_ name: String) throws {
@@ -47,9 +63,9 @@ public struct DatabaseScope: Sendable, Hashable {
 public enum RecordOperationType: String, Sendable, CaseIterable {
     case create, update, forceUpdate, replace, forceReplace, delete, forceDelete
 
-    var needsTag: Bool { self == .update || self == .replace || self == .delete }
-    var isDelete: Bool { self == .delete || self == .forceDelete }
-    var replacesFields: Bool { self == .replace || self == .forceReplace }
+    package var needsTag: Bool { self == .update || self == .replace || self == .delete }
+    package var isDelete: Bool { self == .delete || self == .forceDelete }
+    package var replacesFields: Bool { self == .replace || self == .forceReplace }
 }
 
 /// One operation of a modify request. The record stays a wire dictionary until the store reads it,
@@ -89,6 +105,9 @@ public struct StoredRecord: Sendable {
     public var created: ChangeStamp
     public var modified: ChangeStamp
     public var zoneID: ZoneID
+    /// For the share record `cloudkit.zoneshare`: its sharing members (`shortGUID`, `url`, `owner`,
+    /// `participants`, …) serialized without braces, spliced after `fields`.
+    public var shareJSON: [UInt8]?
 
     /// The record dictionary, serialized straight into bytes: feeds and batch answers carry
     /// hundreds of records, and building a dictionary per record would cost more than the query.
@@ -100,7 +119,7 @@ public struct StoredRecord: Sendable {
     }
 
     /// An upper estimate of the dictionary's size without `desiredKeys`, to reserve once.
-    public var estimatedJSONBytes: Int { fieldsJSON.count + recordName.utf8.count + recordType.utf8.count + 320 }
+    public var estimatedJSONBytes: Int { fieldsJSON.count + recordName.utf8.count + recordType.utf8.count + 320 + (shareJSON?.count ?? 0) }
 
     public func write(into out: inout [UInt8], desiredKeys: Set<String>? = nil) {
         out.append(contentsOf: #"{"recordName":"#.utf8)
@@ -115,6 +134,10 @@ public struct StoredRecord: Sendable {
             JSONValue.object(all.filter { desiredKeys.contains($0.key) }).serialize(into: &out)
         } else {
             out.append(contentsOf: fieldsJSON)
+        }
+        if let shareJSON {
+            out.append(UInt8(ascii: ","))
+            out.append(contentsOf: shareJSON)
         }
         out.append(contentsOf: #","created":"#.utf8)
         StoredRecord.write(created, to: &out)

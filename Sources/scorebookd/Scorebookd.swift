@@ -227,12 +227,13 @@ struct UserCommand: ParsableCommand {
     struct Create: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create a user and print its first token.")
         @Argument(help: "The user's name.") var name: String
+        @Option(help: "The user's email address: how others share scorebooks with it.") var email: String?
         @OptionGroup var data: DataDirectoryOption
 
         func run() throws {
             let store = try data.openExistingStore()
             defer { store.close() }
-            let (user, token) = try wrap { try store.createUser(name: name) }
+            let (user, token) = try wrap { try store.createUser(name: name, email: email) }
             printJSON(["userRecordName": .string(user.recordName), "name": .string(user.name), "token": .string(token)])
         }
     }
