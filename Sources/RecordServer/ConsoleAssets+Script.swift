@@ -23,6 +23,9 @@ extension ConsoleAssets {
   const STREAM_SILENCE_MS = 35000;
   const MAX_NOTES = 8;
   const SHARED_RECHECK_MS = 60000;
+  /// How often shared books are listed again: the daemon notifies a participant of every change
+  /// in a shared zone but not of its own removal (its notifications stop with its access).
+  const SHARED_POLL_MS = 2000;
 
   const state = {
     session: null, // {token, container, environment, me}
@@ -263,7 +266,22 @@ extension ConsoleAssets {
       if (generation !== state.generation) return;
       reportFailure(error);
     }
-    if (generation === state.generation) runStream(session, generation);
+    if (generation === state.generation) {
+      runStream(session, generation);
+      watchSharedBooks(generation);
+    }
+  }
+
+  /// While shared books are listed and the stream is live, lists the books again every
+  /// SHARED_POLL_MS, so a book whose owner removed this user goes (with its note) without a
+  /// notification; a refresh asks only for what changed since the last one.
+  async function watchSharedBooks(generation) {
+    while (generation === state.generation) {
+      await sleep(SHARED_POLL_MS);
+      if (generation !== state.generation) return;
+      const anyShared = [...state.books.values()].some((book) => book.database === 'shared');
+      if (anyShared && state.liveState === 'live') scheduleRefresh();
+    }
   }
 
   function clearStoredSession() {
@@ -589,7 +607,7 @@ extension ConsoleAssets {
     for (const [key, book] of [...state.books]) {
       if (listed.has(key)) continue;
       state.books.delete(key);
-      if (hadBooks) addNote(`Book “${bookTitle(book)}” was deleted${book.database === 'shared' ? ' or is no longer shared with you' : ''}`, 'deleted');
+      if (hadBooks) addNote(goneNote(book), 'deleted');
       if (state.openKey === key) state.openKey = null;
     }
     for (const [key, [database, zoneID]] of listed) {
@@ -608,6 +626,12 @@ extension ConsoleAssets {
     }
     renderBookList();
     renderBook();
+  }
+
+  /// What a book that left the list became: a participant cannot tell a removal from a deletion.
+  function goneNote(book) {
+    return book.database === 'shared'
+      ? `Book “${bookTitle(book)}” is no longer shared with you (or was deleted)` : `Book “${bookTitle(book)}” was deleted`;
   }
 
   function defaultBookKey() {
@@ -665,7 +689,7 @@ extension ConsoleAssets {
       if (entry.serverErrorCode === 'ZONE_NOT_FOUND') {
         state.books.delete(book.key);
         if (state.openKey === book.key) state.openKey = null;
-        addNote(`Book “${bookTitle(book)}” was deleted`, 'deleted');
+        addNote(goneNote(book), 'deleted');
         return;
       }
       if (entry.serverErrorCode) throw new APIError(200, entry.serverErrorCode, entry.reason);
@@ -979,7 +1003,9 @@ extension ConsoleAssets {
   function renderBookHead(book) {
     const role = bookRole(book);
     const share = book.share;
-    const participants = share ? (share.participants || []).filter((p) => p.type !== 'OWNER') : [];
+    // By name: the daemon lists participants in an order of its own (their ids).
+    const participants = share ? (share.participants || []).filter((p) => p.type !== 'OWNER')
+      .sort((a, b) => (identityName(a.userIdentity) || '').localeCompare(identityName(b.userIdentity) || '')) : [];
     return el('header', { class: 'book-head' },
       el('h2', { id: 'book-title', text: bookTitle(book) }),
       el('p', { class: 'book-facts' },
