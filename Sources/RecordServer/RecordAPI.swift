@@ -96,6 +96,7 @@ package final class RecordAPI: Sendable {
         do {
             if request.path == "/health" { return APIResponse(status: 200, json: ["status": "ok"]) }
             if request.path == "/metrics" { return try await metricsResponse() }
+            if let console = Console.response(to: request) { return console }
             let route = try parseRoute(request.path)
             let user = try await authenticate(request)
             if request.authorization == nil { authenticatedWebAuthToken = request.query["ckWebAuthToken"] }
