@@ -316,8 +316,9 @@ func awaitEvent(_ stream: RawHTTPConnection) throws {
 /// A real release scorebookd for the push scenarios, with one zone and a query subscription on
 /// it: the waiters and the writer are other processes' sockets, as in production.
 func pushDaemon(_ name: String, _ backend: BenchBackend = .sqlite) throws -> DaemonUnderTest {
-    let daemon = try DaemonUnderTest(directory: temporaryDirectory(name), database: backend == .postgres ? BenchPostgres.createDatabase() : nil,
-                                     extraArguments: ["--rate-limit", "1000000"])
+    let daemon = backend == .postgres
+        ? try DaemonUnderTest(directory: "", database: BenchPostgres.createDatabase(), extraArguments: ["--rate-limit", "1000000"])
+        : try DaemonUnderTest(directory: temporaryDirectory(name), extraArguments: ["--rate-limit", "1000000"])
     try createZone("Bench", on: daemon, RawHTTPConnection(port: daemon.port))
     try subscribe(daemon, zone: "Bench")
     return daemon
@@ -339,6 +340,7 @@ func pushLatency(_ options: BenchOptions) async throws -> [String: JSONValue] {
         samples.append((now() - start) * 1000)
     }
     _ = try daemon.stop()
+    try? FileManager.default.removeItem(atPath: daemon.directory)
     let stats = Stats(samples: samples)
     return ["rounds": .int(Int64(samples.count)), "millisecondsMedian": .double(stats.median), "millisecondsP99": .double(stats.p99)]
 }
@@ -364,6 +366,7 @@ func fanOut(_ options: BenchOptions, _ backend: BenchBackend) async throws -> [S
         firstArrivals.append(first)
     }
     _ = try daemon.stop()
+    if !daemon.directory.isEmpty { try? FileManager.default.removeItem(atPath: daemon.directory) }
     let last = Stats(samples: lastArrivals), firstStats = Stats(samples: firstArrivals)
     return [
         "subscribers": .int(Int64(streams.count)), "rounds": .int(Int64(rounds)),
