@@ -13,6 +13,12 @@ let package = Package(
         .executable(name: "scorebook", targets: ["scorebook"]),
         .executable(name: "scorebook-bench", targets: ["scorebook-bench"]),
     ],
+    // `PostgreSQL` (on by default) builds the daemon's PostgreSQL backend and postgres-nio; an
+    // SQLite-only daemon is `swift build --product scorebookd --disable-default-traits`.
+    traits: [
+        .trait(name: "PostgreSQL", description: "scorebookd serves a PostgreSQL store (--database); pulls in postgres-nio."),
+        .default(enabledTraits: ["PostgreSQL"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -57,7 +63,10 @@ let package = Package(
         .target(name: "Scorebook", dependencies: ["RecordModel", "SyncEngine", "SQLiteDB"], swiftSettings: settings),
         .executableTarget(
             name: "scorebookd",
-            dependencies: ["RecordServer", "RecordStore", "PostgresRecordStore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "RecordServer", "RecordStore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .target(name: "PostgresRecordStore", condition: .when(traits: ["PostgreSQL"])),
+            ],
             swiftSettings: settings),
         .executableTarget(
             name: "scorebook",
@@ -68,10 +77,16 @@ let package = Package(
             dependencies: [
                 "RecordServer", "RecordStore", "RecordModel", "SQLiteDB", "CSQLite", "RecordClient", "SyncEngine", "Scorebook",
                 .product(name: "Logging", package: "swift-log"),
+                // The PostgreSQL scenarios: the backend, a raw postgres-nio baseline, a throw-away cluster.
+                .target(name: "PostgresRecordStore", condition: .when(traits: ["PostgreSQL"])),
+                .target(name: "PostgresCluster", condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
             ],
             swiftSettings: settings),
-        // Helpers every test target shares (a seeded generator).
-        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: settings),
+        // A throw-away PostgreSQL cluster (initdb, pg_ctl on a loopback port): the tests and the bench share it.
+        .target(name: "PostgresCluster", swiftSettings: settings),
+        // Helpers every test target shares (a seeded generator; PostgresCluster re-exported).
+        .target(name: "TestSupport", dependencies: ["PostgresCluster"], path: "Tests/TestSupport", swiftSettings: settings),
         .testTarget(name: "RecordModelTests", dependencies: ["RecordModel", "RecordStore", "TestSupport"], swiftSettings: settings),
         .testTarget(name: "RecordStoreTests", dependencies: ["RecordStore", "SQLiteDB", "PostgresRecordStore", "RecordServer", "RecordModel", "TestSupport"], swiftSettings: settings),
         .testTarget(name: "ScorebookTests", dependencies: ["Scorebook", "SyncEngine", "RecordClient", "RecordModel"], swiftSettings: settings),

@@ -1,3 +1,4 @@
+#if PostgreSQL
 import ArgumentParser
 import Foundation
 import Logging
@@ -81,3 +82,4 @@ enum PostgresAdministration {
         }
     }
 }
+#endif
