@@ -19,6 +19,28 @@ public enum Output {
         return TextTable(headers: ["NAME", "EMAIL", "RECORD NAME"], rows: rows).rendered
     }
 
+    /// `book create` / `book delete`: what was done to which book.
+    public static func bookChanged(_ action: String, _ name: String, json: Bool) -> String {
+        json ? JSONText.render([action: .string(name)]) : "\(action) book \(shown(name))"
+    }
+
+    /// `book list`: NAME, OWNER, ROLE, records, last sync (CONTRACT §4.3).
+    public static func books(_ books: [LocalBookSummary], json: Bool) -> String {
+        func owner(_ book: LocalBookSummary) -> String { book.book.ownerRecordName.isEmpty ? "me" : book.book.ownerRecordName }
+        if json {
+            return JSONText.render(.array(books.map { book in
+                ["name": .string(book.title ?? book.book.zoneName), "zoneName": .string(book.book.zoneName),
+                 "owner": .string(owner(book)), "role": .string(book.role), "records": .int(Int64(book.recordCount)),
+                 "lastSync": book.lastSync.map { .string($0) } ?? .null]
+            }))
+        }
+        let rows = books.map { book in
+            [book.title ?? book.book.zoneName, owner(book), book.role, String(book.recordCount),
+             book.lastSync.flatMap(ISO8601.date(from:)).map(day) ?? "never"]
+        }
+        return TextTable(headers: ["NAME", "OWNER", "ROLE", "RECORDS", "LAST SYNC"], rows: rows).rendered
+    }
+
     public static func games(_ games: [Game], json: Bool) -> String {
         if json { return JSONText.render(.array(games.map(\.json))) }
         let rows = games.map { [$0.name, $0.lowScoreWins ? "low score wins" : "high score wins", $0.recordName] }
@@ -110,7 +132,7 @@ public enum Output {
 
     public static func syncSummary(_ summary: SyncSummary, json: Bool) -> String {
         if json {
-            return JSONText.render([
+            var members: [String: JSONValue] = [
                 "sent": ["saved": .int(Int64(summary.sentSaved)), "deleted": .int(Int64(summary.sentDeleted))],
                 "received": ["saved": .int(Int64(summary.receivedSaved)), "deleted": .int(Int64(summary.receivedDeleted))],
                 "conflicts": .int(Int64(summary.conflicts)),
@@ -118,11 +140,14 @@ public enum Output {
                     ["recordName": .string(dropped.recordName), "recordType": .string(dropped.recordType),
                      "reason": .string(dropped.reason.rawValue)]
                 }),
-            ])
+            ]
+            if !summary.booksRemoved.isEmpty { members["booksRemoved"] = .array(summary.booksRemoved.map { .string($0) }) }
+            return JSONText.render(.object(members))
         }
         return "sent \(summary.sentSaved) saved, \(summary.sentDeleted) deleted; "
             + "received \(summary.receivedSaved) saved, \(summary.receivedDeleted) deleted; \(summary.conflicts) conflicts"
             + droppedText(summary.dropped)
+            + summary.booksRemoved.map { "; book \(shown($0)) was deleted on the server and removed here" }.joined()
     }
 
     /// The end of the summary line for local edits dropped because their record or its parent

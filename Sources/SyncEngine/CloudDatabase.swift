@@ -6,6 +6,9 @@ import RecordModel
 public protocol CloudDatabase: Sendable {
     func currentUserRecordName() async throws -> String
     func createZone(_ zoneID: ZoneID) async throws
+    func deleteZone(_ zoneID: ZoneID) async throws
+    /// The zones of the private database.
+    func listZones() async throws -> [ZoneID]
     func modifyRecords(zoneID: ZoneID, operations: [RecordOperation], atomic: Bool) async throws -> [RecordOperationResult]
     func lookupRecords(zoneID: ZoneID, recordNames: [String]) async throws -> [RecordOperationResult]
     func fetchZoneChanges(zoneID: ZoneID, syncToken: String?, resultsLimit: Int?) async throws -> ZoneChangesPage
@@ -15,3 +18,9 @@ public protocol CloudDatabase: Sendable {
 }
 
 extension RecordClient: CloudDatabase {}
+
+extension CloudDatabase {
+    // Doubles that hold one zone need not implement the zone listing.
+    public func deleteZone(_ zoneID: ZoneID) async throws {}
+    public func listZones() async throws -> [ZoneID] { [] }
+}
