@@ -24,6 +24,41 @@ public enum Output {
         json ? JSONText.render([action: .string(name)]) : "\(action) book \(shown(name))"
     }
 
+    /// `book participants`: who, permission, accepted or invited.
+    public static func participants(_ participants: [BookParticipant], json: Bool) -> String {
+        if json {
+            return JSONText.render(.array(participants.map { participant in
+                ["userRecordName": participant.userRecordName.map { .string($0) } ?? .null,
+                 "emailAddress": participant.emailAddress.map { .string($0) } ?? .null,
+                 "name": participant.name.map { .string($0) } ?? .null, "type": .string(participant.type),
+                 "permission": .string(participant.permission), "acceptanceStatus": .string(participant.acceptanceStatus)]
+            }))
+        }
+        let rows = participants.map { participant in
+            [participant.name ?? participant.emailAddress ?? participant.userRecordName ?? "?",
+             participant.emailAddress ?? "", participant.type == "OWNER" ? "owner" : participant.permission.lowercased().replacingOccurrences(of: "_", with: "-"),
+             participant.acceptanceStatus.lowercased(), participant.userRecordName ?? ""]
+        }
+        return TextTable(headers: ["WHO", "EMAIL", "PERMISSION", "STATUS", "USER RECORD NAME"], rows: rows).rendered
+    }
+
+    /// `book invitations`: the shares waiting to be accepted.
+    public static func invitations(_ invitations: [BookInvitation], json: Bool) -> String {
+        if json {
+            return JSONText.render(.array(invitations.map { invitation in
+                ["title": .string(invitation.title ?? invitation.zoneName), "zoneName": .string(invitation.zoneName),
+                 "owner": .string(invitation.ownerRecordName), "ownerName": invitation.ownerName.map { .string($0) } ?? .null,
+                 "permission": .string(invitation.permission), "shortGUID": .string(invitation.shortGUID),
+                 "url": invitation.url.map { .string($0) } ?? .null]
+            }))
+        }
+        let rows = invitations.map { invitation in
+            [invitation.title ?? invitation.zoneName, invitation.ownerName ?? invitation.ownerRecordName,
+             invitation.permission.lowercased().replacingOccurrences(of: "_", with: "-"), invitation.url ?? invitation.shortGUID]
+        }
+        return TextTable(headers: ["TITLE", "OWNER", "PERMISSION", "URL"], rows: rows).rendered
+    }
+
     /// `book list`: NAME, OWNER, ROLE, records, last sync (CONTRACT §4.3).
     public static func books(_ books: [LocalBookSummary], json: Bool) -> String {
         func owner(_ book: LocalBookSummary) -> String { book.book.ownerRecordName.isEmpty ? "me" : book.book.ownerRecordName }

@@ -11,12 +11,24 @@ extension Scorebook {
     public static func open(storePath: String, bookName: String) throws -> Scorebook {
         let defaultBook = try Scorebook(storePath: storePath)
         guard bookName != defaultBookName else { return defaultBook }
-        try validateBookName(bookName)
-        let book = LocalBook(zoneName: bookName)
-        guard try defaultBook.store.hasBook(book), try !defaultBook.store.opening(book).isPendingDelete() else {
-            throw ScorebookError(.invalidInput, "no book named \"\(bookName)\"; see 'scorebook book list' or run 'scorebook book create \(bookName)'")
+        // NAME@OWNER: a zone name never holds '@', so the first one splits.
+        let parts = bookName.split(separator: "@", maxSplits: 1).map(String.init)
+        let name = parts.first ?? bookName
+        let owner = parts.count == 2 ? parts[1] : nil
+        let known = try defaultBook.store.books().filter { !$0.pendingDelete }
+        let candidates = known.filter { summary in
+            (summary.book.zoneName == name || summary.title == name)
+                && (owner == nil || summary.book.ownerRecordName == owner || (owner == "me" && summary.book.scope == .private))
         }
-        return try Scorebook(store: defaultBook.store.opening(book))
+        let chosen = candidates.count == 1 ? candidates[0]
+            : (owner == nil ? candidates.first { $0.book.scope == .private && $0.book.zoneName == name } : nil)
+        guard let chosen else {
+            if candidates.count > 1 {
+                throw ScorebookError(.badReference, "\"\(bookName)\" names \(candidates.count) books; use NAME@OWNER (see 'scorebook book list')")
+            }
+            throw ScorebookError(.invalidInput, "no book named \"\(bookName)\"; see 'scorebook book list' or run 'scorebook book create \(name)'")
+        }
+        return try Scorebook(store: defaultBook.store.opening(chosen.book))
     }
 
     /// A zone name the server takes: letters, digits, `-`, `_` and `.`, not starting with `_`.

@@ -38,7 +38,9 @@ extension Scorebook {
                      onProgress: ((SyncProgress) -> Void)? = nil) async throws -> SyncSummary
     {
         do {
-            return try await accounts.syncPrivateBooks(onChange: { _, change in onChange(change) }, onProgress: onProgress)
+            let summary = try await accounts.syncPrivateBooks(onChange: { _, change in onChange(change) }, onProgress: onProgress)
+            await learnWriterNames()
+            return summary
         } catch let error as SyncError {
             throw ScorebookError(.sync, error.description)
         } catch let stopped as SyncStopped {

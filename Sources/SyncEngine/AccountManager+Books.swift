@@ -68,6 +68,42 @@ extension AccountManager {
                                                 session: first.session)
             summary += try await synchronizer.sync(onChange: { onChange(known.book, $0) }, onProgress: onProgress)
         }
+        summary += try await syncSharedBooks(database: database.sharedScope(), session: first.session,
+                                             onChange: onChange, onProgress: onProgress)
+        return summary
+    }
+
+    /// Syncs the accepted shared books (through `/shared/`). A book whose zone the shared
+    /// database no longer lists (the user was removed, left, or the owner unshared or deleted
+    /// it) is dropped here and reported, with its unsent edits as dropped.
+    func syncSharedBooks(database: any CloudDatabase, session: SyncSession?, onChange: (LocalBook, AppliedChange) -> Void,
+                         onProgress: ((SyncProgress) -> Void)?) async throws -> SyncSummary
+    {
+        var summary = SyncSummary()
+        let shared = try store.books().filter { $0.book.scope == .shared }
+        guard !shared.isEmpty else { return summary }
+        let visible: Set<LocalBook>
+        do {
+            visible = Set(try await database.listZones().map {
+                LocalBook(scope: .shared, zoneName: $0.zoneName, ownerRecordName: $0.ownerRecordName ?? "")
+            })
+        } catch {
+            throw ZoneSynchronizer.syncError(error)
+        }
+        for known in shared {
+            let bookStore = try store.opening(known.book)
+            guard visible.contains(known.book) else {
+                let pending = try bookStore.sendableChanges().filter { $0.operation == .save }
+                summary.dropped += pending.map { DroppedChange(recordName: $0.recordName, recordType: $0.recordType, reason: .deleted) }
+                summary.booksRemoved.append(known.title ?? known.book.zoneName)
+                try bookStore.forgetBook()
+                continue
+            }
+            // Zones of the shared database are never created by a participant.
+            try bookStore.setSetting(SyncSettingKey.zoneReady, "1")
+            let synchronizer = ZoneSynchronizer(store: bookStore, database: database, zoneID: known.book.zoneID, session: session)
+            summary += try await synchronizer.sync(onChange: { onChange(known.book, $0) }, onProgress: onProgress)
+        }
         return summary
     }
 }

@@ -78,6 +78,28 @@ extension LocalRecordStore {
         }
     }
 
+    /// Records a shared book's title and the role the user has in it.
+    public func setBookDetails(title: String?, role: String) throws {
+        try transaction { connection in
+            _ = try connection.run("UPDATE books SET title = ?, role = ? WHERE id = current_book()", [title.sqlValue, .text(role)])
+        }
+    }
+
+    /// This book's summary.
+    public func bookSummary() throws -> LocalBookSummary? {
+        try books().first { $0.book == book }
+    }
+
+    /// The users who wrote this book's records as the server last said (created and modified).
+    public func writerUserRecordNames() throws -> Set<String> {
+        try withConnection { connection in
+            Set(try connection.map("""
+                SELECT json_extract(record, '$.modified.userRecordName') FROM server_copies WHERE book = current_book()
+                UNION SELECT json_extract(record, '$.created.userRecordName') FROM server_copies WHERE book = current_book()
+                """) { $0.optionalText(0) }.compactMap { $0 })
+        }
+    }
+
     /// Whether this store's book is to be deleted on the server at the next sync.
     public func isPendingDelete() throws -> Bool {
         try withConnection { try $0.scalarInt("SELECT pending_delete FROM books WHERE id = current_book()") ?? 0 } != 0

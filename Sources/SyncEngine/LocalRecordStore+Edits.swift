@@ -60,8 +60,14 @@ public struct LocalStoreError: Error, CustomStringConvertible, Equatable {
 
 extension LocalRecordStore {
     /// Runs several local edits in one transaction: all are kept, or none.
+    /// A read-only shared book refuses every edit here, before anything is queued.
     public func edit<T>(_ body: (LocalEditor) throws -> T) throws -> T {
-        try transaction { connection in try body(LocalEditor(connection: connection)) }
+        try transaction { connection in
+            if try connection.first("SELECT role FROM books WHERE id = current_book()", [], { $0.text(0) }) == "read-only" {
+                throw LocalStoreError("the book \(book.zoneName) is shared with you read-only; it cannot be changed")
+            }
+            return try body(LocalEditor(connection: connection))
+        }
     }
 
     /// Whether the server may hold the record: it has a server copy, or a save of it was sent
