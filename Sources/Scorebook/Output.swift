@@ -89,6 +89,8 @@ public enum Output {
         public var result: MatchResult
         /// Where it was played (`match show`).
         public var location: MatchLocation?
+        /// In a shared book, every score with who entered it (`match show`); nil otherwise.
+        public var sharedScores: [ScoreLine]?
 
         public init(match: Match, gameName: String, result: MatchResult, location: MatchLocation? = nil) {
             self.match = match
@@ -121,6 +123,14 @@ public enum Output {
             })
             members["winner"] = result.winner.map(JSONValue.string) ?? .null
             members["location"] = line.location.map(\.showJSON) ?? .null
+            if let scores = line.sharedScores {
+                members["scores"] = .array(scores.map { score in
+                    ["recordName": .string(score.score.recordName), "name": .string(score.personName),
+                     "round": score.score.round.map(JSONValue.int) ?? .null, "value": .double(score.score.value),
+                     "enteredBy": score.enteredBy.map(JSONValue.string) ?? .null,
+                     "enteredByName": score.enteredByName.map(JSONValue.string) ?? .null]
+                })
+            }
             return JSONText.render(.object(members))
         }
         var lines = ["\(shown(line.gameName)) — \(shown(match.recordName))"]
@@ -130,6 +140,13 @@ public enum Output {
         if let location = line.location { lines.append("location: \(shown(location.showText))") }
         let rows = result.rows.map { [String($0.rank), $0.name, NumberText.format($0.total)] }
         lines.append(TextTable(headers: ["RANK", "PLAYER", "TOTAL"], rows: rows).rendered)
+        if let scores = line.sharedScores, !scores.isEmpty {
+            let entered = scores.map { score in
+                [score.personName, score.score.round.map(String.init) ?? "-", NumberText.format(score.score.value),
+                 score.enteredByName ?? score.enteredBy ?? "-"]
+            }
+            lines.append(TextTable(headers: ["PLAYER", "ROUND", "SCORE", "ENTERED BY"], rows: entered).rendered)
+        }
         if let winner = result.winner, let row = result.rows.first(where: { $0.person == winner }) {
             lines.append("winner: \(shown(row.name))")
         } else {
@@ -197,11 +214,14 @@ public enum Output {
     }
 
     /// One line of `sync --watch` per applied remote change.
-    public static func change(_ change: AppliedChange, json: Bool) -> String {
-        guard json else { return shown(Scorebook.describe(change)) }
+    /// One `sync --watch` line; `by` names another user who made the change (a shared book).
+    public static func change(_ change: AppliedChange, by writer: String? = nil, json: Bool) -> String {
+        guard json else { return shown(Scorebook.describe(change) + (writer.map { " by \($0)" } ?? "")) }
         let type = change.recordType.isEmpty ? (RecordNaming.recordType(fromRecordName: change.recordName) ?? "") : change.recordType
-        return JSONText.render(["event": .string(change.kind.rawValue), "recordType": .string(type),
-                                "recordName": .string(change.recordName)])
+        var members: [String: JSONValue] = ["event": .string(change.kind.rawValue), "recordType": .string(type),
+                                            "recordName": .string(change.recordName)]
+        if let writer { members["by"] = .string(writer) }
+        return JSONText.render(.object(members))
     }
 
     static func accountJSON(_ account: SyncAccount?) -> JSONValue {

@@ -277,3 +277,27 @@ extension Scorebook {
         return try userName(userRecordName) ?? userRecordName
     }
 }
+
+extension Scorebook {
+    /// Who made a remote change when it is someone other than the store's user (which happens
+    /// only in a shared book): a name when known, else the user record name.
+    public func otherWriter(of change: AppliedChange) -> String? {
+        guard let writer = change.record?.modified?.userRecordName,
+              let me = try? store.setting(SyncSettingKey.dataOwner), writer != me
+        else { return nil }
+        return (try? userName(writer)) ?? writer
+    }
+
+    /// Learns the names of the participants of the user's shared books from their share
+    /// records; best effort, before a watch, so its lines name a participant's first change.
+    func learnParticipantNames() async {
+        guard let client = try? accountClient(), let books = try? store.books() else { return }
+        for summary in books where summary.book.scope == .private && !summary.pendingDelete {
+            guard let share = try? await currentShare(client, zone: summary.book.zoneID) else { continue }
+            for participant in Self.participants(of: share) {
+                guard let id = participant.userRecordName, let name = participant.name ?? participant.emailAddress else { continue }
+                try? store.setSetting(Self.userNameKey(id), name)
+            }
+        }
+    }
+}

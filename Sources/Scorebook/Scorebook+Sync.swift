@@ -59,6 +59,8 @@ extension Scorebook {
     {
         do {
             let synchronizer = try accounts.makeSynchronizer(zoneID: store.book.zoneID)
+            await learnParticipantNames()
+            await learnWriterNames()
             return try await synchronizer.watch(until: seconds.map { Date().addingTimeInterval($0) }, onChange: onChange,
                                                 onProblem: onProblem, onInitialSyncProgress: onInitialSyncProgress)
         } catch let error as SyncError {

@@ -82,6 +82,8 @@ extension LocalRecordStore {
     public func setBookDetails(title: String?, role: String) throws {
         try transaction { connection in
             _ = try connection.run("UPDATE books SET title = ?, role = ? WHERE id = current_book()", [title.sqlValue, .text(role)])
+            // Zones of the shared database are never created by a participant: ready as accepted.
+            if book.scope == .shared { try Self.setSetting(SyncSettingKey.zoneReady, "1", in: connection) }
         }
     }
 

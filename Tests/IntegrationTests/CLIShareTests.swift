@@ -67,13 +67,26 @@ final class CLIShareTests: XCTestCase {
         try bob.run("--book", "friday", "score", "add", "--match", match, "--player", "Bob", "7")
         XCTAssertNotEqual(try bob.run(["sync"], allowFailure: true).status, 0)
         daemon = try DaemonProcess.start(dataDirectory: retire(), extraArguments: ["--port", String(port)])
+        // Alice watches the book: bob's score arrives as a line that names bob.
+        let watch = try BackgroundCLI(["--store", alice.storePath, "--book", "friday", "sync", "--watch", "--for", "60", "--json"])
+        Thread.sleep(forTimeInterval: 2)
+        XCTAssertTrue(watch.process.isRunning, watch.stderr.text)
         XCTAssertEqual(try bob.sync().sent, 1)
-        XCTAssertEqual(try alice.sync().received, 1)
+        let deadline = Date().addingTimeInterval(15)
+        while Date() < deadline, !watch.stdout.text.contains("\"by\":\"bob\"") { Thread.sleep(forTimeInterval: 0.2) }
+        let scoreLine = watch.stdout.text.split(separator: "\n").first { $0.contains("\"recordType\":\"Score\"") }
+        XCTAssertNotNil(scoreLine, watch.stdout.text)
+        XCTAssertTrue(scoreLine?.contains("\"by\":\"bob\"") ?? false, watch.stdout.text)
+        watch.kill()
+        XCTAssertEqual(try alice.sync().received, 0, "the watch applied it")
         let scores = try alice.json("--book", "friday", "score", "list", "--match", match).arrayValue ?? []
         let bobsScore = try XCTUnwrap(scores.first { $0["value"]?.doubleValue == 7 }, "\(scores)")
         XCTAssertEqual(bobsScore["enteredBy"]?.stringValue, bobID, "alice sees the score as bob's")
         XCTAssertEqual(scores.first { $0["value"]?.doubleValue == 5 }?["enteredBy"]?.stringValue, aliceID)
         XCTAssertEqual(bobsScore["enteredByName"]?.stringValue, "bob", "the name from public/users/discover")
+        let shownScores = try alice.json("--book", "friday", "match", "show", match)["scores"]?.arrayValue ?? []
+        XCTAssertEqual(shownScores.first { $0["value"]?.doubleValue == 7 }?["enteredByName"]?.stringValue, "bob")
+        XCTAssertTrue(try alice.run("--book", "friday", "match", "show", match).lines.contains { $0.contains("7") && $0.hasSuffix("bob") })
         let scoreTable = try alice.run("--book", "friday", "score", "list", "--match", match).lines
         XCTAssertTrue(scoreTable.contains { $0.contains("7") && $0.hasSuffix("bob") }, scoreTable.joined(separator: "\n"))
         XCTAssertTrue(scoreTable.contains { $0.contains("5") && $0.hasSuffix("alice") }, scoreTable.joined(separator: "\n"))
