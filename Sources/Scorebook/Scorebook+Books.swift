@@ -62,6 +62,9 @@ extension Scorebook {
         guard name != Self.defaultBookName else {
             throw ScorebookError(.invalidInput, "the default book \(Self.defaultBookName) cannot be deleted")
         }
+        if try store.books().contains(where: { $0.book.scope == .shared && ($0.title == name || $0.book.zoneName == name) }) {
+            throw ScorebookError(.invalidInput, "only the owner can delete the book \(name); 'scorebook book leave \(name)' leaves it")
+        }
         try Self.validateBookName(name)
         let book = LocalBook(zoneName: name)
         guard try store.hasBook(book), try !store.opening(book).isPendingDelete() else {

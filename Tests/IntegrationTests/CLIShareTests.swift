@@ -115,6 +115,35 @@ final class CLIShareTests: XCTestCase {
         XCTAssertEqual(try alice.json("--book", "friday", "person", "list").arrayValue?.count, 2)
     }
 
+    func testAParticipantCannotDeleteOrReshareAndLeavesByName() throws {
+        let (alice, _) = try user("alice")
+        let (bob, bobID) = try user("bob")
+        try alice.run("book", "create", "club")
+        try alice.run("--book", "club", "game", "add", "Chess")
+        try alice.sync()
+        let url = try alice.run("book", "share", "club", "--with", bobID).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let shortGUID = try XCTUnwrap(URL(string: url)?.lastPathComponent)
+        XCTAssertEqual(try bob.json("book", "accept", shortGUID)["accepted"]?.stringValue, "club")
+        try bob.sync()
+        XCTAssertEqual(try bob.json("--book", "club", "game", "list").arrayValue?.count, 1)
+
+        for arguments in [["book", "delete", "club"], ["book", "share", "club", "--with", "someone@example.com"],
+                          ["book", "accept", "no-such-invitation"]]
+        {
+            let refused = try bob.run(arguments, allowFailure: true)
+            XCTAssertNotEqual(refused.status, 0, arguments.joined(separator: " "))
+            XCTAssertEqual(refused.stderr.split(separator: "\n").count, 1, refused.stderr)
+        }
+
+        try bob.run("book", "leave", "club")
+        XCTAssertEqual(try bob.json("book", "list").arrayValue?.compactMap { $0["name"]?.stringValue }, ["ScorebookData"])
+        let participants = try alice.json("book", "participants", "club").arrayValue ?? []
+        XCTAssertFalse(participants.contains { $0["userRecordName"]?.stringValue == bobID && $0["acceptanceStatus"]?.stringValue == "ACCEPTED" },
+                       "\(participants)")
+        try bob.sync()
+        XCTAssertEqual(try bob.json("book", "list").arrayValue?.count, 1, "a left book does not come back")
+    }
+
     var port: Int { retiredPort }
     var retiredPort = 0
     var retired: [DaemonProcess] = []
