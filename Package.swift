@@ -60,7 +60,7 @@ let package = Package(
         .target(name: "CCurl"),
         .target(name: "RecordClient", dependencies: ["RecordModel", "CCurl"], swiftSettings: settings),
         .target(name: "SyncEngine", dependencies: ["RecordModel", "RecordClient", "SQLiteDB"], swiftSettings: settings),
-        .target(name: "Scorebook", dependencies: ["RecordModel", "SyncEngine", "SQLiteDB"], swiftSettings: settings),
+        .target(name: "Scorebook", dependencies: ["RecordModel", "RecordClient", "SyncEngine", "SQLiteDB"], swiftSettings: settings),
         .executableTarget(
             name: "scorebookd",
             dependencies: [

@@ -17,6 +17,22 @@ public struct RecordClient: Sendable {
     let transport: any HTTPTransport
     /// Seconds to wait for an ordinary request.
     public var requestTimeout: TimeInterval = 30
+    /// The database scope record and zone operations go to: `private`, or `shared` for zones
+    /// others share with the caller (CONTRACT §3.9).
+    public var database = "private"
+
+    /// The same client on another database scope.
+    public func inDatabase(_ database: String) -> RecordClient {
+        var client = self
+        client.database = database
+        return client
+    }
+
+    /// POSTs a raw JSON body to an operation of a database scope: the sharing calls whose
+    /// shapes (share records, invitations, accept) the typed methods do not model.
+    public func call(_ operation: String, _ body: JSONValue, database: String) async throws -> JSONValue {
+        try await post(operation, body, database: database)
+    }
 
     public init(endpoint: ServerEndpoint, transport: any HTTPTransport = SocketTransport()) {
         self.endpoint = endpoint
@@ -28,8 +44,8 @@ public struct RecordClient: Sendable {
     }
 
     /// POSTs `body` to a database operation and returns the parsed answer.
-    func post(_ operation: String, _ body: JSONValue, database: String = "private") async throws -> JSONValue {
-        try await perform(method: "POST", url: endpoint.databaseURL(operation, database: database), body: body)
+    func post(_ operation: String, _ body: JSONValue, database: String? = nil) async throws -> JSONValue {
+        try await perform(method: "POST", url: endpoint.databaseURL(operation, database: database ?? self.database), body: body)
     }
 
     func perform(method: String, url: URL, body: JSONValue?, timeout: TimeInterval? = nil) async throws -> JSONValue {
