@@ -13,6 +13,12 @@ let package = Package(
         .executable(name: "scorebook", targets: ["scorebook"]),
         .executable(name: "scorebook-bench", targets: ["scorebook-bench"]),
     ],
+    // `PostgreSQL` (on by default) builds the daemon's PostgreSQL backend and postgres-nio; an
+    // SQLite-only daemon is `swift build --product scorebookd --disable-default-traits`.
+    traits: [
+        .trait(name: "PostgreSQL", description: "scorebookd serves a PostgreSQL store (--database); pulls in postgres-nio."),
+        .default(enabledTraits: ["PostgreSQL"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -20,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-atomics", from: "1.3.0"),
+        // Already in Hummingbird's graph; named for NIOThreadPool, where SQLiteStorage blocks.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
         // The PostgreSQL backend only (CONTRACT §6); nothing on the CLI side links it.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // ECDSA P-256 for server-to-server keys and SHA-256 for token hashes; already in postgres-nio's
@@ -31,8 +39,12 @@ let package = Package(
         .target(name: "SQLiteDB", dependencies: ["CSQLite"], swiftSettings: settings),
         .target(name: "RecordModel", swiftSettings: settings),
         .target(
-            name: "RecordStore", dependencies: ["RecordModel", "SQLiteDB", .product(name: "Crypto", package: "swift-crypto")],
-            swiftSettings: settings),
+            name: "RecordStore",
+            dependencies: [
+                "RecordModel", "SQLiteDB", .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         // The PostgreSQL backend of `RecordStorage`: only scorebookd and the tests depend on it.
         .target(
             name: "PostgresRecordStore",
@@ -50,7 +62,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Atomics", package: "swift-atomics"),
             ],
-            swiftSettings: settings),
+            swiftSettings: [.swiftLanguageMode(.v6)]),
         // libcurl's header only: CCurl loads the library with dlopen for HTTPS (see SocketTransport).
         .target(name: "CCurl"),
         .target(name: "RecordClient", dependencies: ["RecordModel", "CCurl"], swiftSettings: settings),
@@ -58,7 +70,10 @@ let package = Package(
         .target(name: "Scorebook", dependencies: ["RecordModel", "RecordClient", "SyncEngine", "SQLiteDB"], swiftSettings: settings),
         .executableTarget(
             name: "scorebookd",
-            dependencies: ["RecordServer", "RecordStore", "PostgresRecordStore", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: [
+                "RecordServer", "RecordStore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .target(name: "PostgresRecordStore", condition: .when(traits: ["PostgreSQL"])),
+            ],
             swiftSettings: settings),
         .executableTarget(
             name: "scorebook",
@@ -69,12 +84,18 @@ let package = Package(
             dependencies: [
                 "RecordServer", "RecordStore", "RecordModel", "SQLiteDB", "CSQLite", "RecordClient", "SyncEngine", "Scorebook",
                 .product(name: "Logging", package: "swift-log"),
+                // The PostgreSQL scenarios: the backend, a raw postgres-nio baseline, a throw-away cluster.
+                .target(name: "PostgresRecordStore", condition: .when(traits: ["PostgreSQL"])),
+                .target(name: "PostgresCluster", condition: .when(traits: ["PostgreSQL"])),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
             ],
             swiftSettings: settings),
-        // Helpers every test target shares (a seeded generator).
-        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: settings),
+        // A throw-away PostgreSQL cluster (initdb, pg_ctl on a loopback port): the tests and the bench share it.
+        .target(name: "PostgresCluster", swiftSettings: settings),
+        // Helpers every test target shares (a seeded generator; PostgresCluster re-exported).
+        .target(name: "TestSupport", dependencies: ["PostgresCluster"], path: "Tests/TestSupport", swiftSettings: settings),
         .testTarget(name: "RecordModelTests", dependencies: ["RecordModel", "RecordStore", "TestSupport"], swiftSettings: settings),
-        .testTarget(name: "RecordStoreTests", dependencies: ["RecordStore", "PostgresRecordStore", "RecordServer", "RecordModel", "TestSupport"], swiftSettings: settings),
+        .testTarget(name: "RecordStoreTests", dependencies: ["RecordStore", "SQLiteDB", "PostgresRecordStore", "RecordServer", "RecordModel", "TestSupport"], swiftSettings: settings),
         .testTarget(name: "ScorebookTests", dependencies: ["Scorebook", "SyncEngine", "RecordClient", "RecordModel"], swiftSettings: settings),
         // The sync engine against a real store through a fault-injecting in-process transport.
         .testTarget(

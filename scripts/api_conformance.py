@@ -17,8 +17,8 @@ spec documents:
   - courier long-polls go to a real notification channel ($SCOREBOOK_COURIER_TOKEN in
     $SCOREBOOK_COURIER_CONTAINER) with timeout 0, so the fuzzer exercises cursor and timeout
     parsing and delivery without waiting 30 s per call;
-  - three of four requests generated for the `shared`/`public` databases (which only answer 400,
-    later work) go to `private`;
+  - three of four requests generated for the `shared`/`public` databases (mostly ZONE_NOT_FOUND
+    or 400 there) go to `private`;
   - about half of the generated zone IDs become `_defaultZone`, which exists in every container,
     so fuzzed records reach the store instead of stopping at ZONE_NOT_FOUND.
 The steering is a deterministic function of the generated case, so a seed still reproduces a run.
@@ -82,8 +82,8 @@ if __name__ != "__main__":
                 return
             body = getattr(case, "body", None)
             parameters = case.path_parameters if isinstance(case.path_parameters, dict) else {}
-            if parameters.get("database") == "shared" and not path.endswith(("users/current", "users/caller")):
-                # shared only answers 400 (later work): send three of four to private.
+            if parameters.get("database") in ("shared", "public") and not path.endswith(("users/current", "users/caller")):
+                # shared and public mostly answer ZONE_NOT_FOUND or 400: send three of four to private.
                 digest = sum(json.dumps([parameters, body], sort_keys=True, default=str).encode())
                 if digest % 4 != 0:
                     parameters["database"] = "private"
@@ -483,8 +483,35 @@ class Checker:
         self.check_public_database(check)
 
         # request-level errors
-        check("errors: shared database is 400 BAD_REQUEST",
-              lambda: self.expect_error(self.api("POST", "zones/lookup", {"zones": []}, database="shared", expect=400), "BAD_REQUEST"))
+        # sharing (CONTRACT §3.9): the shared database and the share endpoints
+        stranger_zone = {"zoneName": "Friday", "ownerRecordName": "_" + "0" * 28 + "ffff"}
+
+        def shared_database():
+            answer = self.api("POST", "zones/lookup", {"zones": [{"zoneID": stranger_zone}]}, database="shared")
+            assert answer.json["zones"][0]["serverErrorCode"] == "ZONE_NOT_FOUND", repr(answer)
+            assert self.api("GET", "zones/list", database="shared").json == {"zones": []}
+            self.expect_error(self.api("POST", "records/lookup", {"zoneID": stranger_zone, "records": [{"recordName": "a"}]},
+                                       database="shared", expect=404), "ZONE_NOT_FOUND")
+            self.expect_error(self.api("POST", "records/lookup", {"zoneID": {"zoneName": "Friday"}, "records": [{"recordName": "a"}]},
+                                       database="shared", expect=400), "BAD_REQUEST")
+
+        def sharing_endpoints():
+            base = "/database/1/{container}/{environment}/"
+            for operation in ("records/resolve", "records/accept", "records/accepts"):
+                answer = self.api("POST", operation, {"shortGUIDs": [{"value": "0" * 32}]}, database="public",
+                                  template=base + "public/" + operation)
+                assert answer.json["results"][0]["serverErrorCode"] == "NOT_FOUND", repr(answer)
+            answer = self.api("POST", "users/discover", {"lookupInfos": [{"emailAddress": "nobody@example.com"}]}, database="public",
+                              template=base + "public/users/discover")
+            assert answer.json == {"users": []}, repr(answer)
+            answer = self.api("POST", "users/lookup/email", {"users": [{"emailAddress": "nobody@example.com"}]}, database="public",
+                              template=base + "public/users/lookup/email")
+            assert answer.json == {"users": []}, repr(answer)
+            answer = self.api("POST", "invitations/list", {}, database="shared", template=base + "shared/invitations/list")
+            assert answer.json == {"invitations": []}, repr(answer)
+
+        check("sharing: a zone nobody shared is ZONE_NOT_FOUND in the shared database", shared_database)
+        check("sharing: resolve/accept of an unknown link, discovery, invitations", sharing_endpoints)
         check("errors: bad container is 400",
               lambda: self.expect_error(self.api("POST", "zones/lookup", {"zones": []}, container="bad%21container", expect=400),
                                         "BAD_REQUEST"))

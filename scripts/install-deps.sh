@@ -5,7 +5,8 @@ set -euo pipefail
 needed=()
 # postgresql: the PostgreSQL store tests start a throw-away cluster of their own (15 on Debian 12).
 # openssl: the server-to-server key tests make keys and sign requests with it.
-for pkg in libsqlite3-dev libcurl4-openssl-dev sqlite3 curl postgresql openssl; do
+# chromium, chromium-driver: the console's browser tests drive headless Chromium over WebDriver.
+for pkg in libsqlite3-dev libcurl4-openssl-dev sqlite3 curl postgresql openssl chromium chromium-driver; do
     dpkg -s "$pkg" >/dev/null 2>&1 || needed+=("$pkg")
 done
 if [ ${#needed[@]} -gt 0 ]; then

@@ -4,8 +4,8 @@ import RecordStore
 
 extension PostgresRecordStore {
     /// Why `migrate` refused its target.
-    public struct MigrationRefused: Error, CustomStringConvertible {
-        public var description: String
+    package struct MigrationRefused: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// Copies an exported SQLite store into this (empty) database in one transaction, keeping

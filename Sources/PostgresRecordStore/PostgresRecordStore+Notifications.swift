@@ -4,7 +4,7 @@ import RecordModel
 import RecordStore
 
 extension PostgresRecordStore {
-    public func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) async throws
+    package func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) async throws
         -> [Result<Subscription?, ServerError>]
     {
         guard operations.count <= StoreLimits.maximumOperations else {
@@ -12,16 +12,28 @@ extension PostgresRecordStore {
         }
         let recipient = try await publicSubscriptionRecipient(scope)
         let operations = PublicSubscriptions.stored(operations, recipient: recipient)
-        let databaseID = try await databaseID(scope)
+        // The public database's own row, or the caller's private one (its shared database's too).
+        let ownDatabaseID = try await databaseID(scope.kind == .shared ? scope.privateScope : scope)
+        // A user's shared-database subscriptions live beside its private ones, under the negated id.
+        let databaseID = scope.kind == .shared ? ShareRules.sharedSubscriptionKey(ownDatabaseID) : ownDatabaseID
         let results = try await write { connection in
-            try await self.lockDatabase(databaseID, connection)
+            try await self.lockDatabase(ownDatabaseID, connection)
             var results: [Result<Subscription?, ServerError>] = []
             for operation in operations {
                 switch operation {
                 case .save(let subscription):
                     var zoneExists = true
                     if let zone = subscription.zoneID {
-                        zoneExists = try await self.liveZone(databaseID, name: zone.zoneName, connection) != nil
+                        if scope.kind != .shared {
+                            zoneExists = try await self.liveZone(databaseID, name: zone.zoneName, connection) != nil
+                        } else {
+                            // A shared zone the caller may not use is one that does not exist.
+                            do {
+                                _ = try await self.sharedAccess(scope, zone, lockOwner: false, connection)
+                            } catch is ServerError {
+                                zoneExists = false
+                            }
+                        }
                     }
                     let own = PublicSubscriptions.ownPattern(recipient: recipient)
                     let others = try await connection.query(
@@ -67,13 +79,14 @@ extension PostgresRecordStore {
         ).collect().map { try Subscription(json: try JSONValue.parse(Array(try $0.decode(String.self).utf8))) }
     }
 
-    public func listSubscriptions(_ scope: DatabaseScope) async throws -> [Subscription] {
+    package func listSubscriptions(_ scope: DatabaseScope) async throws -> [Subscription] {
         let recipient = try await publicSubscriptionRecipient(scope)
-        let databaseID = try await databaseID(scope)
+        let ownDatabaseID = try await databaseID(scope.kind == .shared ? scope.privateScope : scope)
+        let databaseID = scope.kind == .shared ? ShareRules.sharedSubscriptionKey(ownDatabaseID) : ownDatabaseID
         return PublicSubscriptions.visible(try await read { try await self.subscriptions(databaseID, $0) }, recipient: recipient)
     }
 
-    public func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) async throws -> PushToken {
+    package func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) async throws -> PushToken {
         try CredentialRules.validateAPIEnvironment(apnsEnvironment)
         let databaseID = try await databaseID(scope)
         let now = clock()
@@ -91,7 +104,7 @@ extension PostgresRecordStore {
         }
     }
 
-    public func pushToken(_ scope: DatabaseScope, token: String) async throws -> PushToken {
+    package func pushToken(_ scope: DatabaseScope, token: String) async throws -> PushToken {
         let databaseID = try await databaseID(scope)
         return try await read { connection in
             guard let row = try await connection.query(
@@ -105,7 +118,7 @@ extension PostgresRecordStore {
         }
     }
 
-    public func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification] {
+    package func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification] {
         try await read { connection in
             try await connection.query(
                 """
@@ -133,25 +146,33 @@ extension PostgresRecordStore {
         let subscriptions = try await subscriptions(databaseID, connection)
         let (payloads, firedOnce) = SubscriptionRules.fire(subscriptions, changes: changes, zone: zoneName, scope: scope, zoneChanged: zoneChanged)
         let byRecipient = Dictionary(grouping: payloads, by: { $0.recipient ?? databaseID })
-        let now = clock()
         for target in byRecipient.keys.sorted() {
-            let targetPayloads = byRecipient[target]!
-            let count = Int64(targetPayloads.count)
-            let last = try await connection.query(
-                "UPDATE databases SET note_seq = note_seq + \(count) WHERE id = \(target) RETURNING note_seq", logger: logger
-            ).collect().first?.decode(Int64.self) ?? count
-            var id = last - count
-            for (_, payload) in targetPayloads {
-                id += 1
-                try await connection.query(
-                    "INSERT INTO notifications (database_id, id, created_at, payload) VALUES (\(target), \(id), \(now), \(String(decoding: payload, as: UTF8.self)))",
-                    logger: logger)
-            }
+            try await writeNotifications(byRecipient[target]!.map(\.payload), databaseID: target, connection)
             if target != databaseID { try await notifyCommit(target, connection) }
         }
         for id in firedOnce {
             try await connection.query("DELETE FROM subscriptions WHERE database_id = \(databaseID) AND subscription_id = \(id)", logger: logger)
         }
         return Set(byRecipient.keys).subtracting([databaseID])
+    }
+
+    /// Appends payloads to a database's outbox, numbered by its `note_seq` (the UPDATE takes the
+    /// row's lock); false when there was nothing to write.
+    @discardableResult
+    func writeNotifications(_ payloads: [[UInt8]], databaseID: Int64, _ connection: PostgresConnection) async throws -> Bool {
+        guard !payloads.isEmpty else { return false }
+        let count = Int64(payloads.count)
+        let last = try await connection.query(
+            "UPDATE databases SET note_seq = note_seq + \(count) WHERE id = \(databaseID) RETURNING note_seq", logger: logger
+        ).collect().first?.decode(Int64.self) ?? count
+        let now = clock()
+        var id = last - count
+        for payload in payloads {
+            id += 1
+            try await connection.query(
+                "INSERT INTO notifications (database_id, id, created_at, payload) VALUES (\(databaseID), \(id), \(now), \(String(decoding: payload, as: UTF8.self)))",
+                logger: logger)
+        }
+        return true
     }
 }

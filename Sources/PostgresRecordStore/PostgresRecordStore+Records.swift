@@ -4,17 +4,24 @@ import RecordModel
 import RecordStore
 
 extension PostgresRecordStore {
-    public func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
+    package func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
                               deviceID: String?) async throws -> [RecordOperationResult]
     {
         try RecordRules.validateBatch(operations)
-        let databaseID = try await databaseID(scope)
+        let privateDatabaseID = scope.kind != .shared ? try await databaseID(scope) : 0
         let now = clock()
-        let (results, changed, recipients): ([RecordOperationResult], Bool, Set<Int64>) = try await transaction { connection in
+        let (results, changed, touched): ([RecordOperationResult], Bool, Set<Int64>) = try await transaction { connection in
             // Database row, then zone row: every writer of this database waits here, so the zone's
-            // sequence numbers commit in the order they are taken.
-            try await self.lockDatabase(databaseID, connection)
-            let zoneRow = try await self.requireZone(databaseID, zone, forUpdate: true, connection)
+            // sequence numbers commit in the order they are taken. A shared zone's access is
+            // checked after its owner's database is locked (as share changes lock it).
+            let addressed = try await self.addressedZone(scope, zone, privateDatabaseID: privateDatabaseID, forUpdate: true, connection)
+            let zoneRow = addressed.row
+            let databaseID = addressed.databaseID
+            let ownerScope = addressed.access?.ownerScope(scope) ?? scope
+            let leaving = scope.kind == .shared && operations.allSatisfy {
+                $0.record["recordName"]?.stringValue == ShareRules.recordName && $0.type.isDelete
+            }
+            if addressed.access?.permission == .readOnly, !leaving { throw ShareRules.readOnly(addressed.zoneID) }
             var development = Schema()
             if scope.environment == .development {
                 // The development schema is the container's, shared by its users' databases:
@@ -23,8 +30,8 @@ extension PostgresRecordStore {
                 development = try await self.developmentSchema(container: scope.container, connection)
             }
             let enforcer = SchemaEnforcer(environment: scope.environment, production: self.productionSchema, development: development)
-            var modify = ModifyTransaction(scope: scope, zone: zoneRow, zoneID: self.zoneID(zoneRow.name, scope), now: now,
-                                        deviceID: deviceID, sequence: zoneRow.seq, enforcer: enforcer)
+            var modify = ModifyTransaction(scope: ownerScope, zone: zoneRow, zoneID: addressed.zoneID, now: now,
+                                        deviceID: deviceID, sequence: zoneRow.seq, enforcer: enforcer, writer: scope.userRecordName)
             var results: [RecordOperationResult] = []
             results.reserveCapacity(operations.count)
             for operation in operations {
@@ -33,7 +40,18 @@ extension PostgresRecordStore {
                 try await connection.query("SAVEPOINT operation", logger: self.logger)
                 let before = modify
                 do {
-                    results.append(try await self.apply(operation, &modify, connection))
+                    if operation.record["recordName"]?.stringValue == ShareRules.recordName {
+                        if scope.kind == .shared {
+                            // Only the owner changes the share; a participant deletes it to leave.
+                            guard operation.type.isDelete else { throw ServerError(.accessDenied, "only the zone's owner changes its share") }
+                            try await self.leaveShare(scope, zoneRowID: zoneRow.id, connection)
+                            results.append(.deleted(recordName: ShareRules.recordName))
+                        } else {
+                            results.append(try await self.saveShare(operation, &modify, connection))
+                        }
+                    } else {
+                        results.append(try await self.apply(operation, &modify, connection))
+                    }
                     try await connection.query("RELEASE SAVEPOINT operation", logger: self.logger)
                 } catch let error as ServerError where !AccessRules.failsWholeRequest(error) {
                     try await connection.query("ROLLBACK TO SAVEPOINT operation", logger: self.logger)
@@ -43,11 +61,13 @@ extension PostgresRecordStore {
             }
             let failed = results.contains { if case .failed = $0 { return true } else { return false } }
             if atomic && failed { return .rollback((results.map(RecordRules.atomicFailure), false, [])) }
-            var recipients = Set<Int64>()
+            // The databases whose outboxes grew: this one, public subscribers', share participants'.
+            var touched: Set<Int64> = [databaseID]
             if modify.sequence != zoneRow.seq {
                 let dbSeq = try await self.bumpDatabaseSequence(databaseID, connection)
                 try await connection.query("UPDATE zones SET seq = \(modify.sequence), db_seq = \(dbSeq) WHERE id = \(zoneRow.id)",
                                            logger: self.logger)
+                try await self.writeIndex(modify, connection)
                 for (type, fields) in modify.enforcer.additions where !fields.isEmpty {
                     for (field, fieldType) in fields {
                         try await connection.query(
@@ -57,14 +77,23 @@ extension PostgresRecordStore {
                             """, logger: self.logger)
                     }
                 }
-                recipients = try await self.recordNotifications(for: modify.changes, zone: zoneRow.name, databaseID: databaseID,
-                                                                scope: scope, zoneChanged: false, connection)
+                touched.formUnion(try await self.recordNotifications(for: modify.changes, zone: zoneRow.name, databaseID: databaseID,
+                                                                     scope: ownerScope, zoneChanged: false, connection))
                 try await self.notifyCommit(databaseID, connection)
+                touched.formUnion(try await self.notifyParticipants(modify.changes, zone: zoneRow, ownerScope: ownerScope, zoneChanged: false,
+                                                                    connection))
             }
-            return .commit((results, !modify.changes.isEmpty, recipients))
+            var answered: [RecordOperationResult] = []
+            for result in results {
+                guard case .saved(let record) = result, record.recordName == ShareRules.recordName else {
+                    answered.append(result)
+                    continue
+                }
+                answered.append(.saved(try await self.attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection)))
+            }
+            return .commit((answered, !modify.changes.isEmpty, touched))
         }
-        if changed { committed(databaseID) }
-        for recipient in recipients { committed(recipient) }
+        if changed { for databaseID in touched { committed(databaseID) } }
         return results
     }
 
@@ -129,7 +158,7 @@ extension PostgresRecordStore {
         let record = prepared.record
         let sequence = modify.nextSequence()
         let tag = RecordRules.changeTag(zoneRowID: zoneRowID, sequence: sequence)
-        let modified = ChangeStamp(timestamp: modify.now, userRecordName: modify.scope.userRecordName, deviceID: modify.deviceID)
+        let modified = ChangeStamp(timestamp: modify.now, userRecordName: modify.writer, deviceID: modify.deviceID)
         let created = live?.created ?? modified
         let fields = String(decoding: prepared.fieldsJSON, as: UTF8.self)
         try await connection.query(
@@ -146,6 +175,7 @@ extension PostgresRecordStore {
         if live != nil {
             try await connection.query("DELETE FROM refs WHERE zone_id = \(zoneRowID) AND source = \(name)", logger: logger)
         }
+        reindex(name, old: live.map { ($0.type, $0.fieldsJSON) }, new: (record.recordType, prepared.fieldsJSON), &modify)
         for (_, reference) in prepared.references {
             let action: StoredReferenceAction = reference.action == .deleteSelf ? .deleteSelf : .validate
             try await connection.query(
@@ -193,23 +223,25 @@ extension PostgresRecordStore {
             try await connection.query(
                 """
                 UPDATE records SET deleted = 1, fields = '{}', tag = \(tag), seq = \(sequence), modified_at = \(modify.now),
-                    modified_by = \(modify.scope.userRecordName), modified_device = \(modify.deviceID)
+                    modified_by = \(modify.writer), modified_device = \(modify.deviceID)
                 WHERE zone_id = \(zoneRowID) AND name = \(name)
                 """, logger: logger)
             try await connection.query("DELETE FROM refs WHERE zone_id = \(zoneRowID) AND source = \(name)", logger: logger)
+            reindex(name, old: (previous.type, previous.fieldsJSON), new: nil, &modify)
             modify.changes.append(CommittedChange(kind: .deleted, recordName: name, recordType: previous.type,
                                                   record: previous.stored(name, zoneID: modify.zoneID)))
         }
     }
 
-    public func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws -> [Result<StoredRecord, ServerError>] {
+    package func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws -> [Result<StoredRecord, ServerError>] {
         guard recordNames.count <= StoreLimits.maximumOperations else {
             throw ServerError(.limitExceeded, "at most \(StoreLimits.maximumOperations) records per lookup")
         }
-        let databaseID = try await databaseID(scope)
+        let privateDatabaseID = scope.kind != .shared ? try await databaseID(scope) : 0
         return try await read { connection in
-            let zoneRow = try await self.requireZone(databaseID, zone, connection)
-            let zoneID = self.zoneID(zoneRow.name, scope)
+            let addressed = try await self.addressedZone(scope, zone, privateDatabaseID: privateDatabaseID, connection)
+            let zoneRow = addressed.row
+            let zoneID = addressed.zoneID
             var found: [String: StoredRecord] = [:]
             for row in try await connection.query(
                 """
@@ -218,7 +250,7 @@ extension PostgresRecordStore {
                 """, logger: self.logger
             ).collect() {
                 let record = try PostgresRecordStore.storedRecord(row, zoneID: zoneID)
-                found[record.recordName] = record
+                found[record.recordName] = try await self.attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection)
             }
             return recordNames.map { name in
                 guard let record = found[name] else {
@@ -229,34 +261,18 @@ extension PostgresRecordStore {
         }
     }
 
-    public func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
-                             continuationMarker: String?) async throws -> QueryPage
-    {
-        let limit = StoreLimits.clampLimit(resultsLimit, maximum: StoreLimits.maximumQueryResults)
-        let databaseID = try await databaseID(scope)
-        return try await read { connection in
-            let zoneRow = try await self.requireZone(databaseID, zone, connection)
-            let zoneID = self.zoneID(zoneRow.name, scope)
-            let candidates = try await connection.query(
-                """
-                SELECT \(unescaped: PostgresRecordStore.recordColumns) FROM records
-                WHERE zone_id = \(zoneRow.id) AND type = \(query.recordType) AND deleted = 0
-                """, logger: self.logger
-            ).collect().map { try PostgresRecordStore.storedRecord($0, zoneID: zoneID) }
-            return try QueryRules.page(candidates, query: query, limit: limit, continuationMarker: continuationMarker, zoneRowID: zoneRow.id)
-        }
-    }
-
     /// Changes after the token's sequence, in sequence order, each record once in its latest
     /// state, read in one snapshot. Sequences commit in order (see the type's comment), so a
     /// client following `moreComing` never skips a change, whichever daemon wrote it.
-    public func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
+    package func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
                             recordTypes: Set<String>?) async throws -> ZoneChangesPage
     {
         let limit = StoreLimits.clampLimit(resultsLimit, maximum: StoreLimits.maximumResultsLimit)
-        let databaseID = try await databaseID(scope)
+        let privateDatabaseID = scope.kind != .shared ? try await databaseID(scope) : 0
         return try await read { connection in
-            let zoneRow = try await self.requireZone(databaseID, zone, connection)
+            let addressed = try await self.addressedZone(scope, zone, privateDatabaseID: privateDatabaseID, connection)
+            let zoneRow = addressed.row
+            let databaseID = addressed.databaseID
             let since: Int64
             switch try FeedRules.zoneStart(syncToken, storeID: self.storeID, zone: zoneRow) {
             case .since(let sequence):
@@ -268,7 +284,7 @@ extension PostgresRecordStore {
                 ).collect().isEmpty
                 throw FeedRules.otherZoneError(recreated: recreated, zoneName: zoneRow.name)
             }
-            let zoneID = self.zoneID(zoneRow.name, scope)
+            let zoneID = addressed.zoneID
             var changes: [RecordChange] = []
             var lastSequence = since
             var moreComing = false
@@ -285,7 +301,8 @@ extension PostgresRecordStore {
                 lastSequence = try row.makeRandomAccess()[12].decode(Int64.self)
                 if let recordTypes, !recordTypes.contains(record.recordType) { continue }
                 changes.append(try PostgresRecordStore.isDeleted(row)
-                    ? .deleted(recordName: record.recordName, recordType: record.recordType) : .changed(record))
+                    ? .deleted(recordName: record.recordName, recordType: record.recordType)
+                    : .changed(try await self.attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection)))
             }
             if !moreComing { lastSequence = max(lastSequence, zoneRow.seq) }
             let token = FeedRules.token(.zone, storeID: self.storeID, ownerID: zoneRow.id, sequence: lastSequence)
@@ -293,7 +310,8 @@ extension PostgresRecordStore {
         }
     }
 
-    public func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) async throws -> DatabaseChangesPage {
+    package func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) async throws -> DatabaseChangesPage {
+        if scope.kind == .shared { return try await sharedDatabaseChanges(scope, syncToken: syncToken) }
         let limit = StoreLimits.clampLimit(resultsLimit, maximum: StoreLimits.maximumResultsLimit)
         let databaseID = try await databaseID(scope)
         return try await read { connection in

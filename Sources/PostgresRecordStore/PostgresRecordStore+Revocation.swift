@@ -8,7 +8,7 @@ extension PostgresRecordStore {
     /// (CONTRACT §2 `user revoke`), as `SQLiteRecordStore.revokeTokens` does. Tokens are not cached
     /// here, so every daemon on the database refuses a revoked token from its next request.
     /// A token that is not the user's is `NOT_FOUND`, so a revocation never silently misses.
-    public func revokeTokens(userName: String, token: String?) async throws -> (user: User, revoked: Int) {
+    package func revokeTokens(userName: String, token: String?) async throws -> (user: User, revoked: Int) {
         let answer: RevokedTokens = try await write { connection in
             guard let row = try await connection.query("SELECT id, name, record_name FROM users WHERE name = \(userName)", logger: self.logger)
                 .collect().first
@@ -39,3 +39,4 @@ extension PostgresRecordStore {
         var revoked: Int
     }
 }
+

@@ -4,7 +4,7 @@ import RecordModel
 import RecordStore
 
 extension PostgresRecordStore {
-    public func addServerKey(pem: String, name: String?) async throws -> String {
+    package func addServerKey(pem: String, name: String?) async throws -> String {
         let (der, keyID) = try ServerKeyRules.parse(pem: pem)
         let now = clock()
         let userName = ServerKeyRules.userName(keyID: keyID), label = ServerKeyRules.label(name, keyID: keyID)
@@ -26,7 +26,7 @@ extension PostgresRecordStore {
         }
     }
 
-    public func serverKey(keyID: String) async throws -> ServerKey? {
+    package func serverKey(keyID: String) async throws -> ServerKey? {
         guard ServerKeyRules.wellFormedKeyID(keyID) else { return nil }
         let id = keyID.lowercased()
         return try await read { connection in

@@ -14,7 +14,7 @@ import Synchronization
 /// commit in the order they took their sequences, so a feed or a notification cursor read in any
 /// snapshot never skips a number that commits later. The rules themselves (`RecordRules`,
 /// `FeedRules`, `QueryRules`, `SubscriptionRules`) are RecordStore's, shared with SQLite.
-public final class PostgresRecordStore: RecordStorage {
+package final class PostgresRecordStore: RecordStorage {
     let client: PostgresClient
     let logger: Logger
     let productionSchema: Schema
@@ -36,12 +36,12 @@ public final class PostgresRecordStore: RecordStorage {
     static let commitChannel = "scorebook_commits"
 
     /// The error of a URL that is not `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE`.
-    public struct ConfigurationError: Error, CustomStringConvertible {
-        public var description: String
+    package struct ConfigurationError: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// Parses `postgres://USER:PASS@HOST:PORT/DB` (also `postgresql://`; `?sslmode=disable|prefer|require`).
-    public static func configuration(url: String) throws -> PostgresClient.Configuration {
+    package static func configuration(url: String) throws -> PostgresClient.Configuration {
         guard let components = URLComponents(string: url), let scheme = components.scheme,
             scheme == "postgres" || scheme == "postgresql", let host = components.host, !host.isEmpty
         else { throw ConfigurationError(description: "--database must be postgres://USER:PASSWORD@HOST:PORT/DATABASE") }
@@ -71,7 +71,7 @@ public final class PostgresRecordStore: RecordStorage {
 
     /// Connects to the database at `url` and creates the store's tables when they do not exist
     /// (`create` false: refuses a database that holds no store).
-    public static func open(url: String, create: Bool = true, schema: Schema = BuiltinSchema.scorebook, openDeadline: Duration = .seconds(30),
+    package static func open(url: String, create: Bool = true, schema: Schema = BuiltinSchema.scorebook, openDeadline: Duration = .seconds(30),
                             clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
                             logger: Logger = Logger(label: "scorebookd.postgres")) async throws -> PostgresRecordStore
     {
@@ -79,7 +79,12 @@ public final class PostgresRecordStore: RecordStorage {
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let runTask = Task { await client.run() }
         do {
-            let storeID = try await PostgresRecordStore.prepare(client, create: create, logger: logger, url: url, deadline: openDeadline)
+            // A store that still needs a migration step with data to rewrite (the query index's
+            // backfill) gets an hour instead of the open deadline, and so does a daemon waiting
+            // for another one's migration: a large store must not fail its upgrade half-way at 30 s.
+            let migrating = try await PostgresRecordStore.needsDataMigration(client, logger: logger, url: url, deadline: openDeadline)
+            let storeID = try await PostgresRecordStore.prepare(client, create: create, logger: logger, url: url,
+                                                                deadline: migrating ? .seconds(3600) : openDeadline, migrating: migrating)
             return PostgresRecordStore(client: client, runTask: runTask, storeID: storeID, schema: schema, clock: clock, logger: logger)
         } catch {
             runTask.cancel()
@@ -138,26 +143,30 @@ public final class PostgresRecordStore: RecordStorage {
         try await connection.query("SELECT pg_notify(\(PostgresRecordStore.commitChannel), \(String(databaseID)))", logger: logger)
     }
 
-    /// Creates the tables (under an advisory lock, so daemons starting together do not race) and
-    /// returns the store's identity.
-    private static func prepare(_ client: PostgresClient, create: Bool, logger: Logger, url: String, deadline: Duration) async throws -> String {
+    /// Creates the tables or brings them to `StoreMigration.latestVersion` (under an advisory
+    /// lock, so daemons starting together do not race) and returns the store's identity.
+    private static func prepare(_ client: PostgresClient, create: Bool, logger: Logger, url: String, deadline: Duration,
+                                migrating: Bool) async throws -> String
+    {
         try await withDeadline(deadline, unreachable: "PostgreSQL at \(redacted(url)) is unreachable") {
             try await client.withConnection { connection in
                 try await connection.query("BEGIN", logger: logger)
                 do {
+                    if migrating {
+                        // Still bounded, by the hour above: waiting for the lock, and each statement.
+                        try await connection.query("SET LOCAL lock_timeout = '3600s'", logger: logger)
+                        try await connection.query("SET LOCAL statement_timeout = '600s'", logger: logger)
+                    }
                     try await connection.query("SELECT pg_advisory_xact_lock(7270001)", logger: logger)
                     let exists = try await connection.query("SELECT to_regclass('meta') IS NOT NULL", logger: logger)
                         .collect().first?.decode(Bool.self) ?? false
                     if !exists && !create {
                         throw StoreMissingError(description: "\(redacted(url)) holds no scorebook store")
                     }
-                    for statement in PostgresSchema.statements {
-                        try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
-                    }
+                    try await migrate(connection, tablesExist: exists, logger: logger)
                     let fresh = RandomToken.hex(bytes: 8)
                     try await connection.query(
-                        "INSERT INTO meta (key, value) VALUES ('store_id', \(fresh)), ('schema_version', \(String(PostgresSchema.version))) ON CONFLICT (key) DO NOTHING",
-                        logger: logger)
+                        "INSERT INTO meta (key, value) VALUES ('store_id', \(fresh)) ON CONFLICT (key) DO NOTHING", logger: logger)
                     let id = try await connection.query("SELECT value FROM meta WHERE key = 'store_id'", logger: logger)
                         .collect().first?.decode(String.self) ?? fresh
                     try await connection.query("COMMIT", logger: logger)
@@ -170,6 +179,22 @@ public final class PostgresRecordStore: RecordStorage {
         }
     }
 
+    /// Whether the store at the client's database exists and is at a version before a step that
+    /// rewrites stored data (read without the lock, within the open deadline).
+    private static func needsDataMigration(_ client: PostgresClient, logger: Logger, url: String, deadline: Duration) async throws -> Bool {
+        try await withDeadline(deadline, unreachable: "PostgreSQL at \(redacted(url)) is unreachable") {
+            try await client.withConnection { connection in
+                let exists = try await connection.query("SELECT to_regclass('meta') IS NOT NULL", logger: logger)
+                    .collect().first?.decode(Bool.self) ?? false
+                guard exists else { return false }
+                let recorded = try await connection.query("SELECT value FROM meta WHERE key = 'schema_version'", logger: logger)
+                    .collect().first?.decode(String.self)
+                let version = recorded.flatMap { Int($0) } ?? 1
+                return StoreMigration.all.contains { $0.version > version && $0.backfillsQueryIndex }
+            }
+        }
+    }
+
     /// The URL without its password, for messages.
     static func redacted(_ url: String) -> String {
         guard var components = URLComponents(string: url) else { return "the database" }
@@ -177,7 +202,7 @@ public final class PostgresRecordStore: RecordStorage {
         return components.string ?? "the database"
     }
 
-    public func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) {
+    package func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) {
         state.withLock { $0.onCommit = observer }
     }
 
@@ -186,7 +211,7 @@ public final class PostgresRecordStore: RecordStorage {
         observer?([databaseID])
     }
 
-    public func close() async {
+    package func close() async {
         let listener = state.withLock { $0.listener }
         listener?.cancel()
         await listener?.value
@@ -293,13 +318,20 @@ public final class PostgresRecordStore: RecordStorage {
 
     // MARK: Users and credentials
 
-    public func createUser(name: String) async throws -> (user: User, token: String) {
+    package func createUser(name: String, email: String?) async throws -> (user: User, token: String) {
         try CredentialRules.validateUserName(name)
+        let email = try email.map(ShareRules.normalizedEmail)
         let now = clock()
         let answer: UserAndToken = try await write { connection in
             let recordName = "_" + RandomToken.hex(bytes: 16)
+            if let email, try await !connection.query("SELECT 1 FROM users WHERE email = \(email)", logger: self.logger).collect().isEmpty {
+                throw ServerError(.exists, "another user has the email \(email)")
+            }
             let inserted = try await connection.query(
-                "INSERT INTO users (name, record_name, created_at) VALUES (\(name), \(recordName), \(now)) ON CONFLICT (name) DO NOTHING RETURNING id",
+                """
+                INSERT INTO users (name, record_name, created_at, email) VALUES (\(name), \(recordName), \(now), \(email))
+                ON CONFLICT (name) DO NOTHING RETURNING id
+                """,
                 logger: self.logger
             ).collect()
             guard let id = try inserted.first?.decode(Int64.self) else { throw ServerError(.exists, "user '\(name)' already exists") }
@@ -314,7 +346,7 @@ public final class PostgresRecordStore: RecordStorage {
         var token: String
     }
 
-    public func issueToken(userName: String) async throws -> (user: User, token: String) {
+    package func issueToken(userName: String) async throws -> (user: User, token: String) {
         let now = clock()
         let answer: UserAndToken = try await write { connection in
             guard let row = try await connection.query("SELECT id, name, record_name FROM users WHERE name = \(userName)", logger: self.logger)
@@ -335,7 +367,7 @@ public final class PostgresRecordStore: RecordStorage {
         return token
     }
 
-    public func listUsers() async throws -> [User] {
+    package func listUsers() async throws -> [User] {
         try await read { connection in
             try await connection.query("SELECT id, name, record_name FROM users ORDER BY name", logger: self.logger).collect().map {
                 let (id, name, recordName) = try $0.decode((Int64, String, String).self)
@@ -344,7 +376,7 @@ public final class PostgresRecordStore: RecordStorage {
         }
     }
 
-    public func createAPIToken() async throws -> String {
+    package func createAPIToken() async throws -> String {
         let token = RandomToken.hex(bytes: 32)
         let now = clock()
         try await write { connection in
@@ -356,7 +388,7 @@ public final class PostgresRecordStore: RecordStorage {
     }
 
     /// Not cached: a token revoked through any daemon fails on every daemon at once.
-    public func authenticate(bearerToken: String) async throws -> User? {
+    package func authenticate(bearerToken: String) async throws -> User? {
         guard CredentialRules.isPlausibleBearerToken(bearerToken) else { return nil }
         let hash = TokenHash.hex(bearerToken)
         return try await read { connection in
@@ -371,12 +403,12 @@ public final class PostgresRecordStore: RecordStorage {
         }
     }
 
-    public func authenticate(apiToken: String, webAuthToken: String) async throws -> User? {
+    package func authenticate(apiToken: String, webAuthToken: String) async throws -> User? {
         guard try await isValidAPIToken(apiToken) else { return nil }
         return try await authenticate(bearerToken: webAuthToken)
     }
 
-    public func isValidAPIToken(_ apiToken: String) async throws -> Bool {
+    package func isValidAPIToken(_ apiToken: String) async throws -> Bool {
         guard CredentialRules.isWellFormedAPIToken(apiToken) else { return false }
         let hash = TokenHash.hex(apiToken.lowercased())
         return try await read { connection in
@@ -445,7 +477,8 @@ public final class PostgresRecordStore: RecordStorage {
             .collect().first?.decode(Int64.self) ?? 0
     }
 
-    public func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] {
+    package func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] {
+        if scope.kind == .shared { return try await listSharedZones(scope) }
         let databaseID = try await databaseID(scope)
         let storeID = self.storeID
         return try await read { connection in
@@ -459,7 +492,8 @@ public final class PostgresRecordStore: RecordStorage {
         }
     }
 
-    public func lookupZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
+    package func lookupZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
+        guard scope.kind != .shared else { throw ServerError.badRequest("a shared zone is looked up with its ownerRecordName") }
         let databaseID = try await databaseID(scope)
         return try await read { connection in
             let zone = try await self.requireZone(databaseID, ZoneID(zoneName: zoneName), connection)
@@ -467,7 +501,8 @@ public final class PostgresRecordStore: RecordStorage {
         }
     }
 
-    public func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
+    package func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
+        guard scope.kind != .shared else { throw ServerError.badRequest("zones cannot be created in the shared database") }
         try Names.validateZoneName(zoneName)
         try ZoneRules.checkCreation(scope)
         let databaseID = try await databaseID(scope)
@@ -489,11 +524,12 @@ public final class PostgresRecordStore: RecordStorage {
         return info
     }
 
-    public func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {
+    package func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {
         guard zoneName != ZoneID.defaultZoneName else { throw ServerError.badRequest("the default zone cannot be deleted") }
+        guard scope.kind != .shared else { throw ServerError(.accessDenied, "only the owner deletes a shared zone") }
         let databaseID = try await databaseID(scope)
         let now = clock()
-        try await write { connection in
+        let touched: Set<Int64> = try await write { connection in
             try await self.lockDatabase(databaseID, connection)
             let zone = try await self.requireZone(databaseID, ZoneID(zoneName: zoneName), forUpdate: true, connection)
             let zoneID = self.zoneID(zone.name, scope)
@@ -504,14 +540,21 @@ public final class PostgresRecordStore: RecordStorage {
                 CommittedChange(kind: .deleted, recordName: $0.recordName, recordType: $0.recordType, record: $0)
             }
             try await self.recordNotifications(for: removed, zone: zone.name, databaseID: databaseID, scope: scope, zoneChanged: true, connection)
+            // The participants' subscriptions hear of the deletion, then they lose the zone.
+            let touched = try await self.notifyParticipants(removed, zone: zone, ownerScope: scope, zoneChanged: true, connection)
+            try await self.deleteShareRows(zoneRowID: zone.id, connection)
             let dbSeq = try await self.bumpDatabaseSequence(databaseID, connection)
             try await connection.query("DELETE FROM records WHERE zone_id = \(zone.id)", logger: self.logger)
             try await connection.query("DELETE FROM refs WHERE zone_id = \(zone.id)", logger: self.logger)
+            try await connection.query("DELETE FROM query_index WHERE zone_id = \(zone.id)", logger: self.logger)
+            try await connection.query("DELETE FROM query_counts WHERE zone_id = \(zone.id)", logger: self.logger)
             try await connection.query("UPDATE zones SET deleted = 1, deleted_at = \(now), db_seq = \(dbSeq) WHERE id = \(zone.id)",
                                        logger: self.logger)
             try await self.notifyCommit(databaseID, connection)
+            return touched
         }
         committed(databaseID)
+        for participant in touched { committed(participant) }
     }
 
     // MARK: Rows
@@ -540,7 +583,7 @@ public final class PostgresRecordStore: RecordStorage {
     /// How long a daemon counts as live after its last heartbeat.
     static let daemonLifetimeMilliseconds: Int64 = 15_000
 
-    public func liveDaemonCount(heartbeatFrom daemonID: String) async throws -> Int {
+    package func liveDaemonCount(heartbeatFrom daemonID: String) async throws -> Int {
         // Wall time, not the store's clock: heartbeats of several processes are compared.
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let cutoff = now - PostgresRecordStore.daemonLifetimeMilliseconds
@@ -555,7 +598,7 @@ public final class PostgresRecordStore: RecordStorage {
         }
     }
 
-    public func statistics() async throws -> StoreStatistics {
+    package func statistics() async throws -> StoreStatistics {
         try await read { connection in
             let row = try await connection.query(
                 """
@@ -569,7 +612,7 @@ public final class PostgresRecordStore: RecordStorage {
         }
     }
 
-    public func purgeTombstones(olderThanMilliseconds age: Int64) async throws -> Int {
+    package func purgeTombstones(olderThanMilliseconds age: Int64) async throws -> Int {
         let cutoff = clock() - age
         return try await write { connection in
             // Each zone remembers the newest sequence purged: tokens older than that are expired.
@@ -591,7 +634,7 @@ public final class PostgresRecordStore: RecordStorage {
         }
     }
 
-    public func purgeNotifications(olderThanMilliseconds age: Int64) async throws -> Int {
+    package func purgeNotifications(olderThanMilliseconds age: Int64) async throws -> Int {
         let cutoff = clock() - age
         return try await write { connection in
             try await connection.query("DELETE FROM notifications WHERE created_at < \(cutoff) RETURNING 1", logger: self.logger).collect().count
@@ -599,7 +642,7 @@ public final class PostgresRecordStore: RecordStorage {
     }
 
     /// Checks the store's invariants; returns the problems found (empty when sound).
-    public func checkIntegrity() async throws -> [String] {
+    package func checkIntegrity() async throws -> [String] {
         try await read { connection in
             var problems: [String] = []
             for row in try await connection.query(
@@ -625,6 +668,6 @@ public final class PostgresRecordStore: RecordStorage {
 }
 
 /// A database that holds no store, for commands that must not create one.
-public struct StoreMissingError: Error, CustomStringConvertible {
-    public var description: String
+package struct StoreMissingError: Error, CustomStringConvertible {
+    package var description: String
 }

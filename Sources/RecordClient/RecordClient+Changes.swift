@@ -47,7 +47,12 @@ extension RecordClient {
         guard let token = entry["syncToken"]?.stringValue else {
             throw RecordClientError.invalidResponse("changes/zone answer without a syncToken")
         }
-        let changes: [RecordChange] = try (entry["records"]?.arrayValue ?? []).map { item in
+        let changes: [RecordChange] = try (entry["records"]?.arrayValue ?? []).compactMap { item in
+            // A shared zone's share record (`cloudkit.share`) is the server's, not zone data;
+            // the sharing commands read it directly.
+            if item["recordType"]?.stringValue == "cloudkit.share" || item["recordName"]?.stringValue == "cloudkit.zoneshare" {
+                return nil
+            }
             if item["deleted"]?.boolValue == true {
                 guard let name = item["recordName"]?.stringValue else {
                     throw RecordClientError.invalidResponse("a tombstone without a recordName")

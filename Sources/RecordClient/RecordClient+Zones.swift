@@ -11,6 +11,14 @@ extension RecordClient {
         try await modifyZone(zoneID, operationType: "delete")
     }
 
+    /// `zones/list`: every zone of the user's private database.
+    public func listZones() async throws -> [ZoneID] {
+        let answer = try await post("zones/list", [:])
+        return try answer.requiredArray("zones", in: "zones/list").compactMap { entry in
+            entry["zoneID"].flatMap { try? ZoneID(json: $0) }
+        }
+    }
+
     private func modifyZone(_ zoneID: ZoneID, operationType: String) async throws {
         let body: JSONValue = [
             "operations": [["operationType": .string(operationType), "zone": ["zoneID": ["zoneName": .string(zoneID.zoneName)]]]],

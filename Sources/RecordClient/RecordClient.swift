@@ -17,9 +17,23 @@ public struct RecordClient: Sendable {
     let transport: any HTTPTransport
     /// Seconds to wait for an ordinary request.
     public var requestTimeout: TimeInterval = 30
-    /// The database the record, zone and subscription calls address: `private` (the user's own)
-    /// or `public` (the container's, CONTRACT §3.10).
+    /// The database the record, zone and subscription calls address: `private` (the user's own),
+    /// `shared` for zones others share with the caller (CONTRACT §3.9) or `public` (the
+    /// container's, CONTRACT §3.10).
     public var database = "private"
+
+    /// The same client on another database scope.
+    public func inDatabase(_ database: String) -> RecordClient {
+        var client = self
+        client.database = database
+        return client
+    }
+
+    /// POSTs a raw JSON body to an operation of a database scope: the sharing calls whose
+    /// shapes (share records, invitations, accept) the typed methods do not model.
+    public func call(_ operation: String, _ body: JSONValue, database: String) async throws -> JSONValue {
+        try await post(operation, body, database: database)
+    }
 
     public init(endpoint: ServerEndpoint, transport: any HTTPTransport = SocketTransport()) {
         self.endpoint = endpoint

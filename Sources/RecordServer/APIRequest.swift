@@ -2,31 +2,31 @@ import RecordModel
 
 /// An HTTP request as the API sees it, independent of the HTTP server that received it, so the
 /// whole API can be driven in-process by tests.
-public struct APIRequest: Sendable {
-    public enum Method: String, Sendable { case get = "GET", post = "POST", other }
+package struct APIRequest: Sendable {
+    package enum Method: String, Sendable { case get = "GET", post = "POST", other }
 
-    public var method: Method
+    package var method: Method
     /// The path without the query string, e.g. `/database/1/iCloud.x/development/private/records/modify`.
-    public var path: String
+    package var path: String
     /// Decoded query parameters.
-    public var query: [String: String]
-    public var authorization: String?
-    public var deviceID: String?
+    package var query: [String: String]
+    package var authorization: String?
+    package var deviceID: String?
     /// The Host header, for absolute URLs in answers.
-    public var host: String?
+    package var host: String?
     /// `X-Forwarded-Proto` from a TLS-terminating proxy: answers' absolute URLs use `https` when it says so.
-    public var forwardedProto: String?
+    package var forwardedProto: String?
     /// `Accept`, to tell an event-stream request from a long-poll.
-    public var accept: String?
+    package var accept: String?
     /// `Last-Event-ID`, where a reconnecting event stream resumes.
-    public var lastEventID: String?
+    package var lastEventID: String?
     /// A server-to-server request's `X-Apple-CloudKit-Request-KeyID`, `-ISO8601Date` and `-SignatureV1`.
-    public var serverKeyID: String?
-    public var signatureDate: String?
-    public var signature: String?
-    public var body: [UInt8]
+    package var serverKeyID: String?
+    package var signatureDate: String?
+    package var signature: String?
+    package var body: [UInt8]
 
-    public init(method: Method, path: String, query: [String: String] = [:], authorization: String? = nil,
+    package init(method: Method, path: String, query: [String: String] = [:], authorization: String? = nil,
                 deviceID: String? = nil, body: [UInt8] = [])
     {
         self.method = method
@@ -38,7 +38,7 @@ public struct APIRequest: Sendable {
     }
 
     /// Splits a raw query string (`a=1&b=x%20y`) into decoded parameters; `+` is a space.
-    public static func parseQuery(_ raw: String) -> [String: String] {
+    package static func parseQuery(_ raw: String) -> [String: String] {
         var result: [String: String] = [:]
         for pair in raw.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -67,38 +67,38 @@ public struct APIRequest: Sendable {
 }
 
 /// Where an event stream writes its events; throws when the client has gone.
-public protocol EventStreamWriter {
+package protocol EventStreamWriter {
     mutating func write(_ bytes: [UInt8]) async throws
 }
 
 /// A JSON answer (a status and a body), or a Server-Sent Events stream.
-public struct APIResponse: Sendable {
-    public var status: Int
-    public var body: [UInt8]
-    public var contentType = "application/json"
+package struct APIResponse: Sendable {
+    package var status: Int
+    package var body: [UInt8]
+    package var contentType = "application/json"
     /// Extra response headers (name, value).
-    public var headers: [(String, String)] = []
+    package var headers: [(String, String)] = []
     /// Set for `text/event-stream` answers: writes events until the client leaves or the server stops.
-    public var eventStream: (@Sendable (inout any EventStreamWriter) async throws -> Void)?
+    package var eventStream: (@Sendable (inout any EventStreamWriter) async throws -> Void)?
 
-    public init(status: Int, json: JSONValue) {
+    package init(status: Int, json: JSONValue) {
         self.status = status
         self.body = json.serialized()
     }
 
-    public init(status: Int, text: String, contentType: String) {
+    package init(status: Int, text: String, contentType: String) {
         self.status = status
         self.body = Array(text.utf8)
         self.contentType = contentType
     }
 
-    public init(eventStream: @escaping @Sendable (inout any EventStreamWriter) async throws -> Void) {
+    package init(eventStream: @escaping @Sendable (inout any EventStreamWriter) async throws -> Void) {
         self.status = 200
         self.body = []
         self.eventStream = eventStream
     }
 
-    public static func error(_ error: ServerError, uuid: String) -> APIResponse {
+    package static func error(_ error: ServerError, uuid: String) -> APIResponse {
         APIResponse(status: error.code.httpStatus, json: error.json(uuid: uuid))
     }
 }

@@ -5,18 +5,18 @@ import ServiceLifecycle
 
 /// Every few seconds, tells the store this daemon is alive and shares the per-user rate limit
 /// among the daemons serving the same store (PostgreSQL; an embedded store always counts one).
-public struct DaemonHeartbeat: Service {
+package struct DaemonHeartbeat: Service {
     let api: RecordAPI
     let logger: Logger
     let daemonID = UUID().uuidString.lowercased()
     static let intervalSeconds = 5
 
-    public init(api: RecordAPI, logger: Logger) {
+    package init(api: RecordAPI, logger: Logger) {
         self.api = api
         self.logger = logger
     }
 
-    public func run() async throws {
+    package func run() async throws {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             do {
                 let daemons = try await api.store.liveDaemonCount(heartbeatFrom: daemonID)

@@ -9,18 +9,18 @@ import RecordStore
 import ServiceLifecycle
 
 /// Where and how the daemon listens.
-public struct HTTPServerConfiguration: Sendable {
-    public var host: String
-    public var port: Int
+package struct HTTPServerConfiguration: Sendable {
+    package var host: String
+    package var port: Int
     /// Larger bodies are refused with `413 LIMIT_EXCEEDED` (400 records of up to 1 MB each would be
     /// far more; clients split batches on this error).
-    public var maximumBodyBytes: Int = 32 * 1024 * 1024
+    package var maximumBodyBytes: Int = 32 * 1024 * 1024
     /// A connection that sends nothing (or half a request) for this long is closed.
-    public var idleTimeoutSeconds: Int64 = 30
+    package var idleTimeoutSeconds: Int64 = 30
     /// Connections beyond this are closed on arrival.
-    public var maximumConnections = 4096
+    package var maximumConnections = 4096
 
-    public init(host: String, port: Int) {
+    package init(host: String, port: Int) {
         self.host = host
         self.port = port
     }
@@ -102,21 +102,21 @@ struct BodyEventWriter: EventStreamWriter {
 
 /// The daemon's HTTP server: serves `api` until SIGINT or SIGTERM, then stops accepting, lets
 /// in-flight requests finish (at most 10 s) and returns.
-public struct HTTPServer {
-    public let api: RecordAPI
-    public let configuration: HTTPServerConfiguration
-    public var logger: Logger
+package struct HTTPServer {
+    package let api: RecordAPI
+    package let configuration: HTTPServerConfiguration
+    package var logger: Logger
     /// Background work that lives as long as the server (tombstone purging, push delivery).
-    public var services: [any Service] = []
+    package var services: [any Service] = []
 
-    public init(api: RecordAPI, configuration: HTTPServerConfiguration, logger: Logger) {
+    package init(api: RecordAPI, configuration: HTTPServerConfiguration, logger: Logger) {
         self.api = api
         self.configuration = configuration
         self.logger = logger
     }
 
     /// Runs until shut down; `onReady` receives the bound address once the socket is listening.
-    public func run(onReady: @escaping @Sendable (_ host: String, _ port: Int) -> Void) async throws {
+    package func run(onReady: @escaping @Sendable (_ host: String, _ port: Int) -> Void) async throws {
         let responder = APIResponder(api: api, maximumBodyBytes: configuration.maximumBodyBytes)
         let host = configuration.host
         let openConnections = ManagedAtomic(0)

@@ -1,15 +1,16 @@
 import Foundation
 import RecordStore
+import Synchronization
 
 /// Wakes waiting deliveries (long-polls and event streams) when a commit lands. Nothing polls
 /// the database on a timer: a waiter sleeps until a commit of its database wakes it, and one read
 /// per wake serves every waiter of that database.
-public final class PushHub: @unchecked Sendable {
+package final class PushHub: Sendable {
     /// What a wait returns: the notifications after the waiter's cursor and the commit generation
     /// they reflect (nil when the batch was cut at the limit, so the next wait must read again).
-    public struct Delivery: Sendable {
-        public var notifications: [StoredNotification]
-        public var generation: Int?
+    package struct Delivery: Sendable {
+        package var notifications: [StoredNotification]
+        package var generation: Int?
     }
 
     static let batchLimit = 500
@@ -19,55 +20,51 @@ public final class PushHub: @unchecked Sendable {
         var continuation: CheckedContinuation<Delivery, Never>
     }
 
-    private let store: any RecordStorage
-    private let lock = NSLock()
-    private var waiters: [Int64: [UUID: Waiter]] = [:]
-    /// Per database, how many commits have landed; lets a waiter skip its read when nothing
-    /// happened since its last delivery.
-    private var generations: [Int64: Int] = [:]
-    private var closed = false
-    /// Commits to wake for, handled one at a time in order by `wakeTask`: a wake that reads before
-    /// a later commit puts its waiters back before that commit's wake takes them.
-    private let commits: AsyncStream<Set<Int64>>.Continuation
-    private var wakeTask: Task<Void, Never>?
+    private struct State {
+        var waiters: [Int64: [UUID: Waiter]] = [:]
+        /// Per database, how many commits have landed; lets a waiter skip its read when nothing
+        /// happened since its last delivery.
+        var generations: [Int64: Int] = [:]
+        var closed = false
+        var wakeTask: Task<Void, Never>?
+    }
 
-    public init(store: any RecordStorage) {
+    private let store: any RecordStorage
+    private let state = Mutex(State())
+    /// Commits to wake for, handled one at a time in order by the wake task: a wake that reads
+    /// before a later commit puts its waiters back before that commit's wake takes them.
+    private let commits: AsyncStream<Set<Int64>>.Continuation
+
+    package init(store: any RecordStorage) {
         self.store = store
         let (stream, continuation) = AsyncStream<Set<Int64>>.makeStream()
         self.commits = continuation
-        self.wakeTask = Task { [weak self] in
+        let wakeTask = Task { [weak self] in
             for await databaseIDs in stream {
                 guard let self else { return }
                 for databaseID in databaseIDs { await self.wake(databaseID) }
             }
         }
+        state.withLock { $0.wakeTask = wakeTask }
     }
 
     deinit { commits.finish() }
 
-    public var isClosed: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return closed
-    }
+    package var isClosed: Bool { state.withLock { $0.closed } }
 
     /// How many deliveries are waiting right now (for metrics and tests).
-    public var waiterCount: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return waiters.values.reduce(0) { $0 + $1.count }
-    }
+    package var waiterCount: Int { state.withLock { $0.waiters.values.reduce(0) { $0 + $1.count } } }
 
     /// Called by the store after every commit.
-    public func commitLanded(_ databaseIDs: Set<Int64>) {
+    package func commitLanded(_ databaseIDs: Set<Int64>) {
         commits.yield(databaseIDs)
     }
 
     private func wake(_ databaseID: Int64) async {
-        let (generation, taken) = lock.withLock { () -> (Int, [UUID: Waiter]) in
-            let generation = (generations[databaseID] ?? 0) + 1
-            generations[databaseID] = generation
-            return (generation, waiters.removeValue(forKey: databaseID) ?? [:])
+        let (generation, taken) = state.withLock { state -> (Int, [UUID: Waiter]) in
+            let generation = (state.generations[databaseID] ?? 0) + 1
+            state.generations[databaseID] = generation
+            return (generation, state.waiters.removeValue(forKey: databaseID) ?? [:])
         }
         guard let lowest = taken.values.map(\.cursor).min() else { return }
         let batch = (try? await store.notifications(databaseID: databaseID, after: lowest, limit: PushHub.batchLimit)) ?? []
@@ -81,13 +78,13 @@ public final class PushHub: @unchecked Sendable {
                 aheadReads[cursor] = (try? await store.notifications(databaseID: databaseID, after: cursor, limit: PushHub.batchLimit)) ?? []
             }
         }
-        let ready = lock.withLock { () -> [(Waiter, [StoredNotification])] in
+        let ready = state.withLock { state -> [(Waiter, [StoredNotification])] in
             var ready: [(Waiter, [StoredNotification])] = []
             for (id, waiter) in taken {
                 let mine = aheadReads[waiter.cursor] ?? batch.filter { $0.id > waiter.cursor }
-                if mine.isEmpty && !closed {
+                if mine.isEmpty && !state.closed {
                     // The commit fired nothing for this waiter: keep waiting (its timeout still runs).
-                    waiters[databaseID, default: [:]][id] = waiter
+                    state.waiters[databaseID, default: [:]][id] = waiter
                 } else {
                     ready.append((waiter, mine))
                 }
@@ -101,18 +98,18 @@ public final class PushHub: @unchecked Sendable {
 
     /// Waits until there are notifications after `cursor`, or `timeout` passes (empty result),
     /// or the hub closes. `knownGeneration` is the generation of the caller's previous delivery.
-    public func wait(databaseID: Int64, after cursor: Int64, knownGeneration: Int?, timeout: Duration) async -> Delivery {
+    package func wait(databaseID: Int64, after cursor: Int64, knownGeneration: Int?, timeout: Duration) async -> Delivery {
         let id = UUID()
         return await withCheckedContinuation { continuation in
-            lock.lock()
-            if closed {
-                lock.unlock()
+            let current = state.withLock { state -> Int? in
+                if state.closed { return nil }
+                state.waiters[databaseID, default: [:]][id] = Waiter(cursor: cursor, continuation: continuation)
+                return state.generations[databaseID] ?? 0
+            }
+            guard let current else {
                 continuation.resume(returning: Delivery(notifications: [], generation: nil))
                 return
             }
-            let current = generations[databaseID] ?? 0
-            waiters[databaseID, default: [:]][id] = Waiter(cursor: cursor, continuation: continuation)
-            lock.unlock()
             if knownGeneration != current {
                 // Something may have landed since the caller last looked: read once now.
                 Task { [self] in
@@ -131,18 +128,17 @@ public final class PushHub: @unchecked Sendable {
     }
 
     private func remove(_ databaseID: Int64, _ id: UUID) -> Waiter? {
-        lock.lock()
-        defer { lock.unlock() }
-        return waiters[databaseID]?.removeValue(forKey: id)
+        state.withLock { $0.waiters[databaseID]?.removeValue(forKey: id) }
     }
 
     /// Ends every wait (on shutdown) and refuses new ones.
-    public func close() {
-        lock.lock()
-        closed = true
-        let all = waiters.values.flatMap(\.values)
-        waiters.removeAll()
-        lock.unlock()
+    package func close() {
+        let all = state.withLock { state in
+            state.closed = true
+            let all = state.waiters.values.flatMap(\.values)
+            state.waiters.removeAll()
+            return all
+        }
         commits.finish()
         for waiter in all { waiter.continuation.resume(returning: Delivery(notifications: [], generation: nil)) }
     }

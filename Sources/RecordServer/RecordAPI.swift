@@ -7,10 +7,10 @@ import Synchronization
 
 /// The HTTP API of CONTRACT §3, as a function from request to response. Routes decode, call one
 /// store operation, and encode; all the semantics live in the store.
-public final class RecordAPI: Sendable {
-    public let store: any RecordStorage
-    public let pushHub: PushHub
-    public let metrics = ServerMetrics()
+package final class RecordAPI: Sendable {
+    package let store: any RecordStorage
+    package let pushHub: PushHub
+    package let metrics = ServerMetrics()
 
     let rateLimiter: RateLimiter
     let logger: Logger
@@ -19,15 +19,16 @@ public final class RecordAPI: Sendable {
     private let listeningAuthority = Mutex<String?>(nil)
 
     /// Called by the server once its socket is bound.
-    public func serverDidBind(host: String, port: Int) {
+    package func serverDidBind(host: String, port: Int) {
         let authority = "\(host.contains(":") ? "[\(host)]" : host):\(port)"
         listeningAuthority.withLock { $0 = authority }
+        ShareRules.setLinkBase("http://\(authority)")
     }
 
     var boundAuthority: String? { listeningAuthority.withLock { $0 } }
 
     /// `requestsPerSecond` (with bursts of twice that) is the per-user rate limit.
-    public init(store: any RecordStorage, requestsPerSecond: Double = 2000, logger: Logger = Logger(label: "scorebookd")) {
+    package init(store: any RecordStorage, requestsPerSecond: Double = 2000, logger: Logger = Logger(label: "scorebookd")) {
         self.store = store
         self.rateLimiter = RateLimiter(ratePerSecond: requestsPerSecond, burst: requestsPerSecond * 2)
         self.logger = logger
@@ -45,14 +46,14 @@ public final class RecordAPI: Sendable {
         var operation: String
     }
 
-    static let knownOperations: Set<String> = [
+    static let knownOperations: Set<String> = Set([
         "zones/list", "zones/lookup", "zones/modify", "zones/changes", "changes/database", "changes/zone", "records/modify",
         "records/lookup", "records/query", "records/changes", "subscriptions/modify", "subscriptions/list", "subscriptions/lookup",
         "users/current", "users/caller", "tokens/create", "tokens/register",
-    ]
+    ]).union(sharingOperations)
 
     /// Answers one request and counts it in the metrics under its operation.
-    public func handle(_ request: APIRequest) async -> APIResponse {
+    package func handle(_ request: APIRequest) async -> APIResponse {
         let started = ContinuousClock.now
         let requestID = UUID().uuidString.lowercased()
         var webAuthToken: String?
@@ -95,6 +96,7 @@ public final class RecordAPI: Sendable {
         do {
             if request.path == "/health" { return APIResponse(status: 200, json: ["status": "ok"]) }
             if request.path == "/metrics" { return try await metricsResponse() }
+            if let console = Console.response(to: request) { return console }
             let route = try parseRoute(request.path)
             if route.database == "public", RecordAPI.publicDatabaseOperations.contains(route.operation) {
                 return try await answerPublic(request, route: route, authenticatedWebAuthToken: &authenticatedWebAuthToken)
@@ -126,6 +128,7 @@ public final class RecordAPI: Sendable {
             if route.operation == "users/current" || route.operation == "users/caller" {
                 return APIResponse(status: 200, json: ["userRecordName": .string(user.recordName)])
             }
+            if let answer = try await sharingResponse(route, request: request, user: user) { return answer }
             guard route.database == "private" else {
                 throw ServerError.badRequest("the \(route.database) database is not supported yet; use private")
             }

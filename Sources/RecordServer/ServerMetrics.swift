@@ -1,8 +1,9 @@
 import Foundation
+import Synchronization
 
 /// Request counts by operation and status and latency histograms by operation, rendered in the
 /// Prometheus text format at `GET /metrics`.
-public final class ServerMetrics: @unchecked Sendable {
+package final class ServerMetrics: Sendable {
     static let bucketBounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 
     private struct Histogram {
@@ -11,38 +12,35 @@ public final class ServerMetrics: @unchecked Sendable {
         var sum = 0.0
     }
 
-    private let lock = NSLock()
-    private var requests: [String: Int] = [:]  // "operation\u{0}status"
-    private var latencies: [String: Histogram] = [:]
-    private var openEventStreams = 0
+    private struct State {
+        var requests: [String: Int] = [:]  // "operation\u{0}status"
+        var latencies: [String: Histogram] = [:]
+        var openEventStreams = 0
+    }
 
-    public init() {}
+    private let state = Mutex(State())
+
+    package init() {}
 
     func record(operation: String, status: Int, seconds: Double) {
-        lock.lock()
-        defer { lock.unlock() }
-        requests["\(operation)\u{0}\(status)", default: 0] += 1
-        var histogram = latencies[operation] ?? Histogram()
-        for (index, bound) in ServerMetrics.bucketBounds.enumerated() where seconds <= bound { histogram.buckets[index] += 1 }
-        histogram.count += 1
-        histogram.sum += seconds
-        latencies[operation] = histogram
+        state.withLock { state in
+            state.requests["\(operation)\u{0}\(status)", default: 0] += 1
+            var histogram = state.latencies[operation] ?? Histogram()
+            for (index, bound) in ServerMetrics.bucketBounds.enumerated() where seconds <= bound { histogram.buckets[index] += 1 }
+            histogram.count += 1
+            histogram.sum += seconds
+            state.latencies[operation] = histogram
+        }
     }
 
-    func eventStreamOpened() { lock.lock(); openEventStreams += 1; lock.unlock() }
-    func eventStreamClosed() { lock.lock(); openEventStreams -= 1; lock.unlock() }
+    func eventStreamOpened() { state.withLock { $0.openEventStreams += 1 } }
+    func eventStreamClosed() { state.withLock { $0.openEventStreams -= 1 } }
 
-    var connectedEventStreams: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return openEventStreams
-    }
+    var connectedEventStreams: Int { state.withLock { $0.openEventStreams } }
 
     /// The exposition text; `gauges` adds point-in-time values (name, help, value).
     func render(gauges: [(String, String, Double)]) -> String {
-        lock.lock()
-        let requests = self.requests, latencies = self.latencies
-        lock.unlock()
+        let (requests, latencies) = state.withLock { ($0.requests, $0.latencies) }
         var out = "# HELP scorebookd_requests_total Requests by API operation and HTTP status.\n# TYPE scorebookd_requests_total counter\n"
         for (key, count) in requests.sorted(by: { $0.key < $1.key }) {
             let parts = key.split(separator: "\u{0}")

@@ -4,12 +4,12 @@ import ServiceLifecycle
 
 /// Removes tombstones older than the retention period, and notifications older than a week (the
 /// contract asks for at least a day), at start-up and then hourly.
-public struct TombstonePurger: Service {
+package struct TombstonePurger: Service {
     let store: any RecordStorage
     let retentionDays: Int
     let logger: Logger
 
-    public init(store: any RecordStorage, retentionDays: Int, logger: Logger) {
+    package init(store: any RecordStorage, retentionDays: Int, logger: Logger) {
         self.store = store
         self.retentionDays = retentionDays
         self.logger = logger
@@ -17,7 +17,7 @@ public struct TombstonePurger: Service {
 
     static let notificationRetentionMilliseconds: Int64 = 7 * 86_400_000
 
-    public func run() async throws {
+    package func run() async throws {
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
             do {
                 let removed = try await store.purgeTombstones(olderThanMilliseconds: Int64(retentionDays) * 86_400_000)
@@ -40,12 +40,12 @@ func gracefulShutdownOrSleep(seconds: Int) async throws {
 
 /// Ends every long-poll and event stream when the daemon starts shutting down, so in-flight
 /// requests finish at once instead of holding shutdown for its 10 s limit.
-public struct PushHubCloser: Service {
+package struct PushHubCloser: Service {
     let hub: PushHub
 
-    public init(hub: PushHub) { self.hub = hub }
+    package init(hub: PushHub) { self.hub = hub }
 
-    public func run() async throws {
+    package func run() async throws {
         try? await gracefulShutdown()
         hub.close()
     }

@@ -1,13 +1,15 @@
-import Dispatch
+import NIOPosix
 import RecordModel
+import Synchronization
 
 /// The server's truth, behind one async protocol that the SQLite store (`SQLiteStorage`) and the
 /// PostgreSQL store (`PostgresRecordStore`) both implement, so the routes, the push hub and the
 /// tests never know which backend runs. Every method is one transaction. Errors are
 /// `ServerError`s unless the backend itself failed.
-public protocol RecordStorage: AnyObject, Sendable {
+package protocol RecordStorage: AnyObject, Sendable {
     // Users and credentials.
-    func createUser(name: String) async throws -> (user: User, token: String)
+    /// `email` is how sharing finds the user (`public/users/discover`, invitations by email).
+    func createUser(name: String, email: String?) async throws -> (user: User, token: String)
     func issueToken(userName: String) async throws -> (user: User, token: String)
     func listUsers() async throws -> [User]
     func createAPIToken() async throws -> String
@@ -60,84 +62,137 @@ public protocol RecordStorage: AnyObject, Sendable {
     /// Flushes and closes (on shutdown).
     func close() async
 
+    // Sharing (CONTRACT §3.9). The shared database itself goes through the methods above with a
+    // scope of kind `.shared`: each checks the caller's access in its own transaction.
+    /// Users by the email given at `user create` or by record name; unknown ones are absent.
+    func discoverUsers(emails: [String], recordNames: [String]) async throws -> [UserIdentity]
+    /// `public/records/resolve` (and with `accept`, `public/records/accept`): one result per shortGUID.
+    func resolveShares(_ scope: DatabaseScope, shortGUIDs: [String], accept: Bool) async throws -> [Result<JSONValue, ServerError>]
+    /// `shared/invitations/list`: the shares inviting the caller that it has not accepted.
+    func invitations(_ scope: DatabaseScope) async throws -> [JSONValue]
+    /// `zones/lookup` in the shared database (the zone names its owner).
+    func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) async throws -> ZoneInfo
+
     /// Records that the daemon `daemonID` is alive and returns how many daemons serve this store
     /// now (their per-user rate limits share the configured rate). One for an embedded store.
     func liveDaemonCount(heartbeatFrom daemonID: String) async throws -> Int
 }
 
 extension RecordStorage {
-    public func liveDaemonCount(heartbeatFrom daemonID: String) async throws -> Int { 1 }
+    package func createUser(name: String) async throws -> (user: User, token: String) { try await createUser(name: name, email: nil) }
+
+    package func liveDaemonCount(heartbeatFrom daemonID: String) async throws -> Int { 1 }
 }
 
 /// The SQLite store behind the async protocol. `SQLiteRecordStore` itself stays synchronous (the
-/// administrative commands and the benchmark call it directly); here each call runs on a worker
-/// thread of one concurrent queue (the mechanism the routes used before the protocol became
-/// async), so a blocked SQLite call never holds a thread of Swift's cooperative pool.
-public final class SQLiteStorage: RecordStorage {
-    public let store: SQLiteRecordStore
-    private let queue = DispatchQueue(label: "scorebookd.sqlite-store", attributes: .concurrent)
+/// administrative commands and the benchmark call it directly); here each call runs on a thread
+/// of a bounded `NIOThreadPool`, so a blocked SQLite call never holds a thread of Swift's
+/// cooperative pool, and however many requests arrive, at most `readThreads` + `writeThreads`
+/// threads of the process block in SQLite (the rest wait in the pools' queues). Writes have their
+/// own pool: they take turns on the one writer connection anyway, and must not starve reads.
+package final class SQLiteStorage: RecordStorage {
+    package let store: SQLiteRecordStore
+    private let readPool: NIOThreadPool
+    private let writePool: NIOThreadPool
 
-    public init(_ store: SQLiteRecordStore) { self.store = store }
+    /// Readers: as many as the database keeps idle reader connections.
+    package static let readThreads = 8
+    /// One writer in SQLite, one ready behind it.
+    package static let writeThreads = 2
+    /// Shared by every SQLite store of the process (started once, never shut down).
+    static let sharedReadPool = startedPool(threads: readThreads)
+    static let sharedWritePool = startedPool(threads: writeThreads)
 
-    private func offload<T: Sendable>(_ body: @escaping @Sendable (SQLiteRecordStore) throws -> T) async throws -> T {
+    private static func startedPool(threads: Int) -> NIOThreadPool {
+        let pool = NIOThreadPool(numberOfThreads: threads)
+        pool.start()
+        return pool
+    }
+
+    package init(_ store: SQLiteRecordStore) {
+        self.store = store
+        self.readPool = SQLiteStorage.sharedReadPool
+        self.writePool = SQLiteStorage.sharedWritePool
+    }
+
+    /// How many threads are inside a store call right now, across the process (tests check the bound).
+    package static let threadsInStore = Atomic<Int>(0)
+
+    private func offload<T: Sendable>(write: Bool = false, _ body: @escaping @Sendable (SQLiteRecordStore) throws -> T) async throws -> T {
         let store = self.store
-        return try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Result { try body(store) }) }
+        return try await (write ? writePool : readPool).runIfActive {
+            SQLiteStorage.threadsInStore.add(1, ordering: .relaxed)
+            defer { SQLiteStorage.threadsInStore.subtract(1, ordering: .relaxed) }
+            return try body(store)
         }
     }
 
-    public func createUser(name: String) async throws -> (user: User, token: String) {
-        let answer = try await offload { try $0.createUser(name: name) }
+    package func createUser(name: String, email: String?) async throws -> (user: User, token: String) {
+        let answer = try await offload(write: true) { try $0.createUser(name: name, email: email) }
         return answer
     }
 
-    public func issueToken(userName: String) async throws -> (user: User, token: String) {
-        let answer = try await offload { try $0.issueToken(userName: userName) }
+    package func discoverUsers(emails: [String], recordNames: [String]) async throws -> [UserIdentity] {
+        try await offload { try $0.discoverUsers(emails: emails, recordNames: recordNames) }
+    }
+
+    package func resolveShares(_ scope: DatabaseScope, shortGUIDs: [String], accept: Bool) async throws -> [Result<JSONValue, ServerError>] {
+        try await offload(write: accept) { try $0.resolveShares(scope, shortGUIDs: shortGUIDs, accept: accept) }
+    }
+
+    package func invitations(_ scope: DatabaseScope) async throws -> [JSONValue] { try await offload { try $0.invitations(scope) } }
+
+    package func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) async throws -> ZoneInfo {
+        try await offload { try $0.lookupSharedZone(scope, zone: zone) }
+    }
+
+    package func issueToken(userName: String) async throws -> (user: User, token: String) {
+        let answer = try await offload(write: true) { try $0.issueToken(userName: userName) }
         return answer
     }
 
-    public func listUsers() async throws -> [User] { try await offload { try $0.listUsers() } }
-    public func createAPIToken() async throws -> String { try await offload { try $0.createAPIToken() } }
+    package func listUsers() async throws -> [User] { try await offload { try $0.listUsers() } }
+    package func createAPIToken() async throws -> String { try await offload(write: true) { try $0.createAPIToken() } }
 
-    public func authenticate(bearerToken: String) async throws -> User? {
+    package func authenticate(bearerToken: String) async throws -> User? {
         try await offload { try $0.authenticate(bearerToken: bearerToken) }
     }
 
-    public func authenticate(apiToken: String, webAuthToken: String) async throws -> User? {
+    package func authenticate(apiToken: String, webAuthToken: String) async throws -> User? {
         try await offload { try $0.authenticate(apiToken: apiToken, webAuthToken: webAuthToken) }
     }
 
-    public func isValidAPIToken(_ apiToken: String) async throws -> Bool { try await offload { try $0.isValidAPIToken(apiToken) } }
-    public func addServerKey(pem: String, name: String?) async throws -> String { try await offload { try $0.addServerKey(pem: pem, name: name) } }
-    public func serverKey(keyID: String) async throws -> ServerKey? { try await offload { try $0.serverKey(keyID: keyID) } }
+    package func isValidAPIToken(_ apiToken: String) async throws -> Bool { try await offload { try $0.isValidAPIToken(apiToken) } }
+    package func addServerKey(pem: String, name: String?) async throws -> String { try await offload { try $0.addServerKey(pem: pem, name: name) } }
+    package func serverKey(keyID: String) async throws -> ServerKey? { try await offload { try $0.serverKey(keyID: keyID) } }
 
-    public func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] { try await offload { try $0.listZones(scope) } }
+    package func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] { try await offload { try $0.listZones(scope) } }
 
-    public func lookupZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
+    package func lookupZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
         try await offload { try $0.lookupZone(scope, zoneName: zoneName) }
     }
 
-    public func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
-        try await offload { try $0.createZone(scope, zoneName: zoneName) }
+    package func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
+        try await offload(write: true) { try $0.createZone(scope, zoneName: zoneName) }
     }
 
-    public func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {
-        try await offload { try $0.deleteZone(scope, zoneName: zoneName) }
+    package func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {
+        try await offload(write: true) { try $0.deleteZone(scope, zoneName: zoneName) }
     }
 
-    public func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
+    package func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
                               deviceID: String?) async throws -> [RecordOperationResult]
     {
-        try await offload { try $0.modifyRecords(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID) }
+        try await offload(write: true) { try $0.modifyRecords(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID) }
     }
 
-    public func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws
+    package func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws
         -> [Result<StoredRecord, ServerError>]
     {
         try await offload { try $0.lookupRecords(scope, zone: zone, recordNames: recordNames) }
     }
 
-    public func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
+    package func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
                              continuationMarker: String?) async throws -> QueryPage
     {
         try await offload {
@@ -145,49 +200,49 @@ public final class SQLiteStorage: RecordStorage {
         }
     }
 
-    public func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
+    package func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
                             recordTypes: Set<String>?) async throws -> ZoneChangesPage
     {
         try await offload { try $0.zoneChanges(scope, zone: zone, syncToken: syncToken, resultsLimit: resultsLimit, recordTypes: recordTypes) }
     }
 
-    public func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) async throws -> DatabaseChangesPage {
+    package func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) async throws -> DatabaseChangesPage {
         try await offload { try $0.databaseChanges(scope, syncToken: syncToken, resultsLimit: resultsLimit) }
     }
 
-    public func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) async throws
+    package func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) async throws
         -> [Result<Subscription?, ServerError>]
     {
-        try await offload { try $0.modifySubscriptions(scope, operations: operations) }
+        try await offload(write: true) { try $0.modifySubscriptions(scope, operations: operations) }
     }
 
-    public func listSubscriptions(_ scope: DatabaseScope) async throws -> [Subscription] {
+    package func listSubscriptions(_ scope: DatabaseScope) async throws -> [Subscription] {
         try await offload { try $0.listSubscriptions(scope) }
     }
 
-    public func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) async throws -> PushToken {
-        try await offload { try $0.createPushToken(scope, apnsEnvironment: apnsEnvironment) }
+    package func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) async throws -> PushToken {
+        try await offload(write: true) { try $0.createPushToken(scope, apnsEnvironment: apnsEnvironment) }
     }
 
-    public func pushToken(_ scope: DatabaseScope, token: String) async throws -> PushToken {
+    package func pushToken(_ scope: DatabaseScope, token: String) async throws -> PushToken {
         try await offload { try $0.pushToken(scope, token: token) }
     }
 
-    public func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification] {
+    package func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification] {
         try await offload { try $0.notifications(databaseID: databaseID, after: cursor, limit: limit) }
     }
 
-    public func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) { store.setCommitObserver(observer) }
+    package func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) { store.setCommitObserver(observer) }
 
-    public func purgeNotifications(olderThanMilliseconds age: Int64) async throws -> Int {
-        try await offload { try $0.purgeNotifications(olderThanMilliseconds: age) }
+    package func purgeNotifications(olderThanMilliseconds age: Int64) async throws -> Int {
+        try await offload(write: true) { try $0.purgeNotifications(olderThanMilliseconds: age) }
     }
 
-    public func statistics() async throws -> StoreStatistics { try await offload { try $0.statistics() } }
+    package func statistics() async throws -> StoreStatistics { try await offload { try $0.statistics() } }
 
-    public func purgeTombstones(olderThanMilliseconds age: Int64) async throws -> Int {
-        try await offload { try $0.purgeTombstones(olderThanMilliseconds: age) }
+    package func purgeTombstones(olderThanMilliseconds age: Int64) async throws -> Int {
+        try await offload(write: true) { try $0.purgeTombstones(olderThanMilliseconds: age) }
     }
 
-    public func close() async { store.close() }
+    package func close() async { store.close() }
 }

@@ -2,7 +2,7 @@ import RecordModel
 import SQLiteDB
 
 extension SQLiteRecordStore {
-    public static let maximumResultsLimit = StoreLimits.maximumResultsLimit
+    package static let maximumResultsLimit = StoreLimits.maximumResultsLimit
 
     static func clampLimit(_ limit: Int, maximum: Int) -> Int { StoreLimits.clampLimit(limit, maximum: maximum) }
 
@@ -27,14 +27,15 @@ extension SQLiteRecordStore {
     /// Changes after the token's sequence, in sequence order, each record once in its latest state.
     /// The read runs in one snapshot, and sequences are assigned by the single writer in commit
     /// order, so a client following `moreComing` never skips a change.
-    public func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
+    package func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
                             recordTypes: Set<String>?) throws -> ZoneChangesPage
     {
         let limit = SQLiteRecordStore.clampLimit(resultsLimit, maximum: SQLiteRecordStore.maximumResultsLimit)
         return try database.readSync { connection in
             try connection.readTransaction {
-                let databaseID = try databaseID(scope)
-                let zoneRow = try requireZone(databaseID, zone, connection)
+                let addressed = try addressedZone(scope, zone, privateDatabaseID: scope.kind != .shared ? try databaseID(scope) : 0, connection)
+                let databaseID = addressed.databaseID
+                let zoneRow = addressed.row
                 let since: Int64
                 switch try FeedRules.zoneStart(syncToken, storeID: storeID, zone: zoneRow) {
                 case .since(let sequence):
@@ -43,7 +44,7 @@ extension SQLiteRecordStore {
                     let recreated = try zoneWasRecreated(tokenZoneRowID: rowID, databaseID: databaseID, name: zoneRow.name, connection)
                     throw FeedRules.otherZoneError(recreated: recreated, zoneName: zoneRow.name)
                 }
-                let zoneID = zoneID(zoneRow.name, scope)
+                let zoneID = addressed.zoneID
                 var changes: [RecordChange] = []
                 var lastSequence = since
                 var moreComing = false
@@ -58,6 +59,10 @@ extension SQLiteRecordStore {
                     if let recordTypes, !recordTypes.contains(row.text(1)) { return }
                     changes.append(readChange(row, zoneID: zoneID))
                 }
+                changes = try changes.map { change in
+                    guard case .changed(let record) = change, record.recordName == ShareRules.recordName else { return change }
+                    return .changed(try attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection))
+                }
                 if !moreComing { lastSequence = max(lastSequence, zoneRow.seq) }
                 let token = SyncToken(kind: .zone, storeID: storeID, ownerID: zoneRow.id, sequence: lastSequence).encoded
                 return ZoneChangesPage(zoneID: zoneID, changes: changes, syncToken: token, moreComing: moreComing)
@@ -71,7 +76,8 @@ extension SQLiteRecordStore {
                                  [.int(tokenZoneRowID), .int(databaseID), .text(name)]) != nil
     }
 
-    public func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) throws -> DatabaseChangesPage {
+    package func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) throws -> DatabaseChangesPage {
+        if scope.kind == .shared { return try sharedDatabaseChanges(scope, syncToken: syncToken) }
         let limit = SQLiteRecordStore.clampLimit(resultsLimit, maximum: SQLiteRecordStore.maximumResultsLimit)
         return try database.readSync { connection in
             try connection.readTransaction {
@@ -98,14 +104,15 @@ extension SQLiteRecordStore {
         }
     }
 
-    public func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) throws -> [Result<StoredRecord, ServerError>] {
+    package func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) throws -> [Result<StoredRecord, ServerError>] {
         guard recordNames.count <= SQLiteRecordStore.maximumOperations else {
             throw ServerError(.limitExceeded, "at most \(SQLiteRecordStore.maximumOperations) records per lookup")
         }
         return try database.readSync { connection in
             try connection.readTransaction {
-                let zoneRow = try requireZone(try databaseID(scope), zone, connection)
-                let zoneID = zoneID(zoneRow.name, scope)
+                let addressed = try addressedZone(scope, zone, privateDatabaseID: scope.kind != .shared ? try databaseID(scope) : 0, connection)
+                let zoneRow = addressed.row
+                let zoneID = addressed.zoneID
                 return try recordNames.map { name in
                     let record = try connection.first(
                         "SELECT \(SQLiteRecordStore.recordColumns) FROM records WHERE zone_id = ? AND name = ? AND deleted = 0",
@@ -113,19 +120,13 @@ extension SQLiteRecordStore {
                     guard let record else {
                         return .failure(ServerError(.notFound, "record '\(name)' does not exist").with(recordName: name))
                     }
-                    return .success(record)
+                    return .success(try attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection))
                 }
             }
         }
     }
 
-    /// Loads the live records of one type in a zone (for queries).
-    func liveRecords(_ zoneRowID: Int64, type: String, zoneID: ZoneID, _ connection: SQLiteConnection) throws -> [StoredRecord] {
-        try connection.map("SELECT \(SQLiteRecordStore.recordColumns) FROM records WHERE zone_id = ? AND type = ? AND deleted = 0",
-                           [.int(zoneRowID), .text(type)]) { storedRecord($0, zoneID: zoneID) }
-    }
-
-    public func statistics() throws -> StoreStatistics {
+    package func statistics() throws -> StoreStatistics {
         try database.readSync { connection in
             StoreStatistics(
                 records: Int(try connection.scalarInt("SELECT COUNT(*) FROM records WHERE deleted = 0") ?? 0),
@@ -134,7 +135,7 @@ extension SQLiteRecordStore {
         }
     }
 
-    public func purgeTombstones(olderThanMilliseconds age: Int64) throws -> Int {
+    package func purgeTombstones(olderThanMilliseconds age: Int64) throws -> Int {
         let cutoff = clock() - age
         return try database.writeSync { connection in
             try connection.transaction {

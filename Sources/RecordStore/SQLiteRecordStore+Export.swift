@@ -19,7 +19,7 @@ package struct ExportedTable: Sendable {
 extension SQLiteRecordStore {
     /// The tables `migrate` copies, with their columns in the order both schemas share.
     package static let exportedTables: [(name: String, columns: [String])] = [
-        ("users", ["id", "name", "record_name", "created_at"]),
+        ("users", ["id", "name", "record_name", "created_at", "email"]),
         ("auth_tokens", ["token_hash", "user_id", "created_at", "revoked"]),
         ("api_tokens", ["token_hash", "created_at"]),
         ("server_keys", ["key_id", "public_key", "user_id", "name", "created_at"]),
@@ -32,11 +32,15 @@ extension SQLiteRecordStore {
         ("subscriptions", ["database_id", "subscription_id", "definition"]),
         ("push_tokens", ["token", "database_id", "user_id", "apns_environment", "start_cursor", "created_at"]),
         ("notifications", ["database_id", "id", "created_at", "payload"]),
+        ("shares", ["zone_id", "short_guid", "owner_user_id"]),
+        ("share_participants", ["zone_id", "participant_id", "user_id", "email", "permission", "status", "database_id"]),
+        ("query_index", ["zone_id", "record_type", "field", "sort_key", "record_name"]),
+        ("query_counts", ["zone_id", "record_type", "field", "entries"]),
     ]
 
     static let integerColumns: Set<String> = [
         "id", "user_id", "created_at", "revoked", "db_seq", "purged_seq", "database_id", "seq", "deleted", "deleted_at", "zone_id",
-        "modified_at", "action", "start_cursor",
+        "modified_at", "action", "start_cursor", "owner_user_id", "entries",
     ]
     static let jsonBlobColumns: Set<String> = ["fields", "definition", "payload"]
 

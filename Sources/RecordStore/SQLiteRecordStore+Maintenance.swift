@@ -5,7 +5,7 @@ import SQLiteDB
 extension SQLiteRecordStore {
     /// Writes a consistent copy of the store to `path` while it keeps serving: `VACUUM INTO` reads
     /// one snapshot, so concurrent commits neither block it nor restart it.
-    public func backup(to path: String) throws {
+    package func backup(to path: String) throws {
         guard !FileManager.default.fileExists(atPath: path) else { throw StoreOpenError("\(path) already exists") }
         _ = try database.readSync { connection in
             try connection.run("VACUUM INTO ?", [.text(path)])
@@ -13,7 +13,7 @@ extension SQLiteRecordStore {
     }
 
     /// Checks the file and the store's invariants; returns the problems found (empty when sound).
-    public func checkIntegrity() throws -> [String] {
+    package func checkIntegrity() throws -> [String] {
         try database.readSync { connection in
             try connection.readTransaction {
                 var problems: [String] = []
@@ -42,6 +42,30 @@ extension SQLiteRecordStore {
                 try connection.query(
                     "SELECT COUNT(*) FROM records r LEFT JOIN zones z ON z.id = r.zone_id AND z.deleted = 0 WHERE z.id IS NULL"
                 ) { if $0.int64(0) > 0 { problems.append("\($0.int64(0)) records belong to no live zone") } }
+                // The query index holds live records only, and its counts match what it and the records hold.
+                try connection.query(
+                    """
+                    SELECT q.zone_id, q.record_name FROM query_index q LEFT JOIN records r
+                        ON r.zone_id = q.zone_id AND r.name = q.record_name AND r.type = q.record_type AND r.deleted = 0
+                    WHERE r.name IS NULL LIMIT 20
+                    """
+                ) { problems.append("zone \($0.int64(0)): query index holds '\($0.text(1))', which is not live") }
+                try connection.query(
+                    """
+                    SELECT r.zone_id, r.type, COUNT(*), COALESCE(c.entries, 0) FROM records r LEFT JOIN query_counts c
+                        ON c.zone_id = r.zone_id AND c.record_type = r.type AND c.field = ''
+                    WHERE r.deleted = 0 GROUP BY r.zone_id, r.type HAVING COUNT(*) != COALESCE(c.entries, 0) LIMIT 20
+                    """
+                ) { problems.append("zone \($0.int64(0)): \($0.int64(2)) live '\($0.text(1))' records, query counts say \($0.int64(3))") }
+                try connection.query(
+                    """
+                    SELECT q.zone_id, q.record_type, q.field, COUNT(*), COALESCE(c.entries, 0) FROM query_index q LEFT JOIN query_counts c
+                        ON c.zone_id = q.zone_id AND c.record_type = q.record_type AND c.field = q.field
+                    GROUP BY q.zone_id, q.record_type, q.field HAVING COUNT(*) != COALESCE(c.entries, 0) LIMIT 20
+                    """
+                ) {
+                    problems.append("zone \($0.int64(0)): \($0.int64(3)) query index entries for '\($0.text(1)).\($0.text(2))', counts say \($0.int64(4))")
+                }
                 return problems
             }
         }

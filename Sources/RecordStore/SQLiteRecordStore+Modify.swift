@@ -2,14 +2,16 @@ import RecordModel
 import SQLiteDB
 
 extension SQLiteRecordStore {
-    public static let maximumOperations = StoreLimits.maximumOperations
-    public static let maximumRecordBytes = StoreLimits.maximumRecordBytes
+    package static let maximumOperations = StoreLimits.maximumOperations
+    package static let maximumRecordBytes = StoreLimits.maximumRecordBytes
 
-    public func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
+    package func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
                               deviceID: String?) throws -> [RecordOperationResult]
     {
         try RecordRules.validateBatch(operations)
-        let databaseID = try self.databaseID(scope)
+        let privateDatabaseID = scope.kind != .shared ? try self.databaseID(scope) : 0
+        var databaseID = privateDatabaseID
+        // `recipients`: other databases whose outboxes grew (public subscribers, share participants).
         let outcome: (results: [RecordOperationResult], transaction: ModifyTransaction?, recipients: Set<Int64>) = try database.writeSync { connection in
             try connection.execute("BEGIN IMMEDIATE")
             do {
@@ -17,14 +19,34 @@ extension SQLiteRecordStore {
                 let development = scope.environment == .development
                     ? try developmentSchemas.schema(container: scope.container, connection) : Schema()
                 let enforcer = SchemaEnforcer(environment: scope.environment, production: productionSchema, development: development)
-                let zoneRow = try requireZone(databaseID, zone, connection)
-                var transaction = ModifyTransaction(scope: scope, zone: zoneRow, zoneID: zoneID(zoneRow.name, scope), now: clock(),
-                                                    deviceID: deviceID, sequence: zoneRow.seq, enforcer: enforcer)
+                // A shared zone's access is checked here, under the write lock: a participant
+                // removed a moment ago cannot write.
+                let addressed = try addressedZone(scope, zone, privateDatabaseID: privateDatabaseID, connection)
+                let zoneRow = addressed.row
+                databaseID = addressed.databaseID
+                let ownerScope = addressed.access?.ownerScope(scope) ?? scope
+                let leaving = scope.kind == .shared && operations.allSatisfy {
+                    $0.record["recordName"]?.stringValue == ShareRules.recordName && $0.type.isDelete
+                }
+                if addressed.access?.permission == .readOnly, !leaving { throw ShareRules.readOnly(addressed.zoneID) }
+                var transaction = ModifyTransaction(scope: ownerScope, zone: zoneRow, zoneID: addressed.zoneID, now: clock(),
+                                                    deviceID: deviceID, sequence: zoneRow.seq, enforcer: enforcer, writer: scope.userRecordName)
                 var results: [RecordOperationResult] = []
                 var recipients = Set<Int64>()
                 results.reserveCapacity(operations.count)
                 for operation in operations {
                     do {
+                        if operation.record["recordName"]?.stringValue == ShareRules.recordName {
+                            if scope.kind == .shared {
+                                // Only the owner changes the share; a participant deletes it to leave.
+                                guard operation.type.isDelete else { throw ServerError(.accessDenied, "only the zone's owner changes its share") }
+                                try leaveShare(scope, zoneRowID: zoneRow.id, connection)
+                                results.append(.deleted(recordName: ShareRules.recordName))
+                            } else {
+                                results.append(try saveShare(operation, &transaction, connection))
+                            }
+                            continue
+                        }
                         results.append(try apply(operation, &transaction, connection))
                     } catch let error as ServerError where !AccessRules.failsWholeRequest(error) {
                         results.append(.failed(error.with(recordName: operation.record["recordName"]?.stringValue)))
@@ -39,11 +61,18 @@ extension SQLiteRecordStore {
                     let dbSeq = try bumpDatabaseSequence(databaseID, connection)
                     try connection.run("UPDATE zones SET seq = ?, db_seq = ? WHERE id = ?",
                                        [.int(transaction.sequence), .int(dbSeq), .int(zoneRow.id)])
+                    try writeIndexCounts(transaction.indexCounts, zone: zoneRow.id, connection)
                     for (type, fields) in transaction.enforcer.additions where !fields.isEmpty {
                         try developmentSchemas.add(container: scope.container, recordType: type, fields: Array(fields), connection)
                     }
                     recipients = try recordNotifications(for: transaction.changes, zone: zoneRow.name, databaseID: databaseID,
-                                                         scope: scope, zoneChanged: false, connection)
+                                                         scope: ownerScope, zoneChanged: false, connection)
+                    recipients.formUnion(try notifyParticipants(transaction.changes, zone: zoneRow, ownerScope: ownerScope,
+                                                                zoneChanged: false, connection))
+                }
+                results = try results.map { result in
+                    guard case .saved(let record) = result, record.recordName == ShareRules.recordName else { return result }
+                    return .saved(try attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection))
                 }
                 try connection.execute("COMMIT")
                 // Still under the write lock: the next writer must see the fields this one added.
@@ -104,7 +133,7 @@ extension SQLiteRecordStore {
 
         let sequence = transaction.nextSequence()
         let tag = RecordRules.changeTag(zoneRowID: zoneRowID, sequence: sequence)
-        let modified = ChangeStamp(timestamp: transaction.now, userRecordName: transaction.scope.userRecordName, deviceID: transaction.deviceID)
+        let modified = ChangeStamp(timestamp: transaction.now, userRecordName: transaction.writer, deviceID: transaction.deviceID)
         let created = live?.created ?? modified
         try connection.run(
             """
@@ -117,6 +146,7 @@ extension SQLiteRecordStore {
         if live != nil {
             try connection.run("DELETE FROM refs WHERE zone_id = ? AND source = ?", [.int(zoneRowID), .text(name)])
         }
+        try reindex(name, old: live.map { ($0.type, $0.fieldsJSON) }, new: (record.recordType, fieldsJSON), &transaction, connection)
         for (_, reference) in prepared.references {
             let action: StoredReferenceAction = reference.action == .deleteSelf ? .deleteSelf : .validate
             try connection.run("INSERT OR IGNORE INTO refs (zone_id, target, source, action) VALUES (?, ?, ?, ?)",
@@ -163,9 +193,10 @@ extension SQLiteRecordStore {
                 WHERE zone_id = ? AND name = ?
                 """,
                 [.blob(Array("{}".utf8)), .text(RecordRules.changeTag(zoneRowID: zoneRowID, sequence: sequence)), .int(sequence),
-                 .int(transaction.now), .text(transaction.scope.userRecordName), transaction.deviceID.sqlValue,
+                 .int(transaction.now), .text(transaction.writer), transaction.deviceID.sqlValue,
                  .int(zoneRowID), .text(name)])
             try connection.run("DELETE FROM refs WHERE zone_id = ? AND source = ?", [.int(zoneRowID), .text(name)])
+            try reindex(name, old: (previous.type, previous.fieldsJSON), new: nil, &transaction, connection)
             transaction.changes.append(CommittedChange(kind: .deleted, recordName: name, recordType: previous.type,
                                                        record: previous.stored(name, zoneID: transaction.zoneID)))
         }

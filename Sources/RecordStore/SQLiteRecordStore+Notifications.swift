@@ -1,39 +1,30 @@
 import Foundation
 import RecordModel
 import SQLiteDB
+import Synchronization
 
 /// Each database's subscriptions, read once and kept until they change: matching runs inside
 /// every write transaction, so it must not cost a query.
-final class SubscriptionCache: @unchecked Sendable {
-    private let lock = NSLock()
-    private var byDatabase: [Int64: [Subscription]] = [:]
+final class SubscriptionCache: Sendable {
+    private let byDatabase = Mutex<[Int64: [Subscription]]>([:])
 
     func subscriptions(_ databaseID: Int64, _ connection: SQLiteConnection) throws -> [Subscription] {
-        lock.lock()
-        if let cached = byDatabase[databaseID] {
-            lock.unlock()
-            return cached
-        }
-        lock.unlock()
+        if let cached = byDatabase.withLock({ $0[databaseID] }) { return cached }
         let loaded = try connection.map("SELECT definition FROM subscriptions WHERE database_id = ? ORDER BY subscription_id",
                                         [.int(databaseID)]) { try Subscription(json: try JSONValue.parse($0.blob(0))) }
-        lock.lock()
-        byDatabase[databaseID] = loaded
-        lock.unlock()
+        byDatabase.withLock { $0[databaseID] = loaded }
         return loaded
     }
 
     func invalidate(_ databaseID: Int64) {
-        lock.lock()
-        byDatabase[databaseID] = nil
-        lock.unlock()
+        byDatabase.withLock { $0[databaseID] = nil }
     }
 }
 
 extension SQLiteRecordStore {
-    public static let maximumSubscriptions = StoreLimits.maximumSubscriptions
+    package static let maximumSubscriptions = StoreLimits.maximumSubscriptions
 
-    public func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) throws
+    package func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) throws
         -> [Result<Subscription?, ServerError>]
     {
         guard operations.count <= SQLiteRecordStore.maximumOperations else {
@@ -41,12 +32,19 @@ extension SQLiteRecordStore {
         }
         let recipient = try publicSubscriptionRecipient(scope)
         let operations = PublicSubscriptions.stored(operations, recipient: recipient)
-        let results = try writeTransaction(scope) { connection, databaseID in
+        let results = try writeTransaction(scope) { connection, ownDatabaseID in
+            // A user's shared-database subscriptions live beside its private ones, under the negated id.
+            let databaseID = scope.kind == .shared ? ShareRules.sharedSubscriptionKey(ownDatabaseID) : ownDatabaseID
             defer { subscriptionCache.invalidate(databaseID) }
             return try operations.map { operation -> Result<Subscription?, ServerError> in
                 switch operation {
                 case .save(let subscription):
-                    let zoneExists = try subscription.zoneID.map { try liveZone(databaseID, name: $0.zoneName, connection) != nil } ?? true
+                    let zoneExists = try subscription.zoneID.map { zone in
+                        if scope.kind != .shared { return try liveZone(databaseID, name: zone.zoneName, connection) != nil }
+                        // A shared zone the caller may not use is one that does not exist.
+                        guard zone.ownerRecordName != nil else { return false }
+                        return (try? sharedAccess(scope, zone, connection)) != nil
+                    } ?? true
                     let others = try connection.scalarInt(
                         "SELECT COUNT(*) FROM subscriptions WHERE database_id = ? AND subscription_id != ? AND subscription_id LIKE ?",
                         [.int(databaseID), .text(subscription.subscriptionID), .text(PublicSubscriptions.ownPattern(recipient: recipient))]) ?? 0
@@ -74,17 +72,18 @@ extension SQLiteRecordStore {
         return try databaseID(scope.callersPrivateDatabase)
     }
 
-    public func listSubscriptions(_ scope: DatabaseScope) throws -> [Subscription] {
+    package func listSubscriptions(_ scope: DatabaseScope) throws -> [Subscription] {
         let recipient = try publicSubscriptionRecipient(scope)
         let stored = try database.readSync { connection in
-            let databaseID = try databaseID(scope)
+            let ownDatabaseID = try databaseID(scope)
+            let databaseID = scope.kind == .shared ? ShareRules.sharedSubscriptionKey(ownDatabaseID) : ownDatabaseID
             return try connection.map("SELECT definition FROM subscriptions WHERE database_id = ? ORDER BY subscription_id",
                                       [.int(databaseID)]) { try Subscription(json: try JSONValue.parse($0.blob(0))) }
         }
         return PublicSubscriptions.visible(stored, recipient: recipient)
     }
 
-    public func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) throws -> PushToken {
+    package func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) throws -> PushToken {
         try CredentialRules.validateAPIEnvironment(apnsEnvironment)
         return try writeTransaction(scope) { connection, databaseID in
             let start = try connection.scalarInt("SELECT MAX(id) FROM notifications WHERE database_id = ?", [.int(databaseID)]) ?? 0
@@ -96,7 +95,7 @@ extension SQLiteRecordStore {
         }
     }
 
-    public func pushToken(_ scope: DatabaseScope, token: String) throws -> PushToken {
+    package func pushToken(_ scope: DatabaseScope, token: String) throws -> PushToken {
         try database.readSync { connection in
             let databaseID = try databaseID(scope)
             guard let row = try connection.first(
@@ -111,14 +110,14 @@ extension SQLiteRecordStore {
         }
     }
 
-    public func notifications(databaseID: Int64, after cursor: Int64, limit: Int) throws -> [StoredNotification] {
+    package func notifications(databaseID: Int64, after cursor: Int64, limit: Int) throws -> [StoredNotification] {
         try database.readSync { connection in
             try connection.map("SELECT id, payload FROM notifications WHERE database_id = ? AND id > ? ORDER BY id LIMIT ?",
                                [.int(databaseID), .int(cursor), .int(Int64(limit))]) { StoredNotification(id: $0.int64(0), payload: $0.blob(1)) }
         }
     }
 
-    public func purgeNotifications(olderThanMilliseconds age: Int64) throws -> Int {
+    package func purgeNotifications(olderThanMilliseconds age: Int64) throws -> Int {
         try database.writeSync { connection in
             try connection.run("DELETE FROM notifications WHERE created_at < ?", [.int(clock() - age)])
         }

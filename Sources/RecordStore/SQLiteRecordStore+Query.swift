@@ -1,3 +1,4 @@
+import Foundation
 import RecordModel
 import SQLiteDB
 
@@ -32,7 +33,7 @@ enum ComparableValue: Comparable {
 
 extension RecordQuery {
     /// Reads the `query` member of a `records/query` request.
-    public init(json: JSONValue) throws {
+    package init(json: JSONValue) throws {
         guard case .object = json, let type = json["recordType"]?.stringValue else {
             throw ServerError.badRequest("query.recordType must be a string")
         }
@@ -78,18 +79,149 @@ extension QueryField {
 }
 
 extension SQLiteRecordStore {
-    public static let maximumQueryResults = StoreLimits.maximumQueryResults
+    package static let maximumQueryResults = StoreLimits.maximumQueryResults
 
-    /// Filters and sorts (`QueryRules`) over the zone's records of the type (indexed by type).
-    public func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
+    /// `records/query` through the query index (`QueryCursor` plans the scans; each is a bounded
+    /// index range), in one read snapshot.
+    package func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
                              continuationMarker: String?) throws -> QueryPage
     {
         let limit = SQLiteRecordStore.clampLimit(resultsLimit, maximum: SQLiteRecordStore.maximumQueryResults)
         return try database.readSync { connection in
             try connection.readTransaction {
-                let zoneRow = try requireZone(try databaseID(scope), zone, connection)
-                let candidates = try liveRecords(zoneRow.id, type: query.recordType, zoneID: zoneID(zoneRow.name, scope), connection)
-                return try QueryRules.page(candidates, query: query, limit: limit, continuationMarker: continuationMarker, zoneRowID: zoneRow.id)
+                let addressed = try addressedZone(scope, zone, privateDatabaseID: scope.kind != .shared ? try databaseID(scope) : 0, connection)
+                let zoneRow = addressed.row
+                let zoneID = addressed.zoneID
+                var cursor = try QueryCursor(query: query, limit: limit, continuationMarker: continuationMarker, zoneRowID: zoneRow.id)
+                if let field = cursor.coverageField {
+                    let counts = try connection.map(
+                        "SELECT field, entries FROM query_counts WHERE zone_id = ? AND record_type = ? AND field IN (?, ?)",
+                        [.int(zoneRow.id), .text(query.recordType), .text(field), .text(QueryIndex.recordCountField)]
+                    ) { ($0.text(0), $0.int64(1)) }
+                    let byField = Dictionary(counts, uniquingKeysWith: { a, _ in a })
+                    cursor.coverage(indexed: byField[field] ?? 0, live: byField[QueryIndex.recordCountField] ?? 0)
+                }
+                while let scan = cursor.nextScan() {
+                    try cursor.consume(try self.scan(scan, zone: zoneRow.id, type: query.recordType, zoneID: zoneID, connection))
+                }
+                var page = cursor.page()
+                page.records = try page.records.map { try attachShare($0, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection) }
+                return page
+            }
+        }
+    }
+
+    static let qualifiedRecordColumns = recordColumns.split(separator: ",")
+        .map { "r." + $0.trimmingCharacters(in: .whitespacesAndNewlines) }.joined(separator: ", ")
+
+    /// One bounded read of a query (see `QueryScan`).
+    func scan(_ scan: QueryScan, zone zoneRowID: Int64, type: String, zoneID: ZoneID, _ connection: SQLiteConnection) throws
+        -> [(record: StoredRecord, key: String?)]
+    {
+        let (sql, arguments) = SQLiteRecordStore.statement(for: scan, zone: zoneRowID, type: type)
+        if case .byKey = scan {
+            return try connection.map(sql, arguments) { (storedRecord($0, zoneID: zoneID), $0.text(12)) }
+        }
+        return try connection.map(sql, arguments) { (storedRecord($0, zoneID: zoneID), nil) }
+    }
+
+    static func statement(for scan: QueryScan, zone zoneRowID: Int64, type: String) -> (sql: String, arguments: [SQLValue]) {
+        let columns = SQLiteRecordStore.qualifiedRecordColumns
+        switch scan {
+        case .byName(let after, let count):
+            // records_type (zone_id, type) carries the primary key's name: a range in name order.
+            return ("SELECT \(columns) FROM records r WHERE r.zone_id = ? AND r.type = ? AND r.deleted = 0 AND r.name > ? ORDER BY r.name LIMIT ?",
+                    [.int(zoneRowID), .text(type), .text(after ?? ""), .int(Int64(count))])
+        case .withoutKey(let field, let after, let count):
+            return ("""
+                SELECT \(columns) FROM records r WHERE r.zone_id = ? AND r.type = ? AND r.deleted = 0 AND r.name > ?
+                AND NOT EXISTS (SELECT 1 FROM query_index q WHERE q.zone_id = r.zone_id AND q.record_name = r.name AND q.field = ?)
+                ORDER BY r.name LIMIT ?
+                """, [.int(zoneRowID), .text(type), .text(after ?? ""), .text(field), .int(Int64(count))])
+        case .byKey(let field, let lower, let upper, let descending, let after, let count):
+            var sql = """
+                SELECT \(columns), q.sort_key FROM query_index q JOIN records r ON r.zone_id = q.zone_id AND r.name = q.record_name
+                WHERE q.zone_id = ? AND q.record_type = ? AND q.field = ?
+                """
+            var arguments: [SQLValue] = [.int(zoneRowID), .text(type), .text(field)]
+            if let lower { sql += " AND q.sort_key >= ?"; arguments.append(.text(lower)) }
+            if let upper { sql += " AND q.sort_key <= ?"; arguments.append(.text(upper)) }
+            if let after {
+                sql += " AND (q.sort_key \(descending ? "<" : ">") ? OR (q.sort_key = ? AND q.record_name > ?))"
+                arguments += [.text(after.key), .text(after.key), .text(after.recordName)]
+            }
+            sql += " ORDER BY q.sort_key \(descending ? "DESC" : "ASC"), q.record_name ASC LIMIT ?"
+            arguments.append(.int(Int64(count)))
+            return (sql, arguments)
+        }
+    }
+
+    /// SQLite's plan for the scans of a query's first page (`EXPLAIN QUERY PLAN` lines), for tests.
+    package func queryPlan(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int) throws -> [String] {
+        try database.readSync { connection in
+            let zoneRow = try requireZone(try databaseID(scope), zone, connection)
+            var cursor = try QueryCursor(query: query, limit: resultsLimit, continuationMarker: nil, zoneRowID: zoneRow.id)
+            guard let scan = cursor.nextScan() else { return [] }
+            let (sql, arguments) = SQLiteRecordStore.statement(for: scan, zone: zoneRow.id, type: query.recordType)
+            return try connection.map("EXPLAIN QUERY PLAN " + sql, arguments) { $0.text(3) }
+        }
+    }
+
+    /// Replaces a record's index entries (`old`: the record as it was, nil when it was not live;
+    /// `new`: as it is now, nil when deleted) and notes the count changes in the transaction.
+    func reindex(_ name: String, old: (type: String, fieldsJSON: [UInt8])?, new: (type: String, fieldsJSON: [UInt8])?,
+                 _ transaction: inout ModifyTransaction, _ connection: SQLiteConnection) throws
+    {
+        let zoneRowID = transaction.zone.id
+        let oldEntries = old.map { (type: $0.type, entries: QueryIndex.entries($0.fieldsJSON)) }
+        let newEntries = new.map { (type: $0.type, entries: QueryIndex.entries($0.fieldsJSON)) }
+        if old != nil {
+            try connection.run("DELETE FROM query_index WHERE zone_id = ? AND record_name = ?", [.int(zoneRowID), .text(name)])
+        }
+        if let newEntries {
+            for entry in newEntries.entries {
+                try connection.run("INSERT INTO query_index (zone_id, record_type, field, sort_key, record_name) VALUES (?, ?, ?, ?, ?)",
+                                   [.int(zoneRowID), .text(newEntries.type), .text(entry.field), .text(entry.key), .text(name)])
+            }
+        }
+        QueryIndex.countChanges(old: oldEntries, new: newEntries, into: &transaction.indexCounts)
+    }
+
+    /// Adds a transaction's count changes to `query_counts`.
+    func writeIndexCounts(_ counts: [QueryIndex.CountKey: Int64], zone zoneRowID: Int64, _ connection: SQLiteConnection) throws {
+        for (key, delta) in counts where delta != 0 {
+            try connection.run(
+                """
+                INSERT INTO query_counts (zone_id, record_type, field, entries) VALUES (?, ?, ?, ?)
+                ON CONFLICT (zone_id, record_type, field) DO UPDATE SET entries = entries + excluded.entries
+                """, [.int(zoneRowID), .text(key.recordType), .text(key.field), .int(delta)])
+        }
+    }
+
+    /// Migration 2: the index entries and counts of every live record already stored.
+    static func backfillQueryIndex(_ connection: SQLiteConnection) throws {
+        var counts: [Int64: [QueryIndex.CountKey: Int64]] = [:]
+        var after: (zone: Int64, name: String) = (Int64.min, "")
+        while true {
+            let rows = try connection.map(
+                "SELECT zone_id, name, type, fields FROM records WHERE deleted = 0 AND (zone_id, name) > (?, ?) ORDER BY zone_id, name LIMIT 1000",
+                [.int(after.zone), .text(after.name)]
+            ) { (zone: $0.int64(0), name: $0.text(1), type: $0.text(2), fields: $0.blob(3)) }
+            for row in rows {
+                let entries = QueryIndex.entries(row.fields)
+                for entry in entries {
+                    try connection.run("INSERT INTO query_index (zone_id, record_type, field, sort_key, record_name) VALUES (?, ?, ?, ?, ?)",
+                                       [.int(row.zone), .text(row.type), .text(entry.field), .text(entry.key), .text(row.name)])
+                }
+                QueryIndex.countChanges(old: nil, new: (row.type, entries), into: &counts[row.zone, default: [:]])
+            }
+            guard let last = rows.last, rows.count == 1000 else { break }
+            after = (last.zone, last.name)
+        }
+        for (zone, zoneCounts) in counts {
+            for (key, entries) in zoneCounts {
+                try connection.run("INSERT INTO query_counts (zone_id, record_type, field, entries) VALUES (?, ?, ?, ?)",
+                                   [.int(zone), .text(key.recordType), .text(key.field), .int(entries)])
             }
         }
     }

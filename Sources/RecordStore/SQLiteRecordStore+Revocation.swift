@@ -11,7 +11,7 @@ extension SQLiteRecordStore {
     /// daemon serving the store from another process. Returns the user and how many tokens this
     /// call revoked (0 when they were revoked already). A token that is not the user's is
     /// `NOT_FOUND`, so a revocation never silently misses.
-    public func revokeTokens(userName: String, token: String?) throws -> (user: User, revoked: Int) {
+    package func revokeTokens(userName: String, token: String?) throws -> (user: User, revoked: Int) {
         try database.writeSync { connection in
             try connection.transaction {
                 guard let user = try connection.first("SELECT id, name, record_name FROM users WHERE name = ?", [.text(userName)], {

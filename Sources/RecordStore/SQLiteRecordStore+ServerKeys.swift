@@ -5,7 +5,7 @@ import SQLiteDB
 extension SQLiteRecordStore {
     /// Registers `pem`'s public key (and a user for it) and returns its key id; adding a key
     /// again returns the same id.
-    public func addServerKey(pem: String, name: String?) throws -> String {
+    package func addServerKey(pem: String, name: String?) throws -> String {
         let (der, keyID) = try ServerKeyRules.parse(pem: pem)
         return try database.writeSync { connection in
             try connection.transaction {
@@ -21,7 +21,7 @@ extension SQLiteRecordStore {
         }
     }
 
-    public func serverKey(keyID: String) throws -> ServerKey? {
+    package func serverKey(keyID: String) throws -> ServerKey? {
         guard ServerKeyRules.wellFormedKeyID(keyID) else { return nil }
         return try database.readSync { connection in
             try connection.first(

@@ -1,35 +1,40 @@
 import Foundation
 import RecordModel
 import SQLiteDB
+import Synchronization
 
 /// The SQLite implementation of `RecordStorage`: one database file in WAL mode, every write
 /// through one connection (so change sequences follow commit order), reads from pooled readers.
-public final class SQLiteRecordStore: @unchecked Sendable {
-    public static let databaseFileName = "scorebook.sqlite"
+package final class SQLiteRecordStore: Sendable {
+    package static let databaseFileName = "scorebook.sqlite"
 
     let database: SQLiteDatabase
     let storeID: String
     let productionSchema: Schema
     let developmentSchemas: DevelopmentSchemaCache
     let clock: @Sendable () -> Int64
-    private let cacheLock = NSLock()
-    private var databaseIDs: [DatabaseScope: Int64] = [:]
-    private var authCache: [String: (user: User, expires: Int64)] = [:]
-    /// The store's revocation count when `authCache` was filled (`revocationCount`).
-    private var authCacheRevocations: Int64 = -1
+    private struct Caches {
+        var databaseIDs: [DatabaseScope: Int64] = [:]
+        var authCache: [String: (user: User, expires: Int64)] = [:]
+        /// The store's revocation count when `authCache` was filled (`revocationCount`).
+        var authCacheRevocations: Int64 = -1
+        /// Told, after each commit, which databases it changed (the push hub listens here).
+        var onCommit: (@Sendable (_ databaseIDs: Set<Int64>) -> Void)?
+    }
 
-    /// Told, after each commit, which databases it changed (the push hub listens here).
-    var onCommit: (@Sendable (_ databaseIDs: Set<Int64>) -> Void)?
+    private let caches = Mutex(Caches())
+
+    var onCommit: (@Sendable (_ databaseIDs: Set<Int64>) -> Void)? { caches.withLock { $0.onCommit } }
     let subscriptionCache = SubscriptionCache()
 
     /// How long a write waits for a lock held by another process (a `scorebookd user` command, a
     /// backup) before the request is answered `TRY_AGAIN_LATER`.
-    public func setBusyTimeout(milliseconds: Int32) { database.setWriterBusyTimeout(milliseconds: milliseconds) }
+    package func setBusyTimeout(milliseconds: Int32) { database.setWriterBusyTimeout(milliseconds: milliseconds) }
 
-    public func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) { onCommit = observer }
+    package func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) { caches.withLock { $0.onCommit = observer } }
 
     /// Opens (creating if needed) the store in `directory`.
-    public init(directory: String, schema: Schema = BuiltinSchema.scorebook,
+    package init(directory: String, schema: Schema = BuiltinSchema.scorebook,
                 clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) throws
     {
         var isDirectory: ObjCBool = false
@@ -52,42 +57,64 @@ public final class SQLiteRecordStore: @unchecked Sendable {
         self.developmentSchemas = DevelopmentSchemaCache()
         self.storeID = try database.writeSync { connection in
             try connection.transaction {
-                for statement in StoreSchema.statements { try connection.execute(statement) }
+                try SQLiteRecordStore.migrate(connection)
                 if let existing = try connection.first("SELECT value FROM meta WHERE key = 'store_id'", [], { $0.text(0) }) {
                     return existing
                 }
                 let id = RandomToken.hex(bytes: 8)
-                try connection.run("INSERT INTO meta (key, value) VALUES ('store_id', ?), ('schema_version', ?)",
-                                   [.text(id), .text(String(StoreSchema.version))])
+                try connection.run("INSERT INTO meta (key, value) VALUES ('store_id', ?)", [.text(id)])
                 return id
             }
         }
     }
 
-    public func close() { database.checkpoint() }
+    package func close() { database.checkpoint() }
+
+    /// Brings the schema to `StoreMigration.latestVersion`, in the caller's transaction: a store
+    /// without tables is version 0, one without a recorded version (made before migrations) is 1.
+    static func migrate(_ connection: SQLiteConnection) throws {
+        var version = 0
+        if try connection.scalarInt("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'") != nil {
+            let recorded = try connection.first("SELECT value FROM meta WHERE key = 'schema_version'", [], { $0.text(0) })
+            version = recorded.flatMap { Int($0) } ?? 1
+        }
+        let steps = try StoreMigration.pending(from: version)
+        for step in steps {
+            for statement in step.sqlite { try connection.execute(statement) }
+            if step.backfillsQueryIndex { try backfillQueryIndex(connection) }
+        }
+        if !steps.isEmpty {
+            try connection.run("INSERT INTO meta (key, value) VALUES ('schema_version', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                               [.text(String(StoreMigration.latestVersion))])
+        }
+    }
 
     /// The data file, for backups and integrity checks.
-    public var path: String { database.path }
+    package var path: String { database.path }
 
     // MARK: Users and credentials
 
-    public func createUser(name: String) throws -> (user: User, token: String) {
+    package func createUser(name: String, email: String? = nil) throws -> (user: User, token: String) {
         try CredentialRules.validateUserName(name)
+        let email = try email.map(ShareRules.normalizedEmail)
         return try database.writeSync { connection in
             try connection.transaction {
                 if try connection.scalarInt("SELECT id FROM users WHERE name = ?", [.text(name)]) != nil {
                     throw ServerError(.exists, "user '\(name)' already exists")
                 }
+                if let email, try connection.scalarInt("SELECT id FROM users WHERE email = ?", [.text(email)]) != nil {
+                    throw ServerError(.exists, "another user has the email \(email)")
+                }
                 let recordName = "_" + RandomToken.hex(bytes: 16)
-                try connection.run("INSERT INTO users (name, record_name, created_at) VALUES (?, ?, ?)",
-                                   [.text(name), .text(recordName), .int(clock())])
+                try connection.run("INSERT INTO users (name, record_name, created_at, email) VALUES (?, ?, ?, ?)",
+                                   [.text(name), .text(recordName), .int(clock()), email.map { .text($0) } ?? .null])
                 let user = User(id: connection.lastInsertRowID, name: name, recordName: recordName)
                 return (user, try insertToken(for: user, connection))
             }
         }
     }
 
-    public func issueToken(userName: String) throws -> (user: User, token: String) {
+    package func issueToken(userName: String) throws -> (user: User, token: String) {
         try database.writeSync { connection in
             try connection.transaction {
                 guard let user = try connection.first("SELECT id, name, record_name FROM users WHERE name = ?", [.text(userName)], {
@@ -105,7 +132,7 @@ public final class SQLiteRecordStore: @unchecked Sendable {
         return token
     }
 
-    public func listUsers() throws -> [User] {
+    package func listUsers() throws -> [User] {
         try database.readSync { connection in
             try connection.map("SELECT id, name, record_name FROM users ORDER BY name") {
                 User(id: $0.int64(0), name: $0.text(1), recordName: $0.text(2))
@@ -113,7 +140,7 @@ public final class SQLiteRecordStore: @unchecked Sendable {
         }
     }
 
-    public func createAPIToken() throws -> String {
+    package func createAPIToken() throws -> String {
         let token = RandomToken.hex(bytes: 32)
         _ = try database.writeSync { connection in
             try connection.run("INSERT INTO api_tokens (token_hash, created_at) VALUES (?, ?)",
@@ -126,20 +153,19 @@ public final class SQLiteRecordStore: @unchecked Sendable {
     /// issued by `scorebookd user token` in another process is seen at once (misses are not
     /// cached), and one revoked by `scorebookd user revoke` is refused at once: every request
     /// reads the store's revocation count, and a changed count empties the cache.
-    public func authenticate(bearerToken: String) throws -> User? {
+    package func authenticate(bearerToken: String) throws -> User? {
         guard CredentialRules.isPlausibleBearerToken(bearerToken) else { return nil }
         let now = clock()
         let revocations = try revocationCount()
-        cacheLock.lock()
-        if revocations != authCacheRevocations {
-            authCache.removeAll()
-            authCacheRevocations = revocations
-        }
-        if let cached = authCache[bearerToken], cached.expires > now {
-            cacheLock.unlock()
+        let cached = caches.withLock { caches -> User? in
+            if revocations != caches.authCacheRevocations {
+                caches.authCache.removeAll()
+                caches.authCacheRevocations = revocations
+            }
+            guard let cached = caches.authCache[bearerToken], cached.expires > now else { return nil }
             return cached.user
         }
-        cacheLock.unlock()
+        if let cached { return cached }
         let hash = TokenHash.hex(bearerToken)
         let user = try database.readSync { connection in
             try connection.first(
@@ -149,21 +175,21 @@ public final class SQLiteRecordStore: @unchecked Sendable {
                 """, [.text(hash)]) { User(id: $0.int64(0), name: $0.text(1), recordName: $0.text(2)) }
         }
         if let user {
-            cacheLock.lock()
-            if authCache.count > 10_000 { authCache.removeAll() }
-            // Read before the token was: a revocation since then shows as a changed count.
-            if authCacheRevocations == revocations { authCache[bearerToken] = (user, now + 30_000) }
-            cacheLock.unlock()
+            caches.withLock { caches in
+                if caches.authCache.count > 10_000 { caches.authCache.removeAll() }
+                // Read before the token was: a revocation since then shows as a changed count.
+                if caches.authCacheRevocations == revocations { caches.authCache[bearerToken] = (user, now + 30_000) }
+            }
         }
         return user
     }
 
-    public func authenticate(apiToken: String, webAuthToken: String) throws -> User? {
+    package func authenticate(apiToken: String, webAuthToken: String) throws -> User? {
         guard try isValidAPIToken(apiToken) else { return nil }
         return try authenticate(bearerToken: webAuthToken)
     }
 
-    public func isValidAPIToken(_ apiToken: String) throws -> Bool {
+    package func isValidAPIToken(_ apiToken: String) throws -> Bool {
         guard CredentialRules.isWellFormedAPIToken(apiToken) else { return false }
         return try database.readSync { connection in
             try connection.scalarInt("SELECT 1 FROM api_tokens WHERE token_hash = ?", [.text(TokenHash.hex(apiToken.lowercased()))])
@@ -176,10 +202,7 @@ public final class SQLiteRecordStore: @unchecked Sendable {
     /// It uses connections of its own, so callers must not hold the writer; a caller's read
     /// transaction that has not read yet still sees a database created here.
     func databaseID(_ scope: DatabaseScope) throws -> Int64 {
-        cacheLock.lock()
-        let cached = databaseIDs[scope.databaseKey]
-        cacheLock.unlock()
-        if let cached { return cached }
+        if let cached = caches.withLock({ $0.databaseIDs[scope.databaseKey] }) { return cached }
         let arguments: [SQLValue] = [.int(scope.databaseOwnerID), .text(scope.container), .text(scope.environment.rawValue)]
         let select = "SELECT id FROM databases WHERE user_id = ? AND container = ? AND environment = ?"
         var id = try database.readSync { try $0.scalarInt(select, arguments) }
@@ -194,10 +217,9 @@ public final class SQLiteRecordStore: @unchecked Sendable {
                 }
             }
         }
-        cacheLock.lock()
-        databaseIDs[scope.databaseKey] = id!
-        cacheLock.unlock()
-        return id!
+        let found = id!
+        caches.withLock { $0.databaseIDs[scope.databaseKey] = found }
+        return found
     }
 
     func liveZone(_ databaseID: Int64, name: String, _ connection: SQLiteConnection) throws -> ZoneRow? {
@@ -230,8 +252,9 @@ public final class SQLiteRecordStore: @unchecked Sendable {
 
     // MARK: Zones
 
-    public func listZones(_ scope: DatabaseScope) throws -> [ZoneInfo] {
-        try database.readSync { connection in
+    package func listZones(_ scope: DatabaseScope) throws -> [ZoneInfo] {
+        if scope.kind == .shared { return try listSharedZones(scope) }
+        return try database.readSync { connection in
             let databaseID = try databaseID(scope)
             return try connection.map("SELECT id, name, seq, purged_seq FROM zones WHERE database_id = ? AND deleted = 0 ORDER BY name",
                                       [.int(databaseID)]) {
@@ -240,14 +263,16 @@ public final class SQLiteRecordStore: @unchecked Sendable {
         }
     }
 
-    public func lookupZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo {
-        try database.readSync { connection in
+    package func lookupZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo {
+        guard scope.kind != .shared else { throw ServerError.badRequest("a shared zone is looked up with its ownerRecordName") }
+        return try database.readSync { connection in
             let zone = try requireZone(try databaseID(scope), ZoneID(zoneName: zoneName), connection)
             return ZoneInfo(zoneID: zoneID(zone.name, scope), syncToken: zoneToken(zone))
         }
     }
 
-    public func createZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo {
+    package func createZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo {
+        guard scope.kind != .shared else { throw ServerError.badRequest("zones cannot be created in the shared database") }
         try Names.validateZoneName(zoneName)
         try ZoneRules.checkCreation(scope)
         return try writeTransaction(scope) { connection, databaseID in
@@ -263,8 +288,10 @@ public final class SQLiteRecordStore: @unchecked Sendable {
         }
     }
 
-    public func deleteZone(_ scope: DatabaseScope, zoneName: String) throws {
+    package func deleteZone(_ scope: DatabaseScope, zoneName: String) throws {
         guard zoneName != ZoneID.defaultZoneName else { throw ServerError.badRequest("the default zone cannot be deleted") }
+        guard scope.kind != .shared else { throw ServerError(.accessDenied, "only the owner deletes a shared zone") }
+        var touched = Set<Int64>()
         try writeTransaction(scope) { connection, databaseID in
             let zone = try requireZone(databaseID, ZoneID(zoneName: zoneName), connection)
             let zoneID = zoneID(zone.name, scope)
@@ -275,12 +302,18 @@ public final class SQLiteRecordStore: @unchecked Sendable {
                 CommittedChange(kind: .deleted, recordName: $0.recordName, recordType: $0.recordType, record: $0)
             }
             try recordNotifications(for: removed, zone: zone.name, databaseID: databaseID, scope: scope, zoneChanged: true, connection)
+            // The participants' subscriptions hear of the deletion, then they lose the zone.
+            touched = try notifyParticipants(removed, zone: zone, ownerScope: scope, zoneChanged: true, connection)
+            try deleteShareRows(zoneRowID: zone.id, connection)
             let dbSeq = try bumpDatabaseSequence(databaseID, connection)
             try connection.run("DELETE FROM records WHERE zone_id = ?", [.int(zone.id)])
             try connection.run("DELETE FROM refs WHERE zone_id = ?", [.int(zone.id)])
+            try connection.run("DELETE FROM query_index WHERE zone_id = ?", [.int(zone.id)])
+            try connection.run("DELETE FROM query_counts WHERE zone_id = ?", [.int(zone.id)])
             try connection.run("UPDATE zones SET deleted = 1, deleted_at = ?, db_seq = ? WHERE id = ?",
                                [.int(clock()), .int(dbSeq), .int(zone.id)])
         }
+        if !touched.isEmpty { onCommit?(touched) }
     }
 
     func bumpDatabaseSequence(_ databaseID: Int64, _ connection: SQLiteConnection) throws -> Int64 {
@@ -290,7 +323,7 @@ public final class SQLiteRecordStore: @unchecked Sendable {
 }
 
 /// Why the store could not be opened (a user-facing one-liner).
-public struct StoreOpenError: Error, CustomStringConvertible {
-    public var description: String
-    init(_ description: String) { self.description = description }
+package struct StoreOpenError: Error, CustomStringConvertible {
+    package var description: String
+    package init(_ description: String) { self.description = description }
 }

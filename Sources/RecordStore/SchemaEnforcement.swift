@@ -1,29 +1,22 @@
 import Foundation
 import RecordModel
 import SQLiteDB
+import Synchronization
 
 /// The just-in-time schemas of the development environment, one per container, read from the
 /// `dev_schema` table once and kept in memory.
-final class DevelopmentSchemaCache: @unchecked Sendable {
-    private let lock = NSLock()
-    private var schemas: [String: Schema] = [:]
+final class DevelopmentSchemaCache: Sendable {
+    private let schemas = Mutex<[String: Schema]>([:])
 
     func schema(container: String, _ connection: SQLiteConnection) throws -> Schema {
-        lock.lock()
-        if let cached = schemas[container] {
-            lock.unlock()
-            return cached
-        }
-        lock.unlock()
+        if let cached = schemas.withLock({ $0[container] }) { return cached }
         var schema = Schema()
         try connection.query("SELECT record_type, field, field_type FROM dev_schema WHERE container = ?", [.text(container)]) { row in
             let typeName = row.text(0), fieldName = row.text(1)
             guard let type = FieldType(wireName: row.text(2)) else { return }
             schema.recordTypes[typeName, default: RecordTypeSchema(name: typeName)].fields[fieldName] = FieldSchema(name: fieldName, type: type)
         }
-        lock.lock()
-        schemas[container] = schema
-        lock.unlock()
+        schemas.withLock { $0[container] = schema }
         return schema
     }
 
@@ -36,19 +29,17 @@ final class DevelopmentSchemaCache: @unchecked Sendable {
     }
 
     func commit(container: String, recordType: String, fields: [(String, FieldType)]) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard var schema = schemas[container] else { return }
-        var typeSchema = schema.recordTypes[recordType] ?? RecordTypeSchema(name: recordType)
-        for (name, type) in fields { typeSchema.fields[name] = FieldSchema(name: name, type: type) }
-        schema.recordTypes[recordType] = typeSchema
-        schemas[container] = schema
+        schemas.withLock { schemas in
+            guard var schema = schemas[container] else { return }
+            var typeSchema = schema.recordTypes[recordType] ?? RecordTypeSchema(name: recordType)
+            for (name, type) in fields { typeSchema.fields[name] = FieldSchema(name: name, type: type) }
+            schema.recordTypes[recordType] = typeSchema
+            schemas[container] = schema
+        }
     }
 
     func forget(container: String) {
-        lock.lock()
-        schemas[container] = nil
-        lock.unlock()
+        schemas.withLock { $0[container] = nil }
     }
 }
 

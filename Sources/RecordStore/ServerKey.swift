@@ -4,12 +4,12 @@ import RecordModel
 
 /// A server-to-server key (CONTRACT §3.10): a P-256 public key that signs requests to the public
 /// database, acting as its own user.
-public struct ServerKey: Sendable {
+package struct ServerKey: Sendable {
     /// 64 hex digits: SHA-256 of the key's DER encoding, so adding the same key twice finds it.
-    public var keyID: String
+    package var keyID: String
     /// The public key, DER (SubjectPublicKeyInfo).
-    public var publicKeyDER: [UInt8]
-    public var user: User
+    package var publicKeyDER: [UInt8]
+    package var user: User
 
     package init(keyID: String, publicKeyDER: [UInt8], user: User) {
         self.keyID = keyID

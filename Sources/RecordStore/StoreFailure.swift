@@ -6,7 +6,7 @@ extension ServerError {
     /// A lock held by another process past the busy timeout, or a full disk, is transient:
     /// `TRY_AGAIN_LATER` with `retryAfter`, which clients wait out. Anything else is an
     /// `INTERNAL_ERROR` whose reason does not echo SQL (the caller logs the detail).
-    public init(storeFailure error: any Error) {
+    package init(storeFailure error: any Error) {
         if let failure = error as? SQLiteError {
             if failure.isBusy {
                 self.init(.tryAgainLater, "the store is locked by another process; try again", retryAfter: 1)

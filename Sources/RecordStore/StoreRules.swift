@@ -5,12 +5,12 @@ import RecordModel
 // backend has read; the backends (SQLite here, PostgreSQL in its own module) only read and write.
 
 /// Limits every backend enforces.
-public enum StoreLimits {
-    public static let maximumOperations = 400
-    public static let maximumRecordBytes = 1_000_000
-    public static let maximumResultsLimit = 400
-    public static let maximumQueryResults = 200
-    public static let maximumSubscriptions = 1000
+package enum StoreLimits {
+    package static let maximumOperations = 400
+    package static let maximumRecordBytes = 1_000_000
+    package static let maximumResultsLimit = 400
+    package static let maximumQueryResults = 200
+    package static let maximumSubscriptions = 1000
 
     /// 0 or less means "as many as allowed", as CloudKit reads a zero limit.
     package static func clampLimit(_ limit: Int, maximum: Int) -> Int { limit <= 0 ? maximum : min(limit, maximum) }
@@ -381,26 +381,6 @@ package enum QueryRules {
         return SortKey(values: values, recordName: name)
     }
 
-    package static func page(_ candidates: [StoredRecord], query: RecordQuery, limit: Int, continuationMarker: String?,
-                             zoneRowID: Int64) throws -> QueryPage
-    {
-        let after = try continuationMarker.map { try decode($0, zoneRowID: zoneRowID, sortCount: query.sorts.count) }
-        var rows: [(record: StoredRecord, key: SortKey)] = []
-        for record in candidates {
-            let fields = (try? JSONValue.parse(record.fieldsJSON).objectValue) ?? [:]
-            let values = fields.mapValues { $0["value"] ?? .null }
-            guard try query.filters.allSatisfy({ try matches($0, record: record, values: values) }) else { continue }
-            let key = SortKey(values: query.sorts.map { value($0.field, record: record, values: values).flatMap(ComparableValue.init) },
-                              recordName: record.recordName)
-            if let after, !precedes(after, key, sorts: query.sorts) { continue }
-            rows.append((record, key))
-        }
-        rows.sort { precedes($0.key, $1.key, sorts: query.sorts) }
-        let page = rows.prefix(limit)
-        let marker = rows.count > limit ? page.last.map { encode($0.key, zoneRowID: zoneRowID) } : nil
-        return QueryPage(records: page.map(\.record), continuationMarker: marker)
-    }
-
     static func value(_ field: QueryField, record: StoredRecord, values: [String: JSONValue]) -> JSONValue? {
         switch field {
         case .field(let name): return values[name]
@@ -479,13 +459,22 @@ package enum SubscriptionRules {
     /// Each payload goes to `recipient`, the row id of the database whose notification channels
     /// receive it: nil for the database that changed, the subscriber's private database for a
     /// public-database subscription (`PublicSubscriptions`).
+    ///
+    /// For a private zone `scope` is the zone owner's private database. `dbs` is nil for the
+    /// database's own code (2 private, 1 public) and 3 for a participant's shared-database
+    /// subscriptions, which name the zone with its owner (two users may share zones of the same name).
     package static func fire(_ subscriptions: [Subscription], changes: [CommittedChange], zone zoneName: String, scope: DatabaseScope,
-                             zoneChanged: Bool) -> (payloads: [(recipient: Int64?, payload: [UInt8])], firedOnce: [String])
+                             zoneChanged: Bool, dbs dbsCode: Int64? = nil) -> (payloads: [(recipient: Int64?, payload: [UInt8])], firedOnce: [String])
     {
+        let isSharedDatabase = dbsCode == 3
+        func inZone(_ subscription: Subscription) -> Bool {
+            guard subscription.zoneID?.zoneName == zoneName else { return false }
+            return !isSharedDatabase || subscription.zoneID?.ownerRecordName == scope.userRecordName
+        }
         guard !subscriptions.isEmpty, !changes.isEmpty || zoneChanged else { return ([], []) }
         var payloads: [(recipient: Int64?, payload: [UInt8])] = []
         var firedOnce: [String] = []
-        let dbs = JSONValue.int(scope.notificationDatabaseCode)
+        let dbs = JSONValue.int(dbsCode ?? scope.notificationDatabaseCode)
         let zoneOwner = JSONValue.string(scope.zoneOwnerRecordName)
         var recipient: Int64?
         var subscriptionID = ""
@@ -505,7 +494,7 @@ package enum SubscriptionRules {
             var fired = false
             switch subscription.kind {
             case .query:
-                guard subscription.zoneID?.zoneName == zoneName, let queryJSON = subscription.query,
+                guard inZone(subscription), let queryJSON = subscription.query,
                     let query = try? RecordQuery(json: queryJSON)
                 else { continue }
                 for change in changes where change.recordType == query.recordType {
@@ -529,7 +518,7 @@ package enum SubscriptionRules {
                     if subscription.firesOnce { break }
                 }
             case .zone:
-                guard subscription.zoneID?.zoneName == zoneName, !changes.isEmpty || zoneChanged else { continue }
+                guard inZone(subscription), !changes.isEmpty || zoneChanged else { continue }
                 insert(["fet": [
                     "zid": .string(zoneName), "zoid": zoneOwner, "dbs": dbs, "sid": .string(subscriptionID),
                 ]])
@@ -555,7 +544,7 @@ package enum PublicSubscriptions {
     }
 
     /// A SQL `LIKE` pattern matching the caller's own stored subscriptions (all, in a private
-    /// database): the per-database cap counts each user's public subscriptions on their own.
+    /// database): the per-database cap counts each user's package subscriptions on their own.
     package static func ownPattern(recipient: Int64?) -> String { recipient.map { "\($0)|%" } ?? "%" }
 
     /// The operations as stored (identity when `recipient` is nil: a private database).
@@ -626,13 +615,22 @@ package struct ModifyTransaction {
     package let zoneID: ZoneID
     package let now: Int64
     package let deviceID: String?
+    /// Who writes: the zone's owner, or a participant writing in a shared zone (`created` and
+    /// `modified` name the writer).
+    package let writer: String
     package var sequence: Int64
     package var changes: [CommittedChange] = []
     package var enforcer: SchemaEnforcer
+    /// How the transaction changed `query_counts` (written once, before commit).
+    package var indexCounts: [QueryIndex.CountKey: Int64] = [:]
+    /// Each record the transaction saved or deleted, with its final index entries (type nil: no
+    /// longer live), for a backend that writes the index once per transaction (PostgreSQL).
+    package var indexedRecords: [String: (type: String?, entries: [QueryIndex.Entry])] = [:]
 
     package init(scope: DatabaseScope, zone: ZoneRow, zoneID: ZoneID, now: Int64, deviceID: String?, sequence: Int64,
-                 enforcer: SchemaEnforcer) {
+                 enforcer: SchemaEnforcer, writer: String? = nil) {
         self.scope = scope
+        self.writer = writer ?? scope.userRecordName
         self.zone = zone
         self.zoneID = zoneID
         self.now = now

@@ -1,10 +1,118 @@
+/// The server store's schema, as numbered migrations applied in order when a store opens, each
+/// with its SQLite and its PostgreSQL DDL side by side. `meta.schema_version` holds the version a
+/// store is at (stores made before this list existed hold 1). A store newer than the binary is
+/// refused. Never edit a released step: add one.
+package struct StoreMigration: Sendable {
+    package var version: Int
+    package var sqlite: [String]
+    package var postgres: [String]
+    /// Whether the step fills the query index from the records already stored.
+    package var backfillsQueryIndex = false
+
+    package static let all: [StoreMigration] = [
+        StoreMigration(version: 1, sqlite: StoreSchema.version1, postgres: StoreSchema.postgresVersion1),
+        // The query index (QueryIndex): records/query reads index ranges instead of whole types.
+        StoreMigration(
+            version: 2,
+            sqlite: [
+                """
+                CREATE TABLE query_index (
+                    zone_id INTEGER NOT NULL, record_type TEXT NOT NULL, field TEXT NOT NULL, sort_key TEXT NOT NULL,
+                    record_name TEXT NOT NULL, PRIMARY KEY (zone_id, record_type, field, sort_key, record_name)) WITHOUT ROWID
+                """,
+                "CREATE INDEX query_index_record ON query_index (zone_id, record_name, field)",
+                """
+                CREATE TABLE query_counts (
+                    zone_id INTEGER NOT NULL, record_type TEXT NOT NULL, field TEXT NOT NULL, entries INTEGER NOT NULL,
+                    PRIMARY KEY (zone_id, record_type, field)) WITHOUT ROWID
+                """,
+            ],
+            postgres: [
+                // "C" collation: byte order, as SQLite compares and as the index keys are built.
+                """
+                CREATE TABLE query_index (
+                    zone_id BIGINT NOT NULL, record_type TEXT NOT NULL, field TEXT NOT NULL, sort_key TEXT COLLATE "C" NOT NULL,
+                    record_name TEXT COLLATE "C" NOT NULL, PRIMARY KEY (zone_id, record_type, field, sort_key, record_name))
+                """,
+                "CREATE INDEX query_index_record ON query_index (zone_id, record_name, field)",
+                """
+                CREATE TABLE query_counts (
+                    zone_id BIGINT NOT NULL, record_type TEXT NOT NULL, field TEXT NOT NULL, entries BIGINT NOT NULL,
+                    PRIMARY KEY (zone_id, record_type, field))
+                """,
+                // Records of a type by name in byte order (SQLite's records_type already carries the name).
+                "CREATE INDEX records_type_name ON records (zone_id, type, name COLLATE \"C\") WHERE deleted = 0",
+                "DROP INDEX IF EXISTS records_type",
+            ],
+            backfillsQueryIndex: true),
+        // Sharing (CONTRACT §3.9): users found by email; a zone's share, and its participants in a
+        // table of their own so every shared-database request checks access with one indexed lookup
+        // in its transaction. `share_participants.email` is the address a participant was invited
+        // by (matched against `users.email`); `database_id` is the participant's private database
+        // once it accepted (its notification outbox).
+        StoreMigration(
+            version: 3,
+            sqlite: [
+                "ALTER TABLE users ADD COLUMN email TEXT",
+                "CREATE UNIQUE INDEX users_email ON users (email) WHERE email IS NOT NULL",
+                "CREATE TABLE shares (zone_id INTEGER PRIMARY KEY, short_guid TEXT NOT NULL UNIQUE, owner_user_id INTEGER NOT NULL)",
+                """
+                CREATE TABLE share_participants (
+                    zone_id INTEGER NOT NULL, participant_id TEXT NOT NULL, user_id INTEGER, email TEXT, permission TEXT NOT NULL,
+                    status TEXT NOT NULL, database_id INTEGER, PRIMARY KEY (zone_id, participant_id))
+                """,
+                "CREATE INDEX share_participants_user ON share_participants (user_id, zone_id)",
+                "CREATE INDEX share_participants_email ON share_participants (email) WHERE email IS NOT NULL",
+            ],
+            postgres: [
+                "ALTER TABLE users ADD COLUMN email TEXT",
+                "CREATE UNIQUE INDEX users_email ON users (email) WHERE email IS NOT NULL",
+                "CREATE TABLE shares (zone_id BIGINT PRIMARY KEY, short_guid TEXT NOT NULL UNIQUE, owner_user_id BIGINT NOT NULL)",
+                """
+                CREATE TABLE share_participants (
+                    zone_id BIGINT NOT NULL, participant_id TEXT NOT NULL, user_id BIGINT, email TEXT, permission TEXT NOT NULL,
+                    status TEXT NOT NULL, database_id BIGINT, PRIMARY KEY (zone_id, participant_id))
+                """,
+                "CREATE INDEX share_participants_user ON share_participants (user_id, zone_id)",
+                "CREATE INDEX share_participants_email ON share_participants (email) WHERE email IS NOT NULL",
+            ]),
+        // Server-to-server keys (`scorebookd key add`, CONTRACT §3.10): the P-256 public key (DER,
+        // base64) and the user the key acts as.
+        StoreMigration(
+            version: 4,
+            sqlite: [
+                """
+                CREATE TABLE server_keys (
+                    key_id TEXT PRIMARY KEY, public_key TEXT NOT NULL, user_id INTEGER NOT NULL, name TEXT NOT NULL,
+                    created_at INTEGER NOT NULL)
+                """,
+            ],
+            postgres: [
+                """
+                CREATE TABLE server_keys (
+                    key_id TEXT PRIMARY KEY, public_key TEXT NOT NULL, user_id BIGINT NOT NULL, name TEXT NOT NULL,
+                    created_at BIGINT NOT NULL)
+                """,
+            ]),
+    ]
+
+    package static var latestVersion: Int { all.last!.version }
+
+    /// The steps a store at `version` still needs; throws for a store newer than this binary.
+    package static func pending(from version: Int) throws -> [StoreMigration] {
+        guard version <= latestVersion else {
+            throw StoreOpenError("the store's schema is version \(version), newer than this scorebookd understands (\(latestVersion)); run a newer scorebookd")
+        }
+        return all.filter { $0.version > version }
+    }
+}
+
 /// The tables of the server's store. SQL is kept to what PostgreSQL also accepts where that costs
 /// nothing (no SQLite-only column types; `WITHOUT ROWID` is the one SQLite-specific choice, for
 /// the two hot tables keyed by (zone, name)).
-public enum StoreSchema {
-    static let version = 1
-
-    static let statements = [
+package enum StoreSchema {
+    /// Migration 1 on SQLite: the schema before migrations were numbered.
+    package static let version1 = [
         "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
         """
         CREATE TABLE IF NOT EXISTS users (
@@ -17,12 +125,6 @@ public enum StoreSchema {
             revoked INTEGER NOT NULL DEFAULT 0)
         """,
         "CREATE TABLE IF NOT EXISTS api_tokens (token_hash TEXT PRIMARY KEY, created_at INTEGER NOT NULL)",
-        // Server-to-server keys (`scorebookd key add`): the P-256 public key (DER, base64) and the
-        // user the key acts as.
-        """
-        CREATE TABLE IF NOT EXISTS server_keys (
-            key_id TEXT PRIMARY KEY, public_key TEXT NOT NULL, user_id INTEGER NOT NULL, name TEXT NOT NULL, created_at INTEGER NOT NULL)
-        """,
         """
         CREATE TABLE IF NOT EXISTS databases (
             id INTEGER PRIMARY KEY, user_id INTEGER NOT NULL, container TEXT NOT NULL, environment TEXT NOT NULL,
@@ -69,9 +171,9 @@ public enum StoreSchema {
         "CREATE INDEX IF NOT EXISTS notifications_database ON notifications (database_id, id)",
     ]
 
-    /// The records table and its indexes; public so the benchmark's raw-SQLite baseline inserts
+    /// The records table and its indexes; visible to the package so the benchmark's raw-SQLite baseline inserts
     /// into exactly the same table (`scorebook-bench storage-limit`).
-    public static let recordsTable = [
+    package static let recordsTable = [
         // One row per record name; a deleted record is a tombstone row (deleted = 1) until purged.
         // `seq` is the zone's change sequence of the record's latest change.
         """
@@ -84,5 +186,74 @@ public enum StoreSchema {
         """,
         "CREATE UNIQUE INDEX IF NOT EXISTS records_seq ON records (zone_id, seq)",
         "CREATE INDEX IF NOT EXISTS records_type ON records (zone_id, type) WHERE deleted = 0",
+    ]
+
+    /// Migration 1 on PostgreSQL: SQLite's tables with PostgreSQL's types, plus `databases.note_seq`,
+    /// the per-database notification sequence taken under the database's row lock (a global
+    /// sequence could hand a long-poll cursor 7 before 6 commits), and `daemons`.
+    package static let postgresVersion1 = [
+        "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        """
+        CREATE TABLE IF NOT EXISTS users (
+            id BIGSERIAL PRIMARY KEY, name TEXT NOT NULL UNIQUE, record_name TEXT NOT NULL UNIQUE, created_at BIGINT NOT NULL)
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS auth_tokens (
+            token_hash TEXT PRIMARY KEY, user_id BIGINT NOT NULL, created_at BIGINT NOT NULL, revoked BIGINT NOT NULL DEFAULT 0)
+        """,
+        "CREATE TABLE IF NOT EXISTS api_tokens (token_hash TEXT PRIMARY KEY, created_at BIGINT NOT NULL)",
+        """
+        CREATE TABLE IF NOT EXISTS databases (
+            id BIGSERIAL PRIMARY KEY, user_id BIGINT NOT NULL, container TEXT NOT NULL, environment TEXT NOT NULL,
+            db_seq BIGINT NOT NULL DEFAULT 0, purged_seq BIGINT NOT NULL DEFAULT 0, note_seq BIGINT NOT NULL DEFAULT 0,
+            UNIQUE (user_id, container, environment))
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS zones (
+            id BIGSERIAL PRIMARY KEY, database_id BIGINT NOT NULL, name TEXT NOT NULL,
+            seq BIGINT NOT NULL DEFAULT 0, db_seq BIGINT NOT NULL DEFAULT 0, purged_seq BIGINT NOT NULL DEFAULT 0,
+            deleted BIGINT NOT NULL DEFAULT 0, deleted_at BIGINT)
+        """,
+        "CREATE UNIQUE INDEX IF NOT EXISTS zones_live_name ON zones (database_id, name) WHERE deleted = 0",
+        "CREATE INDEX IF NOT EXISTS zones_db_seq ON zones (database_id, db_seq)",
+        """
+        CREATE TABLE IF NOT EXISTS records (
+            zone_id BIGINT NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL, tag TEXT NOT NULL,
+            seq BIGINT NOT NULL, deleted BIGINT NOT NULL DEFAULT 0, fields TEXT NOT NULL, parent TEXT,
+            created_at BIGINT NOT NULL, created_by TEXT NOT NULL, created_device TEXT,
+            modified_at BIGINT NOT NULL, modified_by TEXT NOT NULL, modified_device TEXT,
+            PRIMARY KEY (zone_id, name))
+        """,
+        "CREATE UNIQUE INDEX IF NOT EXISTS records_seq ON records (zone_id, seq)",
+        "CREATE INDEX IF NOT EXISTS records_type ON records (zone_id, type) WHERE deleted = 0",
+        """
+        CREATE TABLE IF NOT EXISTS refs (
+            zone_id BIGINT NOT NULL, target TEXT NOT NULL, source TEXT NOT NULL, action BIGINT NOT NULL,
+            PRIMARY KEY (zone_id, target, source, action))
+        """,
+        "CREATE INDEX IF NOT EXISTS refs_source ON refs (zone_id, source)",
+        """
+        CREATE TABLE IF NOT EXISTS dev_schema (
+            container TEXT NOT NULL, record_type TEXT NOT NULL, field TEXT NOT NULL, field_type TEXT NOT NULL,
+            PRIMARY KEY (container, record_type, field))
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS subscriptions (
+            database_id BIGINT NOT NULL, subscription_id TEXT NOT NULL, definition TEXT NOT NULL, PRIMARY KEY (database_id, subscription_id))
+        """,
+        """
+        CREATE TABLE IF NOT EXISTS push_tokens (
+            token TEXT PRIMARY KEY, database_id BIGINT NOT NULL, user_id BIGINT NOT NULL, apns_environment TEXT NOT NULL,
+            start_cursor BIGINT NOT NULL, created_at BIGINT NOT NULL)
+        """,
+        // `id` is the database's notification sequence (databases.note_seq), the delivery cursor.
+        """
+        CREATE TABLE IF NOT EXISTS notifications (
+            database_id BIGINT NOT NULL, id BIGINT NOT NULL, created_at BIGINT NOT NULL, payload TEXT NOT NULL,
+            PRIMARY KEY (database_id, id))
+        """,
+        "CREATE INDEX IF NOT EXISTS notifications_created ON notifications (created_at)",
+        // Daemons serving the database, by heartbeat: per-user rate limits are shared among them.
+        "CREATE TABLE IF NOT EXISTS daemons (id TEXT PRIMARY KEY, last_seen BIGINT NOT NULL)",
     ]
 }

@@ -1,12 +1,12 @@
 import RecordModel
 
 /// `development` accepts new record types and fields just in time; `production` enforces the schema.
-public enum Environment: String, Sendable, CaseIterable {
+package enum Environment: String, Sendable, CaseIterable {
     case development, production
 }
 
 /// An authenticated user.
-public struct User: Sendable, Equatable {
+package struct User: Sendable, Equatable {
     /// Package-wide (the other backends' modules build answers too).
     package init(id: Int64, name: String, recordName: String) {
         self.id = id
@@ -14,47 +14,54 @@ public struct User: Sendable, Equatable {
         self.recordName = recordName
     }
 
-    public var id: Int64
-    public var name: String
-    public var recordName: String
+    package var id: Int64
+    package var name: String
+    package var recordName: String
 }
 
-/// Which database of a container a request addresses.
-public enum DatabaseKind: String, Sendable, Hashable {
-    /// The caller's own.
-    case `private`
-    /// One per container and environment, shared by all users (CONTRACT §3.10).
-    case `public`
+/// Which database of a container a request addresses: the caller's own (`private`), the zones
+/// other users shared with it (`shared`, CONTRACT §3.9; the zone's owner comes from
+/// `zoneID.ownerRecordName`), or the container's one public database shared by all users
+/// (`public`, CONTRACT §3.10).
+package enum DatabaseKind: String, Sendable, Hashable {
+    case `private`, shared, `public`
 }
 
-/// The database a request addresses and who is asking: a user's private database, or the
-/// container's public database read or written by a user, a server-to-server key, or (reading
-/// only) a request that carries just a valid API token.
-public struct DatabaseScope: Sendable, Hashable {
+/// The database a request addresses and who is asking: a user's private database, the zones
+/// shared with the user, or the container's public database read or written by a user, a
+/// server-to-server key, or (reading only) a request that carries just a valid API token.
+package struct DatabaseScope: Sendable, Hashable {
     /// The caller (0 for a public reader with an API token only).
-    public var userID: Int64
+    package var userID: Int64
     /// The caller's record name, written as creator and modifier (empty for an API-token reader).
-    public var userRecordName: String
-    public var container: String
-    public var environment: Environment
-    public var database: DatabaseKind = .private
+    package var userRecordName: String
+    package var container: String
+    package var environment: Environment
+    package var kind: DatabaseKind
     /// A server-to-server key acting as its user: it may change any public record.
-    public var isServerKey = false
+    package var isServerKey = false
+
+    /// The same as `kind` (the public database's code reads it under this name).
+    package var database: DatabaseKind {
+        get { kind }
+        set { kind = newValue }
+    }
 
     /// The user id under which the public databases are stored (no real user has it).
     package static let publicOwnerID: Int64 = 0
     /// `ownerRecordName` of the public database's zone, CloudKit's name for the default owner.
-    public static let publicOwnerRecordName = "__defaultOwner__"
+    package static let publicOwnerRecordName = "__defaultOwner__"
 
-    public init(user: User, container: String, environment: Environment) {
+    package init(user: User, container: String, environment: Environment, kind: DatabaseKind = .private) {
         self.userID = user.id
         self.userRecordName = user.recordName
         self.container = container
         self.environment = environment
+        self.kind = kind
     }
 
     /// The public database of `container`, as `caller` (nil: an API-token-only reader) sees it.
-    public static func publicDatabase(caller: User?, container: String, environment: Environment, isServerKey: Bool = false) -> DatabaseScope {
+    package static func publicDatabase(caller: User?, container: String, environment: Environment, isServerKey: Bool = false) -> DatabaseScope {
         var scope = DatabaseScope(user: caller ?? User(id: 0, name: "", recordName: ""), container: container, environment: environment)
         scope.database = .public
         scope.isServerKey = isServerKey && caller != nil
@@ -62,24 +69,34 @@ public struct DatabaseScope: Sendable, Hashable {
     }
 
     /// The caller's private database in the same container and environment.
-    public var callersPrivateDatabase: DatabaseScope {
-        DatabaseScope(user: User(id: userID, name: "", recordName: userRecordName), container: container, environment: environment)
+    package var callersPrivateDatabase: DatabaseScope {
+        var scope = privateScope
+        scope.isServerKey = false
+        return scope
     }
 
     /// The `user_id` of the database's row: the caller's for a private database.
     package var databaseOwnerID: Int64 { database == .public ? DatabaseScope.publicOwnerID : userID }
     /// `ownerRecordName` of the database's zones.
-    public var zoneOwnerRecordName: String { database == .public ? DatabaseScope.publicOwnerRecordName : userRecordName }
+    package var zoneOwnerRecordName: String { database == .public ? DatabaseScope.publicOwnerRecordName : userRecordName }
     /// The database alone, without who is asking (a cache key for its row id).
     package var databaseKey: DatabaseScope {
         database == .public ? DatabaseScope.publicDatabase(caller: nil, container: container, environment: environment) : self
     }
     /// A public reader with an API token only.
-    public var isAnonymous: Bool { userRecordName.isEmpty }
+    package var isAnonymous: Bool { userRecordName.isEmpty }
     /// `dbs` of the notifications this database's subscriptions fire.
     package var notificationDatabaseCode: Int64 { database == .public ? 1 : 2 }
 
-    public static func validateContainer(_ name: String) throws {
+    /// The same user's private database (a shared-database request's notification channel and
+    /// subscriptions hang off it).
+    package var privateScope: DatabaseScope {
+        var scope = self
+        scope.kind = .private
+        return scope
+    }
+
+    package static func validateContainer(_ name: String) throws {
         let utf8 = Array(name.utf8)
         let valid = (1...255).contains(utf8.count) && utf8.allSatisfy {
             ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A)
@@ -90,21 +107,21 @@ public struct DatabaseScope: Sendable, Hashable {
 }
 
 /// The seven operation types of `records/modify`.
-public enum RecordOperationType: String, Sendable, CaseIterable {
+package enum RecordOperationType: String, Sendable, CaseIterable {
     case create, update, forceUpdate, replace, forceReplace, delete, forceDelete
 
-    var needsTag: Bool { self == .update || self == .replace || self == .delete }
-    var isDelete: Bool { self == .delete || self == .forceDelete }
-    var replacesFields: Bool { self == .replace || self == .forceReplace }
+    package var needsTag: Bool { self == .update || self == .replace || self == .delete }
+    package var isDelete: Bool { self == .delete || self == .forceDelete }
+    package var replacesFields: Bool { self == .replace || self == .forceReplace }
 }
 
 /// One operation of a modify request. The record stays a wire dictionary until the store reads it,
 /// because the types of fields sent without `type` come from the schema the store owns.
-public struct RecordOperation: Sendable {
-    public var type: RecordOperationType
-    public var record: JSONValue
+package struct RecordOperation: Sendable {
+    package var type: RecordOperationType
+    package var record: JSONValue
 
-    public init(type: RecordOperationType, record: JSONValue) {
+    package init(type: RecordOperationType, record: JSONValue) {
         self.type = type
         self.record = record
     }
@@ -112,7 +129,7 @@ public struct RecordOperation: Sendable {
 
 /// A record as stored: its system fields and its serialized fields dictionary, which responses
 /// splice in without re-encoding.
-public struct StoredRecord: Sendable {
+package struct StoredRecord: Sendable {
     /// Package-wide (the other backends' modules build answers too).
     package init(recordName: String, recordType: String, changeTag: String, fieldsJSON: [UInt8], parent: String?,
                  created: ChangeStamp, modified: ChangeStamp, zoneID: ZoneID)
@@ -127,18 +144,21 @@ public struct StoredRecord: Sendable {
         self.zoneID = zoneID
     }
 
-    public var recordName: String
-    public var recordType: String
-    public var changeTag: String
-    public var fieldsJSON: [UInt8]
-    public var parent: String?
-    public var created: ChangeStamp
-    public var modified: ChangeStamp
-    public var zoneID: ZoneID
+    package var recordName: String
+    package var recordType: String
+    package var changeTag: String
+    package var fieldsJSON: [UInt8]
+    package var parent: String?
+    package var created: ChangeStamp
+    package var modified: ChangeStamp
+    package var zoneID: ZoneID
+    /// For the share record `cloudkit.zoneshare`: its sharing members (`shortGUID`, `url`, `owner`,
+    /// `participants`, …) serialized without braces, spliced after `fields`.
+    package var shareJSON: [UInt8]?
 
     /// The record dictionary, serialized straight into bytes: feeds and batch answers carry
     /// hundreds of records, and building a dictionary per record would cost more than the query.
-    public func json(desiredKeys: Set<String>? = nil) -> JSONValue {
+    package func json(desiredKeys: Set<String>? = nil) -> JSONValue {
         var out: [UInt8] = []
         out.reserveCapacity(estimatedJSONBytes)
         write(into: &out, desiredKeys: desiredKeys)
@@ -146,9 +166,9 @@ public struct StoredRecord: Sendable {
     }
 
     /// An upper estimate of the dictionary's size without `desiredKeys`, to reserve once.
-    public var estimatedJSONBytes: Int { fieldsJSON.count + recordName.utf8.count + recordType.utf8.count + 320 }
+    package var estimatedJSONBytes: Int { fieldsJSON.count + recordName.utf8.count + recordType.utf8.count + 320 + (shareJSON?.count ?? 0) }
 
-    public func write(into out: inout [UInt8], desiredKeys: Set<String>? = nil) {
+    package func write(into out: inout [UInt8], desiredKeys: Set<String>? = nil) {
         out.append(contentsOf: #"{"recordName":"#.utf8)
         JSONValue.appendString(recordName, to: &out)
         out.append(contentsOf: #","recordType":"#.utf8)
@@ -161,6 +181,10 @@ public struct StoredRecord: Sendable {
             JSONValue.object(all.filter { desiredKeys.contains($0.key) }).serialize(into: &out)
         } else {
             out.append(contentsOf: fieldsJSON)
+        }
+        if let shareJSON {
+            out.append(UInt8(ascii: ","))
+            out.append(contentsOf: shareJSON)
         }
         out.append(contentsOf: #","created":"#.utf8)
         StoredRecord.write(created, to: &out)
@@ -194,7 +218,7 @@ public struct StoredRecord: Sendable {
         out.append(UInt8(ascii: "}"))
     }
 
-    public func record() throws -> Record {
+    package func record() throws -> Record {
         var record = Record(recordName: recordName, recordType: recordType, fields: try Record.fields(fromStoredJSON: fieldsJSON),
                             recordChangeTag: changeTag, parent: parent, zoneID: zoneID)
         record.created = created
@@ -204,18 +228,18 @@ public struct StoredRecord: Sendable {
 }
 
 /// The outcome of one modify operation.
-public enum RecordOperationResult: Sendable {
+package enum RecordOperationResult: Sendable {
     case saved(StoredRecord)
     case deleted(recordName: String)
     case failed(ServerError)
 }
 
 /// An entry of a change feed: a record's latest state or its tombstone.
-public enum RecordChange: Sendable {
+package enum RecordChange: Sendable {
     case changed(StoredRecord)
     case deleted(recordName: String, recordType: String)
 
-    public func json(desiredKeys: Set<String>?) -> JSONValue {
+    package func json(desiredKeys: Set<String>?) -> JSONValue {
         switch self {
         case .changed(let record): return record.json(desiredKeys: desiredKeys)
         case .deleted(let name, let type):
@@ -224,7 +248,7 @@ public enum RecordChange: Sendable {
     }
 
     /// A page of changes as one JSON array in one buffer (a page of 400 records is ~180 KB).
-    public static func jsonArray(_ changes: [RecordChange], desiredKeys: Set<String>?) -> JSONValue {
+    package static func jsonArray(_ changes: [RecordChange], desiredKeys: Set<String>?) -> JSONValue {
         JSONValue.rawArray(changes, estimatedBytes: { change in
             if case .changed(let record) = change { return record.estimatedJSONBytes }
             return 160
@@ -238,7 +262,7 @@ public enum RecordChange: Sendable {
 }
 
 /// One page of a zone's change feed.
-public struct ZoneChangesPage: Sendable {
+package struct ZoneChangesPage: Sendable {
     /// Package-wide (the other backends' modules build answers too).
     package init(zoneID: ZoneID, changes: [RecordChange], syncToken: String, moreComing: Bool) {
         self.zoneID = zoneID
@@ -247,14 +271,14 @@ public struct ZoneChangesPage: Sendable {
         self.moreComing = moreComing
     }
 
-    public var zoneID: ZoneID
-    public var changes: [RecordChange]
-    public var syncToken: String
-    public var moreComing: Bool
+    package var zoneID: ZoneID
+    package var changes: [RecordChange]
+    package var syncToken: String
+    package var moreComing: Bool
 }
 
 /// One page of a database's zone changes.
-public struct DatabaseChangesPage: Sendable {
+package struct DatabaseChangesPage: Sendable {
     /// Package-wide (the other backends' modules build answers too).
     package init(zones: [(zoneID: ZoneID, deleted: Bool)], syncToken: String, moreComing: Bool) {
         self.zones = zones
@@ -262,74 +286,77 @@ public struct DatabaseChangesPage: Sendable {
         self.moreComing = moreComing
     }
 
-    public var zones: [(zoneID: ZoneID, deleted: Bool)]
-    public var syncToken: String
-    public var moreComing: Bool
+    package var zones: [(zoneID: ZoneID, deleted: Bool)]
+    package var syncToken: String
+    package var moreComing: Bool
 }
 
 /// A live zone with its current sync token.
-public struct ZoneInfo: Sendable {
+package struct ZoneInfo: Sendable {
     /// Package-wide (the other backends' modules build answers too).
     package init(zoneID: ZoneID, syncToken: String) {
         self.zoneID = zoneID
         self.syncToken = syncToken
     }
 
-    public var zoneID: ZoneID
-    public var syncToken: String
+    package var zoneID: ZoneID
+    package var syncToken: String
 
-    public var json: JSONValue { ["zoneID": zoneID.json, "syncToken": .string(syncToken), "atomic": true] }
+    package var json: JSONValue { ["zoneID": zoneID.json, "syncToken": .string(syncToken), "atomic": true] }
 }
 
 /// A query of `records/query`.
-public struct RecordQuery: Sendable {
-    public var recordType: String
-    public var filters: [QueryFilter]
-    public var sorts: [QuerySort]
+package struct RecordQuery: Sendable {
+    package var recordType: String
+    package var filters: [QueryFilter]
+    package var sorts: [QuerySort]
 }
 
-public enum QueryComparator: String, Sendable, CaseIterable {
+package enum QueryComparator: String, Sendable, CaseIterable {
     case equals = "EQUALS", notEquals = "NOT_EQUALS", lessThan = "LESS_THAN", lessThanOrEquals = "LESS_THAN_OR_EQUALS"
     case greaterThan = "GREATER_THAN", greaterThanOrEquals = "GREATER_THAN_OR_EQUALS", `in` = "IN", notIn = "NOT_IN"
     case beginsWith = "BEGINS_WITH", listContains = "LIST_CONTAINS"
 }
 
 /// A field a filter or sort names: a record field or one of the system fields.
-public enum QueryField: Sendable, Equatable {
+package enum QueryField: Sendable, Equatable {
     case field(String)
     case recordName, createdTimestamp, modifiedTimestamp
 }
 
-public struct QueryFilter: Sendable {
-    public var comparator: QueryComparator
-    public var field: QueryField
-    public var value: JSONValue
+package struct QueryFilter: Sendable {
+    package var comparator: QueryComparator
+    package var field: QueryField
+    package var value: JSONValue
 }
 
-public struct QuerySort: Sendable {
-    public var field: QueryField
-    public var ascending: Bool
+package struct QuerySort: Sendable {
+    package var field: QueryField
+    package var ascending: Bool
 }
 
-public struct QueryPage: Sendable {
+package struct QueryPage: Sendable {
     /// Package-wide (the other backends' modules build answers too).
     package init(records: [StoredRecord], continuationMarker: String?) {
         self.records = records
         self.continuationMarker = continuationMarker
     }
 
-    public var records: [StoredRecord]
-    public var continuationMarker: String?
+    package var records: [StoredRecord]
+    package var continuationMarker: String?
+    /// How many rows the store's scans read for this page (tests check that a page costs
+    /// about its size, not the zone's).
+    package var rowsVisited = 0
 }
 
 /// One operation of `subscriptions/modify`.
-public enum SubscriptionOperation: Sendable {
+package enum SubscriptionOperation: Sendable {
     case save(Subscription)  // create or update
     case delete(subscriptionID: String)
 }
 
 /// A device's notification channel.
-public struct PushToken: Sendable {
+package struct PushToken: Sendable {
     /// Package-wide (the other backends' modules build answers too).
     package init(token: String, apnsEnvironment: String, databaseID: Int64, startCursor: Int64) {
         self.token = token
@@ -338,31 +365,31 @@ public struct PushToken: Sendable {
         self.startCursor = startCursor
     }
 
-    public var token: String
-    public var apnsEnvironment: String
-    public var databaseID: Int64
+    package var token: String
+    package var apnsEnvironment: String
+    package var databaseID: Int64
     /// Where delivery starts for a poll that gives no cursor: the newest notification when the
     /// token was made.
-    public var startCursor: Int64
+    package var startCursor: Int64
 }
 
 /// A notification as stored: its cursor and its serialized `{"ck": …}` payload.
-public struct StoredNotification: Sendable {
+package struct StoredNotification: Sendable {
     /// Package-wide (the other backends' modules build answers too).
     package init(id: Int64, payload: [UInt8]) {
         self.id = id
         self.payload = payload
     }
 
-    public var id: Int64
-    public var payload: [UInt8]
+    package var id: Int64
+    package var payload: [UInt8]
 }
 
 /// Delivery cursors travel as opaque base64, like sync tokens.
-public enum NotificationCursor {
-    public static func encode(_ id: Int64) -> String { OpaqueToken.encode("n1|\(id)") }
+package enum NotificationCursor {
+    package static func encode(_ id: Int64) -> String { OpaqueToken.encode("n1|\(id)") }
 
-    public static func decode(_ cursor: String) throws -> Int64 {
+    package static func decode(_ cursor: String) throws -> Int64 {
         let parts = OpaqueToken.decode(cursor)?.split(separator: "|") ?? []
         guard parts.count == 2, parts[0] == "n1", let id = Int64(parts[1]), id >= 0 else {
             throw ServerError.badRequest("not a valid notification cursor")
@@ -372,7 +399,7 @@ public enum NotificationCursor {
 }
 
 /// Totals for monitoring.
-public struct StoreStatistics: Sendable {
+package struct StoreStatistics: Sendable {
     /// Package-wide (the other backends' modules build answers too).
     package init(records: Int, zones: Int, notifications: Int) {
         self.records = records
@@ -380,7 +407,7 @@ public struct StoreStatistics: Sendable {
         self.notifications = notifications
     }
 
-    public var records: Int
-    public var zones: Int
-    public var notifications: Int
+    package var records: Int
+    package var zones: Int
+    package var notifications: Int
 }

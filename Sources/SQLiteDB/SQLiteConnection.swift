@@ -37,6 +37,21 @@ public final class SQLiteConnection {
         sqlite3_busy_timeout(handle, milliseconds)
     }
 
+    /// Defines a SQL function `name()` on this connection that returns `value`: statements
+    /// written once can then be scoped to a value fixed per connection (the local store's book).
+    public func defineConstantFunction(_ name: String, value: Int64) throws {
+        let box = UnsafeMutablePointer<Int64>.allocate(capacity: 1)
+        box.initialize(to: value)
+        let rc = sqlite3_create_function_v2(
+            handle, name, 0, SQLITE_UTF8 | SQLITE_DETERMINISTIC, box,
+            { context, _, _ in
+                let pointer = sqlite3_user_data(context)!.assumingMemoryBound(to: Int64.self)
+                sqlite3_result_int64(context, pointer.pointee)
+            }, nil, nil,
+            { pointer in pointer?.assumingMemoryBound(to: Int64.self).deallocate() })
+        if rc != SQLITE_OK { throw error(rc) }
+    }
+
     deinit {
         statementCache.removeAll()
         sqlite3_close_v2(handle)

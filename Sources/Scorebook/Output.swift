@@ -19,6 +19,63 @@ public enum Output {
         return TextTable(headers: ["NAME", "EMAIL", "RECORD NAME"], rows: rows).rendered
     }
 
+    /// `book create` / `book delete`: what was done to which book.
+    public static func bookChanged(_ action: String, _ name: String, json: Bool) -> String {
+        json ? JSONText.render([action: .string(name)]) : "\(action) book \(shown(name))"
+    }
+
+    /// `book participants`: who, permission, accepted or invited.
+    public static func participants(_ participants: [BookParticipant], json: Bool) -> String {
+        if json {
+            return JSONText.render(.array(participants.map { participant in
+                ["userRecordName": participant.userRecordName.map { .string($0) } ?? .null,
+                 "emailAddress": participant.emailAddress.map { .string($0) } ?? .null,
+                 "name": participant.name.map { .string($0) } ?? .null, "type": .string(participant.type),
+                 "permission": .string(participant.permission), "acceptanceStatus": .string(participant.acceptanceStatus)]
+            }))
+        }
+        let rows = participants.map { participant in
+            [participant.name ?? participant.emailAddress ?? participant.userRecordName ?? "?",
+             participant.emailAddress ?? "", participant.type == "OWNER" ? "owner" : participant.permission.lowercased().replacingOccurrences(of: "_", with: "-"),
+             participant.acceptanceStatus.lowercased(), participant.userRecordName ?? ""]
+        }
+        return TextTable(headers: ["WHO", "EMAIL", "PERMISSION", "STATUS", "USER RECORD NAME"], rows: rows).rendered
+    }
+
+    /// `book invitations`: the shares waiting to be accepted.
+    public static func invitations(_ invitations: [BookInvitation], json: Bool) -> String {
+        if json {
+            return JSONText.render(.array(invitations.map { invitation in
+                ["title": .string(invitation.title ?? invitation.zoneName), "zoneName": .string(invitation.zoneName),
+                 "owner": .string(invitation.ownerRecordName), "ownerName": invitation.ownerName.map { .string($0) } ?? .null,
+                 "permission": .string(invitation.permission), "shortGUID": .string(invitation.shortGUID),
+                 "url": invitation.url.map { .string($0) } ?? .null]
+            }))
+        }
+        let rows = invitations.map { invitation in
+            [invitation.title ?? invitation.zoneName, invitation.ownerName ?? invitation.ownerRecordName,
+             invitation.permission.lowercased().replacingOccurrences(of: "_", with: "-"), invitation.url ?? invitation.shortGUID]
+        }
+        return TextTable(headers: ["TITLE", "OWNER", "PERMISSION", "URL"], rows: rows).rendered
+    }
+
+    /// `book list`: NAME, OWNER, ROLE, records, last sync (CONTRACT §4.3).
+    public static func books(_ books: [LocalBookSummary], json: Bool) -> String {
+        func owner(_ book: LocalBookSummary) -> String { book.book.ownerRecordName.isEmpty ? "me" : book.book.ownerRecordName }
+        if json {
+            return JSONText.render(.array(books.map { book in
+                ["name": .string(book.title ?? book.book.zoneName), "zoneName": .string(book.book.zoneName),
+                 "owner": .string(owner(book)), "role": .string(book.role), "records": .int(Int64(book.recordCount)),
+                 "lastSync": book.lastSync.map { .string($0) } ?? .null]
+            }))
+        }
+        let rows = books.map { book in
+            [book.title ?? book.book.zoneName, owner(book), book.role, String(book.recordCount),
+             book.lastSync.flatMap(ISO8601.date(from:)).map(day) ?? "never"]
+        }
+        return TextTable(headers: ["NAME", "OWNER", "ROLE", "RECORDS", "LAST SYNC"], rows: rows).rendered
+    }
+
     public static func games(_ games: [Game], json: Bool) -> String {
         if json { return JSONText.render(.array(games.map(\.json))) }
         let rows = games.map { [$0.name, $0.lowScoreWins ? "low score wins" : "high score wins", $0.recordName] }
@@ -44,6 +101,8 @@ public enum Output {
         public var result: MatchResult
         /// Where it was played (`match show`).
         public var location: MatchLocation?
+        /// In a shared book, every score with who entered it (`match show`); nil otherwise.
+        public var sharedScores: [ScoreLine]?
 
         public init(match: Match, gameName: String, result: MatchResult, location: MatchLocation? = nil) {
             self.match = match
@@ -76,6 +135,14 @@ public enum Output {
             })
             members["winner"] = result.winner.map(JSONValue.string) ?? .null
             members["location"] = line.location.map(\.showJSON) ?? .null
+            if let scores = line.sharedScores {
+                members["scores"] = .array(scores.map { score in
+                    ["recordName": .string(score.score.recordName), "name": .string(score.personName),
+                     "round": score.score.round.map(JSONValue.int) ?? .null, "value": .double(score.score.value),
+                     "enteredBy": score.enteredBy.map(JSONValue.string) ?? .null,
+                     "enteredByName": score.enteredByName.map(JSONValue.string) ?? .null]
+                })
+            }
             return JSONText.render(.object(members))
         }
         var lines = ["\(shown(line.gameName)) — \(shown(match.recordName))"]
@@ -85,6 +152,13 @@ public enum Output {
         if let location = line.location { lines.append("location: \(shown(location.showText))") }
         let rows = result.rows.map { [String($0.rank), $0.name, NumberText.format($0.total)] }
         lines.append(TextTable(headers: ["RANK", "PLAYER", "TOTAL"], rows: rows).rendered)
+        if let scores = line.sharedScores, !scores.isEmpty {
+            let entered = scores.map { score in
+                [score.personName, score.score.round.map(String.init) ?? "-", NumberText.format(score.score.value),
+                 score.enteredByName ?? score.enteredBy ?? "-"]
+            }
+            lines.append(TextTable(headers: ["PLAYER", "ROUND", "SCORE", "ENTERED BY"], rows: entered).rendered)
+        }
         if let winner = result.winner, let row = result.rows.first(where: { $0.person == winner }) {
             lines.append("winner: \(shown(row.name))")
         } else {
@@ -122,7 +196,7 @@ public enum Output {
 
     public static func syncSummary(_ summary: SyncSummary, json: Bool) -> String {
         if json {
-            return JSONText.render([
+            var members: [String: JSONValue] = [
                 "sent": ["saved": .int(Int64(summary.sentSaved)), "deleted": .int(Int64(summary.sentDeleted))],
                 "received": ["saved": .int(Int64(summary.receivedSaved)), "deleted": .int(Int64(summary.receivedDeleted))],
                 "conflicts": .int(Int64(summary.conflicts)),
@@ -130,11 +204,14 @@ public enum Output {
                     ["recordName": .string(dropped.recordName), "recordType": .string(dropped.recordType),
                      "reason": .string(dropped.reason.rawValue)]
                 }),
-            ])
+            ]
+            if !summary.booksRemoved.isEmpty { members["booksRemoved"] = .array(summary.booksRemoved.map { .string($0) }) }
+            return JSONText.render(.object(members))
         }
         return "sent \(summary.sentSaved) saved, \(summary.sentDeleted) deleted; "
             + "received \(summary.receivedSaved) saved, \(summary.receivedDeleted) deleted; \(summary.conflicts) conflicts"
             + droppedText(summary.dropped)
+            + summary.booksRemoved.map { "; book \(shown($0)) was deleted on the server and removed here" }.joined()
     }
 
     /// The end of the summary line for local edits dropped because their record or its parent
@@ -149,11 +226,14 @@ public enum Output {
     }
 
     /// One line of `sync --watch` per applied remote change.
-    public static func change(_ change: AppliedChange, json: Bool) -> String {
-        guard json else { return shown(Scorebook.describe(change)) }
+    /// One `sync --watch` line; `by` names another user who made the change (a shared book).
+    public static func change(_ change: AppliedChange, by writer: String? = nil, json: Bool) -> String {
+        guard json else { return shown(Scorebook.describe(change) + (writer.map { " by \($0)" } ?? "")) }
         let type = change.recordType.isEmpty ? (RecordNaming.recordType(fromRecordName: change.recordName) ?? "") : change.recordType
-        return JSONText.render(["event": .string(change.kind.rawValue), "recordType": .string(type),
-                                "recordName": .string(change.recordName)])
+        var members: [String: JSONValue] = ["event": .string(change.kind.rawValue), "recordType": .string(type),
+                                            "recordName": .string(change.recordName)]
+        if let writer { members["by"] = .string(writer) }
+        return JSONText.render(.object(members))
     }
 
     static func accountJSON(_ account: SyncAccount?) -> JSONValue {

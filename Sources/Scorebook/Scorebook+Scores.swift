@@ -10,6 +10,8 @@ public struct ScoreLine: Equatable, Sendable {
     /// The user record name of whoever entered the score's current value, or nil when unknown
     /// (a store that never logged in). See `Scorebook.enteredBy(_:)`.
     public var enteredBy: String?
+    /// In a shared book, the name of whoever entered it (as looked up after a sync).
+    public var enteredByName: String?
 }
 
 extension Scorebook {
@@ -47,10 +49,13 @@ extension Scorebook {
     public func scoreLines(of match: Match) throws -> [ScoreLine] {
         let players = try entities(Player.self, referencing: match.recordName).filter { $0.match == match.recordName }
         var lines: [ScoreLine] = []
+        let shared = try isSharedBook()
         for player in players {
             let name = try entity(Person.self, named: player.person)?.fullName ?? player.person
             for score in try entities(Score.self, referencing: player.recordName) where score.player == player.recordName {
-                lines.append(ScoreLine(score: score, player: player, personName: name, enteredBy: try enteredBy(score)))
+                let writer = try enteredBy(score)
+                lines.append(ScoreLine(score: score, player: player, personName: name, enteredBy: writer,
+                                       enteredByName: shared ? try writerName(writer) : nil))
             }
         }
         return lines.sorted {
@@ -92,6 +97,7 @@ extension Scorebook {
             .sorted { $0.seat != $1.seat ? $0.seat < $1.seat : $0.recordName < $1.recordName }
         var columns: [MatchRounds.Column] = []
         var scores: [Score] = []
+        let shared = try isSharedBook()
         for player in players {
             let name = try entity(Person.self, named: player.person)?.fullName ?? player.person
             columns.append(MatchRounds.Column(player: player.recordName, person: player.person, name: name))
@@ -106,16 +112,21 @@ extension ScoreLine {
     /// "value", "enteredBy"}]` (CONTRACT §4.1).
     public static func render(_ lines: [ScoreLine], json: Bool) -> String {
         if json {
-            return JSONText.render(.array(lines.map {
-                ["recordName": .string($0.score.recordName), "player": .string($0.player.recordName),
-                 "person": .string($0.player.person), "name": .string($0.personName),
-                 "round": $0.score.round.map(JSONValue.int) ?? .null, "value": .double($0.score.value),
-                 "enteredBy": $0.enteredBy.map(JSONValue.string) ?? .null]
+            return JSONText.render(.array(lines.map { line -> JSONValue in
+                var members: [String: JSONValue] = [
+                    "recordName": .string(line.score.recordName), "player": .string(line.player.recordName),
+                    "person": .string(line.player.person), "name": .string(line.personName),
+                    "round": line.score.round.map(JSONValue.int) ?? .null, "value": .double(line.score.value),
+                    "enteredBy": line.enteredBy.map(JSONValue.string) ?? .null,
+                ]
+                // Only in a shared book, so the unshared shape stays as it was.
+                if let name = line.enteredByName { members["enteredByName"] = .string(name) }
+                return .object(members)
             }))
         }
         let rows = lines.map {
             [$0.score.recordName, $0.personName, $0.score.round.map(String.init) ?? "-", NumberText.format($0.score.value),
-             $0.enteredBy ?? "-"]
+             $0.enteredByName ?? $0.enteredBy ?? "-"]
         }
         return TextTable(headers: ["RECORD NAME", "PLAYER", "ROUND", "VALUE", "ENTERED BY"], rows: rows).rendered
     }

@@ -31,14 +31,16 @@ extension Scorebook {
         try accounts.status()
     }
 
-    /// One full sync cycle; `onChange` hears of each remote change applied, `onProgress` of the
+    /// One full sync cycle of every private book; `onChange` hears of each remote change applied, `onProgress` of the
     /// counts sent and received so far.
     @discardableResult
     public func sync(onChange: (AppliedChange) -> Void = { _ in },
                      onProgress: ((SyncProgress) -> Void)? = nil) async throws -> SyncSummary
     {
         do {
-            return try await accounts.makeSynchronizer(zoneID: Self.zoneID).sync(onChange: onChange, onProgress: onProgress)
+            let summary = try await accounts.syncPrivateBooks(onChange: { _, change in onChange(change) }, onProgress: onProgress)
+            await learnWriterNames()
+            return summary
         } catch let error as SyncError {
             throw ScorebookError(.sync, error.description)
         } catch let stopped as SyncStopped {
@@ -56,7 +58,9 @@ extension Scorebook {
                       onInitialSyncProgress: ((SyncProgress) -> Void)? = nil) async throws -> SyncStopped?
     {
         do {
-            let synchronizer = try accounts.makeSynchronizer(zoneID: Self.zoneID)
+            let synchronizer = try accounts.makeSynchronizer(zoneID: store.book.zoneID)
+            await learnParticipantNames()
+            await learnWriterNames()
             return try await synchronizer.watch(until: seconds.map { Date().addingTimeInterval($0) }, onChange: onChange,
                                                 onProblem: onProblem, onInitialSyncProgress: onInitialSyncProgress)
         } catch let error as SyncError {

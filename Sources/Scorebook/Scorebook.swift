@@ -29,9 +29,9 @@ public final class Scorebook {
     let clock: () -> Date
 
     /// Opens (creating if needed) the store at `storePath`.
-    public convenience init(storePath: String) throws {
+    public convenience init(storePath: String, book: LocalBook = .defaultBook) throws {
         do {
-            try self.init(store: LocalRecordStore(path: storePath))
+            try self.init(store: LocalRecordStore(path: storePath, book: book))
         } catch let error as ScorebookError {
             throw error
         } catch {

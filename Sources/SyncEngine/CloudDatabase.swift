@@ -6,6 +6,11 @@ import RecordModel
 public protocol CloudDatabase: Sendable {
     func currentUserRecordName() async throws -> String
     func createZone(_ zoneID: ZoneID) async throws
+    func deleteZone(_ zoneID: ZoneID) async throws
+    /// The zones of the private database.
+    func listZones() async throws -> [ZoneID]
+    /// The same server and user on the shared database (zones others share with the user).
+    func sharedScope() -> any CloudDatabase
     func modifyRecords(zoneID: ZoneID, operations: [RecordOperation], atomic: Bool) async throws -> [RecordOperationResult]
     func lookupRecords(zoneID: ZoneID, recordNames: [String]) async throws -> [RecordOperationResult]
     func fetchZoneChanges(zoneID: ZoneID, syncToken: String?, resultsLimit: Int?) async throws -> ZoneChangesPage
@@ -14,4 +19,13 @@ public protocol CloudDatabase: Sendable {
     func pollNotifications(_ channel: NotificationChannel, since cursor: String?, timeout: Int) async throws -> NotificationPage
 }
 
-extension RecordClient: CloudDatabase {}
+extension RecordClient: CloudDatabase {
+    public func sharedScope() -> any CloudDatabase { inDatabase("shared") }
+}
+
+extension CloudDatabase {
+    // Doubles that hold one zone need not implement the zone listing.
+    public func deleteZone(_ zoneID: ZoneID) async throws {}
+    public func listZones() async throws -> [ZoneID] { [] }
+    public func sharedScope() -> any CloudDatabase { self }
+}

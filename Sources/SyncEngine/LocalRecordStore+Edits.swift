@@ -39,8 +39,8 @@ public struct LocalEditor {
                 // The server deletes the rest of the cascade itself.
                 try LocalRecordStore.queue(member, type: deleted[0].recordType, operation: .delete, in: connection)
             } else {
-                try connection.run("DELETE FROM outbox WHERE name = ?", [.text(member)])
-                if member != name { try connection.run("DELETE FROM server_copies WHERE name = ?", [.text(member)]) }
+                try connection.run("DELETE FROM outbox WHERE book = current_book() AND name = ?", [.text(member)])
+                if member != name { try connection.run("DELETE FROM server_copies WHERE book = current_book() AND name = ?", [.text(member)]) }
             }
         }
         return deleted
@@ -60,26 +60,32 @@ public struct LocalStoreError: Error, CustomStringConvertible, Equatable {
 
 extension LocalRecordStore {
     /// Runs several local edits in one transaction: all are kept, or none.
+    /// A read-only shared book refuses every edit here, before anything is queued.
     public func edit<T>(_ body: (LocalEditor) throws -> T) throws -> T {
-        try transaction { connection in try body(LocalEditor(connection: connection)) }
+        try transaction { connection in
+            if try connection.first("SELECT role FROM books WHERE id = current_book()", [], { $0.text(0) }) == "read-only" {
+                throw LocalStoreError("the book \(book.zoneName) is shared with you read-only; it cannot be changed")
+            }
+            return try body(LocalEditor(connection: connection))
+        }
     }
 
     /// Whether the server may hold the record: it has a server copy, or a save of it was sent
     /// and its answer never recorded.
     static func mayBeOnServer(_ name: String, in connection: SQLiteConnection) throws -> Bool {
-        let hasCopy = (try connection.scalarInt("SELECT EXISTS(SELECT 1 FROM server_copies WHERE name = ?)", [.text(name)]) ?? 0) != 0
-        let attempts = try connection.scalarInt("SELECT attempts FROM outbox WHERE name = ?", [.text(name)]) ?? 0
+        let hasCopy = (try connection.scalarInt("SELECT EXISTS(SELECT 1 FROM server_copies WHERE book = current_book() AND name = ?)", [.text(name)]) ?? 0) != 0
+        let attempts = try connection.scalarInt("SELECT attempts FROM outbox WHERE book = current_book() AND name = ?", [.text(name)]) ?? 0
         return hasCopy || attempts > 0
     }
 
     /// Queues a record in the outbox with a new sequence number, replacing its earlier entry.
     static func queue(_ name: String, type: String, operation: PendingChange.Operation, in connection: SQLiteConnection) throws {
-        let sequence = (try connection.scalarInt("SELECT CAST(value AS INTEGER) FROM settings WHERE key = 'outboxSequence'") ?? 0) + 1
-        try connection.run("INSERT INTO settings(key, value) VALUES('outboxSequence', ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        let sequence = (try connection.scalarInt("SELECT CAST(value AS INTEGER) FROM settings WHERE book = 0 AND key = 'outboxSequence'") ?? 0) + 1
+        try connection.run("INSERT INTO settings(book, key, value) VALUES(0, 'outboxSequence', ?) ON CONFLICT(book, key) DO UPDATE SET value = excluded.value",
                            [.text(String(sequence))])
         try connection.run("""
-            INSERT INTO outbox(name, type, operation, sequence) VALUES(?, ?, ?, ?)
-            ON CONFLICT(name) DO UPDATE SET operation = excluded.operation, sequence = excluded.sequence, parked_reason = NULL
+            INSERT INTO outbox(book, name, type, operation, sequence) VALUES(current_book(), ?, ?, ?, ?)
+            ON CONFLICT(book, name) DO UPDATE SET operation = excluded.operation, sequence = excluded.sequence, parked_reason = NULL
             """, [.text(name), .text(type), .text(operation.rawValue), .int(sequence)])
     }
 }

@@ -20,12 +20,12 @@ extension LocalRecordStore {
     func applyFetchedPage(_ page: ZoneChangesPage, tokenKey: String) throws -> PageOutcome {
         try transaction { connection in
             var outcome = PageOutcome()
-            let waiting = try connection.map("SELECT record FROM waiting_records") { row in
+            let waiting = try connection.map("SELECT record FROM waiting_records WHERE book = current_book()") { row in
                 try Record(responseJSON: try JSONValue.parse(row.blob(0)))
             }
             // While refetching from scratch, every record the feed holds is marked seen.
             for case .saved(let record) in page.changes {
-                try connection.run("UPDATE server_copies SET seen = 1 WHERE name = ?", [.text(record.recordName)])
+                try connection.run("UPDATE server_copies SET seen = 1 WHERE book = current_book() AND name = ?", [.text(record.recordName)])
             }
             let plan = ChangeApplyPlanner.plan(changes: page.changes, waiting: waiting) { name in
                 (try? Self.exists(name, in: connection)) ?? false
@@ -37,7 +37,7 @@ extension LocalRecordStore {
                 outcome.deletedCount += deletion.applied.count  // the record and its local cascade: the same total whatever the feed order
             }
             for record in plan.saves {
-                try connection.run("DELETE FROM waiting_records WHERE name = ?", [.text(record.recordName)])
+                try connection.run("DELETE FROM waiting_records WHERE book = current_book() AND name = ?", [.text(record.recordName)])
                 let known = try Self.serverCopy(named: record.recordName, in: connection)
                 if let known, known.recordChangeTag == record.recordChangeTag, record.recordChangeTag != nil,
                    try Self.exists(record.recordName, in: connection)
@@ -53,8 +53,8 @@ extension LocalRecordStore {
             }
             for entry in plan.waiting {
                 try connection.run("""
-                    INSERT INTO waiting_records(name, record, missing) VALUES(?, ?, ?)
-                    ON CONFLICT(name) DO UPDATE SET record = excluded.record, missing = excluded.missing
+                    INSERT INTO waiting_records(book, name, record, missing) VALUES(current_book(), ?, ?, ?)
+                    ON CONFLICT(book, name) DO UPDATE SET record = excluded.record, missing = excluded.missing
                     """, [.text(entry.record.recordName), .blob(entry.record.json().serialized()), .text(entry.missingRecordName)])
             }
             try Self.setSetting(tokenKey, page.syncToken, in: connection)
@@ -64,14 +64,14 @@ extension LocalRecordStore {
 
     /// The number of fetched records waiting for a record they require.
     public func waitingRecordCount() throws -> Int {
-        try withConnection { Int(try $0.scalarInt("SELECT COUNT(*) FROM waiting_records") ?? 0) }
+        try withConnection { Int(try $0.scalarInt("SELECT COUNT(*) FROM waiting_records WHERE book = current_book()") ?? 0) }
     }
 
     /// Forgets the change token and marks every server copy unseen, before reading the feed
     /// from the beginning.
     func beginRefetchFromScratch(tokenKey: String, flagKey: String) throws {
         try transaction { connection in
-            try connection.run("UPDATE server_copies SET seen = 0")
+            try connection.run("UPDATE server_copies SET seen = 0 WHERE book = current_book()")
             try Self.setSetting(tokenKey, nil, in: connection)
             try Self.setSetting(flagKey, "1", in: connection)
         }
@@ -82,7 +82,7 @@ extension LocalRecordStore {
     /// have no server copy and stay, to be sent.
     func finishRefetchFromScratch(flagKey: String) throws -> RemoteDeletion {
         try transaction { connection in
-            let gone = try connection.map("SELECT name FROM server_copies WHERE seen = 0") { $0.text(0) }
+            let gone = try connection.map("SELECT name FROM server_copies WHERE book = current_book() AND seen = 0") { $0.text(0) }
             var deletion = RemoteDeletion()
             for name in gone {
                 deletion += try Self.applyRemoteDeletion(of: name, in: connection)
@@ -96,9 +96,9 @@ extension LocalRecordStore {
     /// server any more, so every local record is queued to be sent again.
     func resetForRecreatedZone(tokenKey: String, flagKey: String) throws {
         try transaction { connection in
-            try connection.execute("DELETE FROM server_copies; DELETE FROM sent_states; DELETE FROM waiting_records; DELETE FROM outbox WHERE operation = 'delete';")
-            try connection.run("UPDATE outbox SET attempts = 0, parked_reason = NULL")
-            let records = try connection.map("SELECT name, type FROM records ORDER BY rowid") { ($0.text(0), $0.text(1)) }
+            try connection.execute("DELETE FROM server_copies WHERE book = current_book(); DELETE FROM sent_states WHERE book = current_book(); DELETE FROM waiting_records WHERE book = current_book(); DELETE FROM outbox WHERE book = current_book() AND operation = 'delete';")
+            try connection.run("UPDATE outbox SET attempts = 0, parked_reason = NULL WHERE book = current_book()")
+            let records = try connection.map("SELECT name, type FROM records WHERE book = current_book() ORDER BY rowid") { ($0.text(0), $0.text(1)) }
             for (name, type) in records { try Self.queue(name, type: type, operation: .save, in: connection) }
             try Self.setSetting(tokenKey, nil, in: connection)
             try Self.setSetting(flagKey, nil, in: connection)
@@ -109,13 +109,13 @@ extension LocalRecordStore {
     /// local records, and queues them all: for a store adopted by a new account.
     func forgetServerState(keepingSettings keep: Set<String>) throws {
         try transaction { connection in
-            try connection.execute("DELETE FROM server_copies; DELETE FROM sent_states; DELETE FROM waiting_records; DELETE FROM outbox WHERE operation = 'delete';")
-            try connection.run("UPDATE outbox SET attempts = 0, parked_reason = NULL")
-            let keys = try connection.map("SELECT key FROM settings") { $0.text(0) }
+            try connection.execute("DELETE FROM server_copies WHERE book = current_book(); DELETE FROM sent_states WHERE book = current_book(); DELETE FROM waiting_records WHERE book = current_book(); DELETE FROM outbox WHERE book = current_book() AND operation = 'delete';")
+            try connection.run("UPDATE outbox SET attempts = 0, parked_reason = NULL WHERE book = current_book()")
+            let keys = try connection.map("SELECT key FROM settings WHERE book IN (0, current_book())") { $0.text(0) }
             for key in keys where !keep.contains(key) && key != "outboxSequence" {
                 try Self.setSetting(key, nil, in: connection)
             }
-            let records = try connection.map("SELECT name, type FROM records ORDER BY rowid") { ($0.text(0), $0.text(1)) }
+            let records = try connection.map("SELECT name, type FROM records WHERE book = current_book() ORDER BY rowid") { ($0.text(0), $0.text(1)) }
             for (name, type) in records { try Self.queue(name, type: type, operation: .save, in: connection) }
         }
     }

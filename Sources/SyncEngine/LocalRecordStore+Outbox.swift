@@ -8,7 +8,7 @@ extension LocalRecordStore {
     func sendableChanges() throws -> [PendingChange] {
         try withConnection { connection in
             let entries = try connection.map(
-                "SELECT name, type, operation, sequence FROM outbox WHERE parked_reason IS NULL ORDER BY sequence") { row in
+                "SELECT name, type, operation, sequence FROM outbox WHERE book = current_book() AND parked_reason IS NULL ORDER BY sequence") { row in
                 PendingChange(recordName: row.text(0), recordType: row.text(1),
                               operation: PendingChange.Operation(rawValue: row.text(2)) ?? .save, sequence: row.int64(3))
             }
@@ -25,7 +25,7 @@ extension LocalRecordStore {
     func unsentRecordNames() throws -> Set<String> {
         try withConnection { connection in
             Set(try connection.map("""
-                SELECT name FROM outbox WHERE operation = 'save' AND name NOT IN (SELECT name FROM server_copies)
+                SELECT name FROM outbox WHERE book = current_book() AND operation = 'save' AND name NOT IN (SELECT name FROM server_copies WHERE book = current_book())
                 """) { $0.text(0) })
         }
     }
@@ -36,7 +36,7 @@ extension LocalRecordStore {
     }
 
     static func serverCopy(named name: String, in connection: SQLiteConnection) throws -> Record? {
-        try connection.first("SELECT record FROM server_copies WHERE name = ?", [.text(name)]) { row in
+        try connection.first("SELECT record FROM server_copies WHERE book = current_book() AND name = ?", [.text(name)]) { row in
             try Record(responseJSON: try JSONValue.parse(row.blob(0)))
         }
     }
@@ -45,8 +45,8 @@ extension LocalRecordStore {
         var stored = record
         stored.removedFieldNames = []
         try connection.run("""
-            INSERT INTO server_copies(name, type, change_tag, record, seen) VALUES(?, ?, ?, ?, 1)
-            ON CONFLICT(name) DO UPDATE SET change_tag = excluded.change_tag, record = excluded.record, seen = 1
+            INSERT INTO server_copies(book, name, type, change_tag, record, seen) VALUES(current_book(), ?, ?, ?, ?, 1)
+            ON CONFLICT(book, name) DO UPDATE SET change_tag = excluded.change_tag, record = excluded.record, seen = 1
             """, [.text(record.recordName), .text(record.recordType), record.recordChangeTag.sqlValue, .blob(stored.json().serialized())])
     }
 
@@ -64,19 +64,19 @@ extension LocalRecordStore {
         try transaction { connection in
             var stillQueued: [(change: PendingChange, operation: RecordOperation)] = []
             for (change, operation) in sending {
-                let queued = try connection.first("SELECT operation FROM outbox WHERE name = ?", [.text(change.recordName)]) {
+                let queued = try connection.first("SELECT operation FROM outbox WHERE book = current_book() AND name = ?", [.text(change.recordName)]) {
                     $0.text(0)
                 }
                 guard queued == change.operation.rawValue else { continue }
                 stillQueued.append((change, operation))
-                try connection.run("UPDATE outbox SET attempts = attempts + 1 WHERE name = ?", [.text(change.recordName)])
+                try connection.run("UPDATE outbox SET attempts = attempts + 1 WHERE book = current_book() AND name = ?", [.text(change.recordName)])
                 guard change.operation == .save else { continue }
                 var state = try Self.serverCopy(named: change.recordName, in: connection)
                     ?? Record(recordName: change.recordName, recordType: change.recordType)
                 for name in operation.record.removedFieldNames { state.fields[name] = nil }
                 for (name, value) in operation.record.fields { state.fields[name] = value }
                 state.removedFieldNames = []
-                try connection.run("INSERT OR REPLACE INTO sent_states(name, record) VALUES(?, ?)",
+                try connection.run("INSERT OR REPLACE INTO sent_states(book, name, record) VALUES(current_book(), ?, ?)",
                                    [.text(change.recordName), .blob(state.json().serialized())])
             }
             return stillQueued
@@ -98,7 +98,7 @@ extension LocalRecordStore {
     }
 
     static func sentState(named name: String, in connection: SQLiteConnection) throws -> Record? {
-        try connection.first("SELECT record FROM sent_states WHERE name = ?", [.text(name)]) { row in
+        try connection.first("SELECT record FROM sent_states WHERE book = current_book() AND name = ?", [.text(name)]) { row in
             try Record(responseJSON: try JSONValue.parse(row.blob(0)))
         }
     }
@@ -110,18 +110,18 @@ extension LocalRecordStore {
     }
 
     static func forgetSentState(_ name: String, in connection: SQLiteConnection) throws {
-        try connection.run("DELETE FROM sent_states WHERE name = ?", [.text(name)])
+        try connection.run("DELETE FROM sent_states WHERE book = current_book() AND name = ?", [.text(name)])
     }
 
     /// True when some entry was sent before without an answer: the server may hold it already,
     /// and may since have deleted it.
     public func hasUnacknowledgedSends() throws -> Bool {
-        try withConnection { try $0.scalarInt("SELECT 1 FROM outbox WHERE attempts > 0 LIMIT 1") != nil }
+        try withConnection { try $0.scalarInt("SELECT 1 FROM outbox WHERE book = current_book() AND attempts > 0 LIMIT 1") != nil }
     }
 
     /// Removes an entry if it is still the one that was sent (no edit since).
     static func dequeue(_ change: PendingChange, in connection: SQLiteConnection) throws {
-        try connection.run("DELETE FROM outbox WHERE name = ? AND sequence = ?", [.text(change.recordName), .int(change.sequence)])
+        try connection.run("DELETE FROM outbox WHERE book = current_book() AND name = ? AND sequence = ?", [.text(change.recordName), .int(change.sequence)])
     }
 
     /// An entry with nothing to send (the record is gone, or equals its server copy).
@@ -148,7 +148,7 @@ extension LocalRecordStore {
     /// The server deleted the record (or never had it).
     func acknowledgeDelete(_ change: PendingChange) throws {
         try transaction { connection in
-            try connection.run("DELETE FROM server_copies WHERE name = ?", [.text(change.recordName)])
+            try connection.run("DELETE FROM server_copies WHERE book = current_book() AND name = ?", [.text(change.recordName)])
             try Self.forgetSentState(change.recordName, in: connection)
             try Self.dequeue(change, in: connection)
         }
@@ -157,7 +157,7 @@ extension LocalRecordStore {
     /// Sets an entry aside until the record is edited again.
     func park(_ change: PendingChange, reason: String) throws {
         try transaction { connection in
-            _ = try connection.run("UPDATE outbox SET parked_reason = ? WHERE name = ? AND sequence = ?",
+            _ = try connection.run("UPDATE outbox SET parked_reason = ? WHERE book = current_book() AND name = ? AND sequence = ?",
                                [.text(reason), .text(change.recordName), .int(change.sequence)])
         }
     }
@@ -165,7 +165,7 @@ extension LocalRecordStore {
     /// The reasons of parked entries, by record name.
     public func parkedChanges() throws -> [String: String] {
         try withConnection { connection in
-            Dictionary(try connection.map("SELECT name, parked_reason FROM outbox WHERE parked_reason IS NOT NULL") {
+            Dictionary(try connection.map("SELECT name, parked_reason FROM outbox WHERE book = current_book() AND parked_reason IS NOT NULL") {
                 ($0.text(0), $0.text(1))
             }, uniquingKeysWith: { first, _ in first })
         }
@@ -187,7 +187,7 @@ extension LocalRecordStore {
     static func mergeServerRecord(_ server: Record, in connection: SQLiteConnection) throws -> MergeOutcome {
         let name = server.recordName
         let ancestor = try serverCopy(named: name, in: connection)
-        let entry = try connection.first("SELECT operation FROM outbox WHERE name = ?", [.text(name)]) { $0.text(0) }
+        let entry = try connection.first("SELECT operation FROM outbox WHERE book = current_book() AND name = ?", [.text(name)]) { $0.text(0) }
         let local = try record(named: name, in: connection)
         if local == nil, entry != nil {
             // Deleted here and not yet sent: the deletion stands; remember the copy for its tag.
@@ -214,7 +214,7 @@ extension LocalRecordStore {
         if merged.parent == nil { merged.parent = server.parent }
         try writeRecord(merged, in: connection)
         try writeServerCopy(server, in: connection)
-        if !result.needsUpload { try connection.run("DELETE FROM outbox WHERE name = ?", [.text(name)]) }
+        if !result.needsUpload { try connection.run("DELETE FROM outbox WHERE book = current_book() AND name = ?", [.text(name)]) }
         let applied = result.changedLocally ? AppliedChange(kind: .saved, record: merged) : nil
         return MergeOutcome(applied: applied, hadConflict: !result.conflictingFields.isEmpty)
     }
@@ -247,7 +247,7 @@ extension LocalRecordStore {
             if let record = try record(named: member, in: connection) {
                 deletion.applied.append(AppliedChange(kind: .deleted, record: record))
             }
-            if let type = try connection.first("SELECT type FROM outbox WHERE name = ? AND operation = 'save'", [.text(member)], {
+            if let type = try connection.first("SELECT type FROM outbox WHERE book = current_book() AND name = ? AND operation = 'save'", [.text(member)], {
                 $0.text(0)
             }) {
                 deletion.dropped.append(DroppedChange(recordName: member, recordType: type,
@@ -256,10 +256,10 @@ extension LocalRecordStore {
         }
         try removeLocally(names, in: connection)
         for member in names {
-            try connection.run("DELETE FROM outbox WHERE name = ?", [.text(member)])
-            try connection.run("DELETE FROM server_copies WHERE name = ?", [.text(member)])
+            try connection.run("DELETE FROM outbox WHERE book = current_book() AND name = ?", [.text(member)])
+            try connection.run("DELETE FROM server_copies WHERE book = current_book() AND name = ?", [.text(member)])
         }
-        try connection.run("DELETE FROM waiting_records WHERE name = ?", [.text(name)])
+        try connection.run("DELETE FROM waiting_records WHERE book = current_book() AND name = ?", [.text(name)])
         return deletion
     }
 }

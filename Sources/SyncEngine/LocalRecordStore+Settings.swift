@@ -16,16 +16,28 @@ extension LocalRecordStore {
         }
     }
 
+    /// Settings that belong to one book (its zone's sync state); the rest belong to the file
+    /// (account, sync switch, notification channel) and are stored under book 0.
+    static let perBookSettingKeys: Set<String> = [
+        SyncSettingKey.syncToken, SyncSettingKey.refetchInProgress, SyncSettingKey.zoneReady,
+        SyncSettingKey.lastSync, SyncSettingKey.lastError,
+    ]
+
+    /// The SQL for the book a setting is kept under.
+    static func settingBook(_ key: String) -> String {
+        perBookSettingKeys.contains(key) ? "current_book()" : "0"
+    }
+
     static func setting(_ key: String, in connection: SQLiteConnection) throws -> String? {
-        try connection.first("SELECT value FROM settings WHERE key = ?", [.text(key)]) { $0.text(0) }
+        try connection.first("SELECT value FROM settings WHERE book = \(settingBook(key)) AND key = ?", [.text(key)]) { $0.text(0) }
     }
 
     static func setSetting(_ key: String, _ value: String?, in connection: SQLiteConnection) throws {
         if let value {
-            try connection.run("INSERT INTO settings(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            try connection.run("INSERT INTO settings(book, key, value) VALUES(\(settingBook(key)), ?, ?) ON CONFLICT(book, key) DO UPDATE SET value = excluded.value",
                                [.text(key), .text(value)])
         } else {
-            try connection.run("DELETE FROM settings WHERE key = ?", [.text(key)])
+            try connection.run("DELETE FROM settings WHERE book = \(settingBook(key)) AND key = ?", [.text(key)])
         }
     }
 }

@@ -23,11 +23,18 @@ public final class LocalRecordStore: @unchecked Sendable {
     /// another joins it, so the sync engine can check its session and apply an answer in one.
     private var transactionDepth = 0
 
-    static let schemaVersion: Int64 = 1
+    static let schemaVersion: Int64 = 2
 
-    /// Opens the store at `path`, creating the file and its folder if needed.
-    public init(path: String) throws {
+    /// The book (zone) this store object reads and edits; other books of the file are left alone.
+    public let book: LocalBook
+    /// The book's row in `books`; every per-book row is keyed by it.
+    public let bookID: Int64
+
+    /// Opens the store at `path`, creating the file and its folder if needed, on `book`
+    /// (registered in the file if new).
+    public init(path: String, book: LocalBook = .defaultBook) throws {
         self.path = path
+        self.book = book
         if path != ":memory:" {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
             do {
@@ -37,35 +44,106 @@ public final class LocalRecordStore: @unchecked Sendable {
             }
         }
         connection = try SQLiteConnection(path: path, synchronous: .full)
-        try migrate()
+        try Self.migrate(connection)
+        bookID = try Self.registerBook(book, in: connection)
+        try connection.defineConstantFunction("current_book", value: bookID)
     }
 
-    private func migrate() throws {
+    /// The same file opened on another book.
+    public func opening(_ other: LocalBook) throws -> LocalRecordStore {
+        try LocalRecordStore(path: path, book: other)
+    }
+
+    static func migrate(_ connection: SQLiteConnection) throws {
         let version = try connection.scalarInt("PRAGMA user_version") ?? 0
         guard version < Self.schemaVersion else { return }
         try connection.transaction {
-            try connection.execute("""
-                CREATE TABLE IF NOT EXISTS records(
-                    name TEXT PRIMARY KEY, type TEXT NOT NULL, fields BLOB NOT NULL, parent TEXT,
-                    modified_ms INTEGER NOT NULL DEFAULT 0);
-                CREATE INDEX IF NOT EXISTS records_by_type ON records(type);
-                CREATE TABLE IF NOT EXISTS record_references(
-                    name TEXT NOT NULL, field TEXT NOT NULL, target TEXT NOT NULL, action TEXT NOT NULL);
-                CREATE INDEX IF NOT EXISTS record_references_by_target ON record_references(target);
-                CREATE INDEX IF NOT EXISTS record_references_by_name ON record_references(name);
-                CREATE TABLE IF NOT EXISTS server_copies(
-                    name TEXT PRIMARY KEY, type TEXT NOT NULL, change_tag TEXT, record BLOB NOT NULL,
-                    seen INTEGER NOT NULL DEFAULT 1);
-                CREATE TABLE IF NOT EXISTS outbox(
-                    name TEXT PRIMARY KEY, type TEXT NOT NULL, operation TEXT NOT NULL, sequence INTEGER NOT NULL,
-                    attempts INTEGER NOT NULL DEFAULT 0, parked_reason TEXT);
-                CREATE TABLE IF NOT EXISTS waiting_records(
-                    name TEXT PRIMARY KEY, record BLOB NOT NULL, missing TEXT NOT NULL);
-                CREATE TABLE IF NOT EXISTS settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-                CREATE TABLE IF NOT EXISTS sent_states(name TEXT PRIMARY KEY, record BLOB NOT NULL);
-                PRAGMA user_version = \(Self.schemaVersion);
-                """)
+            // Re-read inside the write lock: another process may have migrated meanwhile.
+            let version = try connection.scalarInt("PRAGMA user_version") ?? 0
+            if version < 1 {
+                try connection.execute("""
+                    CREATE TABLE IF NOT EXISTS records(
+                        name TEXT PRIMARY KEY, type TEXT NOT NULL, fields BLOB NOT NULL, parent TEXT,
+                        modified_ms INTEGER NOT NULL DEFAULT 0);
+                    CREATE TABLE IF NOT EXISTS record_references(
+                        name TEXT NOT NULL, field TEXT NOT NULL, target TEXT NOT NULL, action TEXT NOT NULL);
+                    CREATE TABLE IF NOT EXISTS server_copies(
+                        name TEXT PRIMARY KEY, type TEXT NOT NULL, change_tag TEXT, record BLOB NOT NULL,
+                        seen INTEGER NOT NULL DEFAULT 1);
+                    CREATE TABLE IF NOT EXISTS outbox(
+                        name TEXT PRIMARY KEY, type TEXT NOT NULL, operation TEXT NOT NULL, sequence INTEGER NOT NULL,
+                        attempts INTEGER NOT NULL DEFAULT 0, parked_reason TEXT);
+                    CREATE TABLE IF NOT EXISTS waiting_records(
+                        name TEXT PRIMARY KEY, record BLOB NOT NULL, missing TEXT NOT NULL);
+                    CREATE TABLE IF NOT EXISTS settings(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+                    CREATE TABLE IF NOT EXISTS sent_states(name TEXT PRIMARY KEY, record BLOB NOT NULL);
+                    """)
+            }
+            if version < 2 { try migrateToBooks(connection) }
+            try connection.execute("PRAGMA user_version = \(Self.schemaVersion)")
         }
+    }
+
+    /// Version 2: one file holds several books. Every per-record row gains the book it belongs
+    /// to (a `books` row: database scope, zone name, owner) and is keyed by (book, name); what
+    /// the file held is moved into book 1, `ScorebookData` of the private database, with the
+    /// zone's sync state (token, refetch flag, last sync).
+    static func migrateToBooks(_ connection: SQLiteConnection) throws {
+        let perBookKeys = perBookSettingKeys.map { "'\($0)'" }.joined(separator: ", ")
+        try connection.execute("""
+            CREATE TABLE books(
+                id INTEGER PRIMARY KEY, scope TEXT NOT NULL, zone_name TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '',
+                title TEXT, role TEXT NOT NULL DEFAULT 'owner', pending_delete INTEGER NOT NULL DEFAULT 0,
+                UNIQUE(scope, zone_name, owner));
+            INSERT INTO books(id, scope, zone_name, owner) VALUES(1, 'private', 'ScorebookData', '');
+
+            ALTER TABLE records RENAME TO records_v1;
+            CREATE TABLE records(
+                book INTEGER NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL, fields BLOB NOT NULL, parent TEXT,
+                modified_ms INTEGER NOT NULL DEFAULT 0, PRIMARY KEY(book, name));
+            INSERT INTO records(rowid, book, name, type, fields, parent, modified_ms)
+                SELECT rowid, 1, name, type, fields, parent, modified_ms FROM records_v1;
+            DROP TABLE records_v1;
+            CREATE INDEX records_by_type ON records(book, type);
+
+            ALTER TABLE record_references RENAME TO record_references_v1;
+            CREATE TABLE record_references(
+                book INTEGER NOT NULL, name TEXT NOT NULL, field TEXT NOT NULL, target TEXT NOT NULL, action TEXT NOT NULL);
+            INSERT INTO record_references SELECT 1, name, field, target, action FROM record_references_v1;
+            DROP TABLE record_references_v1;
+            CREATE INDEX record_references_by_target ON record_references(book, target);
+            CREATE INDEX record_references_by_name ON record_references(book, name);
+
+            ALTER TABLE server_copies RENAME TO server_copies_v1;
+            CREATE TABLE server_copies(
+                book INTEGER NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL, change_tag TEXT, record BLOB NOT NULL,
+                seen INTEGER NOT NULL DEFAULT 1, PRIMARY KEY(book, name));
+            INSERT INTO server_copies SELECT 1, name, type, change_tag, record, seen FROM server_copies_v1;
+            DROP TABLE server_copies_v1;
+
+            ALTER TABLE outbox RENAME TO outbox_v1;
+            CREATE TABLE outbox(
+                book INTEGER NOT NULL, name TEXT NOT NULL, type TEXT NOT NULL, operation TEXT NOT NULL,
+                sequence INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, parked_reason TEXT, PRIMARY KEY(book, name));
+            INSERT INTO outbox SELECT 1, name, type, operation, sequence, attempts, parked_reason FROM outbox_v1;
+            DROP TABLE outbox_v1;
+
+            ALTER TABLE waiting_records RENAME TO waiting_records_v1;
+            CREATE TABLE waiting_records(
+                book INTEGER NOT NULL, name TEXT NOT NULL, record BLOB NOT NULL, missing TEXT NOT NULL, PRIMARY KEY(book, name));
+            INSERT INTO waiting_records SELECT 1, name, record, missing FROM waiting_records_v1;
+            DROP TABLE waiting_records_v1;
+
+            ALTER TABLE sent_states RENAME TO sent_states_v1;
+            CREATE TABLE sent_states(book INTEGER NOT NULL, name TEXT NOT NULL, record BLOB NOT NULL, PRIMARY KEY(book, name));
+            INSERT INTO sent_states SELECT 1, name, record FROM sent_states_v1;
+            DROP TABLE sent_states_v1;
+
+            ALTER TABLE settings RENAME TO settings_v1;
+            CREATE TABLE settings(book INTEGER NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY(book, key));
+            INSERT INTO settings SELECT CASE WHEN key IN (\(perBookKeys)) THEN 1 ELSE 0 END, key, value FROM settings_v1;
+            DROP TABLE settings_v1;
+            """)
     }
 
     /// Runs `body` holding the connection; every public entry point goes through here.
@@ -101,7 +179,7 @@ public final class LocalRecordStore: @unchecked Sendable {
     /// Every local record of a type, oldest first.
     public func records(ofType type: String) throws -> [Record] {
         try withConnection { connection in
-            try connection.map("SELECT name, type, fields, parent FROM records WHERE type = ? ORDER BY rowid", [.text(type)], Self.readRecord)
+            try connection.map("SELECT name, type, fields, parent FROM records WHERE book = current_book() AND type = ? ORDER BY rowid", [.text(type)], Self.readRecord)
         }
     }
 
@@ -110,7 +188,7 @@ public final class LocalRecordStore: @unchecked Sendable {
         try withConnection { connection in
             try connection.map("""
                 SELECT r.name, r.type, r.fields, r.parent FROM records r
-                WHERE r.name IN (SELECT name FROM record_references WHERE target = ?) AND (? IS NULL OR r.type = ?)
+                WHERE r.book = current_book() AND r.name IN (SELECT name FROM record_references WHERE book = current_book() AND target = ?) AND (? IS NULL OR r.type = ?)
                 ORDER BY r.rowid
                 """, [.text(target), type.sqlValue, type.sqlValue], Self.readRecord)
         }
@@ -118,27 +196,27 @@ public final class LocalRecordStore: @unchecked Sendable {
 
     /// The number of local records.
     public func recordCount() throws -> Int {
-        try withConnection { Int(try $0.scalarInt("SELECT COUNT(*) FROM records") ?? 0) }
+        try withConnection { Int(try $0.scalarInt("SELECT COUNT(*) FROM records WHERE book = current_book()") ?? 0) }
     }
 
     /// Whether the store holds any record or any change not yet sent.
     public func hasLocalData() throws -> Bool {
         try withConnection { connection in
-            (try connection.scalarInt("SELECT EXISTS(SELECT 1 FROM records) OR EXISTS(SELECT 1 FROM outbox)") ?? 0) != 0
+            (try connection.scalarInt("SELECT EXISTS(SELECT 1 FROM records WHERE book = current_book()) OR EXISTS(SELECT 1 FROM outbox WHERE book = current_book())") ?? 0) != 0
         }
     }
 
     /// The number of changes waiting to be sent.
     public func pendingChangeCount() throws -> Int {
-        try withConnection { Int(try $0.scalarInt("SELECT COUNT(*) FROM outbox") ?? 0) }
+        try withConnection { Int(try $0.scalarInt("SELECT COUNT(*) FROM outbox WHERE book = current_book()") ?? 0) }
     }
 
-    /// Removes every record, outbox entry, server copy and setting: a store as new.
+    /// Removes every record, outbox entry, server copy and setting of every book: a store as new.
     public func deleteAllData() throws {
         try transaction { connection in
             try connection.execute("""
                 DELETE FROM records; DELETE FROM record_references; DELETE FROM server_copies; DELETE FROM sent_states;
-                DELETE FROM outbox; DELETE FROM waiting_records; DELETE FROM settings;
+                DELETE FROM outbox; DELETE FROM waiting_records; DELETE FROM settings; DELETE FROM books WHERE id <> 1;
                 """)
         }
     }
@@ -151,7 +229,7 @@ public final class LocalRecordStore: @unchecked Sendable {
     }
 
     static func record(named name: String, in connection: SQLiteConnection) throws -> Record? {
-        try connection.first("SELECT name, type, fields, parent FROM records WHERE name = ?", [.text(name)], readRecord)
+        try connection.first("SELECT name, type, fields, parent FROM records WHERE book = current_book() AND name = ?", [.text(name)], readRecord)
     }
 
     static func fieldsBlob(_ fields: [String: FieldValue]) -> [UInt8] {
@@ -161,19 +239,19 @@ public final class LocalRecordStore: @unchecked Sendable {
     /// Writes the local copy of a record and its references.
     static func writeRecord(_ record: Record, in connection: SQLiteConnection) throws {
         try connection.run("""
-            INSERT INTO records(name, type, fields, parent, modified_ms) VALUES(?, ?, ?, ?, ?)
-            ON CONFLICT(name) DO UPDATE SET fields = excluded.fields, parent = excluded.parent, modified_ms = excluded.modified_ms
+            INSERT INTO records(book, name, type, fields, parent, modified_ms) VALUES(current_book(), ?, ?, ?, ?, ?)
+            ON CONFLICT(book, name) DO UPDATE SET fields = excluded.fields, parent = excluded.parent, modified_ms = excluded.modified_ms
             """, [.text(record.recordName), .text(record.recordType), .blob(fieldsBlob(record.fields)), record.parent.sqlValue,
                   .int(RecordMerge.modificationMilliseconds(of: record))])
-        try connection.run("DELETE FROM record_references WHERE name = ?", [.text(record.recordName)])
+        try connection.run("DELETE FROM record_references WHERE book = current_book() AND name = ?", [.text(record.recordName)])
         for (field, reference) in record.references {
-            try connection.run("INSERT INTO record_references(name, field, target, action) VALUES(?, ?, ?, ?)",
+            try connection.run("INSERT INTO record_references(book, name, field, target, action) VALUES(current_book(), ?, ?, ?, ?)",
                                [.text(record.recordName), .text(field), .text(reference.recordName), .text(reference.action.rawValue)])
         }
     }
 
     static func exists(_ name: String, in connection: SQLiteConnection) throws -> Bool {
-        (try connection.scalarInt("SELECT EXISTS(SELECT 1 FROM records WHERE name = ?)", [.text(name)]) ?? 0) != 0
+        (try connection.scalarInt("SELECT EXISTS(SELECT 1 FROM records WHERE book = current_book() AND name = ?)", [.text(name)]) ?? 0) != 0
     }
 
     /// `name` and every record that a `DELETE_SELF` reference chain ties to it, parents first:
@@ -184,7 +262,7 @@ public final class LocalRecordStore: @unchecked Sendable {
         var index = 0
         while index < ordered.count {
             let children = try connection.map(
-                "SELECT DISTINCT name FROM record_references WHERE target = ? AND action = 'DELETE_SELF'",
+                "SELECT DISTINCT name FROM record_references WHERE book = current_book() AND target = ? AND action = 'DELETE_SELF'",
                 [.text(ordered[index])]) { $0.text(0) }
             for child in children where seen.insert(child).inserted { ordered.append(child) }
             index += 1
@@ -195,10 +273,10 @@ public final class LocalRecordStore: @unchecked Sendable {
     /// Removes local records (and what hangs off them) without queueing anything to send.
     static func removeLocally(_ names: [String], in connection: SQLiteConnection) throws {
         for name in names {
-            try connection.run("DELETE FROM records WHERE name = ?", [.text(name)])
-            try connection.run("DELETE FROM record_references WHERE name = ?", [.text(name)])
-            try connection.run("DELETE FROM waiting_records WHERE name = ?", [.text(name)])
-            try connection.run("DELETE FROM sent_states WHERE name = ?", [.text(name)])
+            try connection.run("DELETE FROM records WHERE book = current_book() AND name = ?", [.text(name)])
+            try connection.run("DELETE FROM record_references WHERE book = current_book() AND name = ?", [.text(name)])
+            try connection.run("DELETE FROM waiting_records WHERE book = current_book() AND name = ?", [.text(name)])
+            try connection.run("DELETE FROM sent_states WHERE book = current_book() AND name = ?", [.text(name)])
         }
     }
 }

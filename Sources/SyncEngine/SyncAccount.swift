@@ -159,7 +159,9 @@ public struct AccountManager: Sendable {
         case .failure(let stopped):
             throw SyncError(stopped.description)
         case .success(let session):
-            return ZoneSynchronizer(store: store, database: makeDatabase(account.endpoint), zoneID: zoneID, session: session)
+            // A book shared with the user lives in its shared database.
+            let database = store.book.scope == .shared ? makeDatabase(account.endpoint).sharedScope() : makeDatabase(account.endpoint)
+            return ZoneSynchronizer(store: store, database: database, zoneID: zoneID, session: session)
         }
     }
 }

@@ -11,6 +11,8 @@ public struct SyncSummary: Equatable, Sendable {
     /// Local edits the server could not take because their record or its parent was deleted
     /// elsewhere (they are gone; the deletion stands).
     public var dropped: [DroppedChange] = []
+    /// Books this file dropped because their zone is gone from the server.
+    public var booksRemoved: [String] = []
 
     public init() {}
 }

@@ -15,23 +15,44 @@ protocol BenchTarget {
     var environmentPath: String { get }
 }
 
-/// A scorebookd served in-process on a free loopback port, with one user, for the HTTP scenarios.
+/// The store a scenario runs on: the embedded SQLite file, or a database of the bench's own
+/// throw-away PostgreSQL cluster (`BenchPostgres`, only in builds with the PostgreSQL trait).
+enum BenchBackend: String, CaseIterable {
+    case sqlite, postgres
+}
+
+/// A scorebookd served in-process on a free loopback port, with one user, for the HTTP scenarios:
+/// the routes of `RecordAPI` over either backend's `RecordStorage`.
 final class BenchServer: BenchTarget, @unchecked Sendable {
-    let store: SQLiteRecordStore
+    let backend: BenchBackend
+    let storage: any RecordStorage
     let api: RecordAPI
+    /// The SQLite store's directory (removed by `stop`); empty on PostgreSQL.
     let directory: String
     private(set) var port = 0
     let token: String
     let scope: DatabaseScope
     private var task: Task<Void, any Error>?
 
-    init(directory: String) throws {
+    private init(backend: BenchBackend, storage: any RecordStorage, directory: String) async throws {
+        self.backend = backend
+        self.storage = storage
         self.directory = directory
-        store = try SQLiteRecordStore(directory: directory)
-        api = RecordAPI(store: SQLiteStorage(store))
-        let (user, token) = try store.createUser(name: "bench")
+        api = RecordAPI(store: storage)
+        let (user, token) = try await storage.createUser(name: "bench")
         self.token = token
         scope = DatabaseScope(user: user, container: "iCloud.bench", environment: .development)
+    }
+
+    /// A server on a fresh store: a new SQLite directory, or a new database of the bench cluster.
+    static func make(_ backend: BenchBackend, name: String) async throws -> BenchServer {
+        switch backend {
+        case .sqlite:
+            let directory = temporaryDirectory(name)
+            return try await BenchServer(backend: backend, storage: SQLiteStorage(SQLiteRecordStore(directory: directory)), directory: directory)
+        case .postgres:
+            return try await BenchServer(backend: backend, storage: BenchPostgres.openStore(), directory: "")
+        }
     }
 
     func start() async throws {
@@ -46,9 +67,12 @@ final class BenchServer: BenchTarget, @unchecked Sendable {
         }
     }
 
-    func stop() {
+    /// Stops serving, closes the store and removes an SQLite store's files.
+    func stop() async {
         task?.cancel()
         api.pushHub.close()
+        await storage.close()
+        if !directory.isEmpty { try? FileManager.default.removeItem(atPath: directory) }
     }
 
     var databasePath: String { "/database/1/iCloud.bench/development/private" }

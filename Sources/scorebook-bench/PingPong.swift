@@ -9,8 +9,8 @@ import SyncEngine
 /// its own edit (counter + 1). A hop is the time from one engine's local edit to the other
 /// engine applying it: local commit, send, server commit, notification, long-poll answer,
 /// changes/zone, local apply. A round is two hops (ping and pong).
-func pingPong(_ options: BenchOptions) async throws -> [String: JSONValue] {
-    let server = try BenchServer(directory: temporaryDirectory("pingpong-server"))
+func pingPong(_ options: BenchOptions, _ backend: BenchBackend) async throws -> [String: JSONValue] {
+    let server = try await BenchServer.make(backend, name: "pingpong-server")
     try await server.start()
     let directory = temporaryDirectory("pingpong-stores")
     let endpoint = ServerEndpoint(baseURL: URL(string: "http://127.0.0.1:\(server.port)")!, container: "iCloud.bench",
@@ -42,10 +42,9 @@ func pingPong(_ options: BenchOptions) async throws -> [String: JSONValue] {
     let deadline = now() + 30 + Double(options.rounds)
     while !rally.isFinished, now() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
     for task in tasks { task.cancel() }
-    server.stop()
+    await server.stop()
     for task in tasks { _ = try? await task.value }
     try? FileManager.default.removeItem(atPath: directory)
-    try? FileManager.default.removeItem(atPath: server.directory)
     let (hops, rounds, problems) = rally.results()
     guard rally.isFinished else {
         throw RawHTTPConnection.Failure(description: "the rally stalled after \(hops.count) hops; problems: \(problems)")

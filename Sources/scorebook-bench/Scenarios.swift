@@ -69,16 +69,16 @@ func storageLimit(_ options: BenchOptions) async throws -> [String: JSONValue] {
 /// (2) records/modify with atomic 400-record batches: in-process through the store, and end to
 /// end over HTTP with keep-alive. The raw baseline runs interleaved with them, batch by batch
 /// (raw, store, HTTP, raw, …), so that the machine's noise hits all three alike and the ratios
-/// hold even when the machine's speed drifts during the run.
-func batchWrite(_ options: BenchOptions) async throws -> [String: JSONValue] {
+/// hold even when the machine's speed drifts during the run. On PostgreSQL the raw baseline is
+/// postgres-nio on one connection (`RawPostgresTable`), a second one its bulk form.
+func batchWrite(_ options: BenchOptions, _ backend: BenchBackend) async throws -> [String: JSONValue] {
     let records = (0..<options.records).map { benchRecord($0) }
     let rows = RawRecordTable.rows(0..<options.records)
-    let table = try RawRecordTable(name: "raw-interleaved")
-    defer { table.remove() }
+    let table = try await makeRawBaseline(backend, name: "raw-interleaved")
 
-    let storeServer = try BenchServer(directory: temporaryDirectory("store"))
-    _ = try storeServer.store.createZone(storeServer.scope, zoneName: "Bench")
-    let server = try BenchServer(directory: temporaryDirectory("http"))
+    let storeServer = try await BenchServer.make(backend, name: "store")
+    _ = try await storeServer.storage.createZone(storeServer.scope, zoneName: "Bench")
+    let server = try await BenchServer.make(backend, name: "http")
     try await server.start()
     let connection = try RawHTTPConnection(port: server.port)
     try createZone("Bench", on: server, connection)
@@ -86,18 +86,24 @@ func batchWrite(_ options: BenchOptions) async throws -> [String: JSONValue] {
         modifyBody(zone: "Bench", records: Array(records[$0..<min($0 + batchSize, records.count)]))
     }
 
-    var rawSeconds = 0.0, storeSeconds = 0.0, httpSeconds = 0.0
+    var rawSeconds = 0.0, bulkSeconds = 0.0, storeSeconds = 0.0, httpSeconds = 0.0
     var latencies: [Double] = []
     for (batch, body) in bodies.enumerated() {
         let range = (batch * batchSize)..<min((batch + 1) * batchSize, records.count)
         var started = now()
-        try table.insert(rows[range])
+        try await table.insert(rows[range])
         rawSeconds += now() - started
 
+        if table.hasBulkInsert {
+            started = now()
+            try await table.insertBulk(rows[range])
+            bulkSeconds += now() - started
+        }
+
         started = now()
-        let results = try storeServer.store.modifyRecords(storeServer.scope, zone: ZoneID(zoneName: "Bench"),
-                                                          operations: records[range].map { RecordOperation(type: .create, record: $0) },
-                                                          atomic: true, deviceID: nil)
+        let results = try await storeServer.storage.modifyRecords(
+            storeServer.scope, zone: ZoneID(zoneName: "Bench"), operations: records[range].map { RecordOperation(type: .create, record: $0) },
+            atomic: true, deviceID: nil)
         storeSeconds += now() - started
         guard case .saved = results[0] else { throw RawHTTPConnection.Failure(description: "store batch failed: \(results[0])") }
 
@@ -110,8 +116,7 @@ func batchWrite(_ options: BenchOptions) async throws -> [String: JSONValue] {
             throw RawHTTPConnection.Failure(description: "HTTP batch failed: \(status) \(String(decoding: answer.prefix(300), as: UTF8.self))")
         }
     }
-    storeServer.store.close()
-    try? FileManager.default.removeItem(atPath: storeServer.directory)
+    await storeServer.stop()
 
     // The same batches again over two keep-alive connections at once (new record names): one
     // request's JSON work overlaps the other's commit, as with several devices syncing. Its
@@ -119,18 +124,52 @@ func batchWrite(_ options: BenchOptions) async throws -> [String: JSONValue] {
     let secondBodies = stride(from: 0, to: records.count, by: batchSize).map { start in
         modifyBody(zone: "Bench", records: (start..<min(start + batchSize, records.count)).map { benchRecord(records.count + $0) })
     }
-    let twoStarted = now()
+    let twoConnectionsSeconds = try runWriters(lanes: 2, port: server.port, path: server.databasePath + "/records/modify",
+                                               tokens: [server.token, server.token], bodies: secondBodies)
+    await server.stop()
+    let secondRaw = Double(records.count) / (try await table.insertAll(RawRecordTable.rows(records.count..<(2 * records.count))))
+    await table.remove()
+
+    let count = Double(records.count)
+    let raw = count / rawSeconds, store = count / storeSeconds, http = count / httpSeconds
+    let twoConnections = count / twoConnectionsSeconds
+    let stats = Stats(samples: latencies)
+    var figures: [String: JSONValue] = [
+        "records": .int(Int64(records.count)), "rawRecordsPerSecond": .double(raw), "storeRecordsPerSecond": .double(store),
+        "httpRecordsPerSecond": .double(http), "storeToRawRatio": .double(store / raw), "httpToRawRatio": .double(http / raw),
+        "batchMillisecondsMedian": .double(stats.median), "batchMillisecondsP99": .double(stats.p99),
+        "httpTwoConnectionsRecordsPerSecond": .double(twoConnections), "secondRawRecordsPerSecond": .double(secondRaw),
+        "httpTwoConnectionsToRawRatio": .double(twoConnections / secondRaw),
+    ]
+    if table.hasBulkInsert {
+        let bulk = count / bulkSeconds
+        figures["rawBulkRecordsPerSecond"] = .double(bulk)
+        figures["httpToRawBulkRatio"] = .double(http / bulk)
+        figures["storeToRawBulkRatio"] = .double(store / bulk)
+    }
+    return figures
+}
+
+/// Sends `bodies` (records/modify batches) over `lanes` keep-alive connections at once, lane i
+/// taking every lanes-th body with `tokens[i]` (and `ports[i]` when given); the seconds until the
+/// last answer. Throws if any batch failed.
+func runWriters(lanes: Int, port: Int, ports: [Int]? = nil, path: String, tokens: [String], bodies: [[UInt8]],
+                paths: [String]? = nil) throws -> Double
+{
+    let started = now()
     let failures = FailureBox()
     let group = DispatchGroup()
-    for lane in 0..<2 {
+    for lane in 0..<lanes {
         group.enter()
         Thread {
             defer { group.leave() }
             do {
-                let laneConnection = try RawHTTPConnection(port: server.port)
-                for body in secondBodies.enumerated().filter({ $0.offset % 2 == lane }).map(\.element) {
-                    let (status, _) = try laneConnection.request("POST", server.databasePath + "/records/modify", token: server.token, body: body)
-                    if status != 200 { failures.add("HTTP batch failed with \(status) on connection \(lane)") }
+                let laneConnection = try RawHTTPConnection(port: ports?[lane] ?? port)
+                for body in bodies.enumerated().filter({ $0.offset % lanes == lane }).map(\.element) {
+                    let (status, answer) = try laneConnection.request("POST", paths?[lane] ?? path, token: tokens[lane], body: body)
+                    if status != 200 || !byteOccurrences(of: "serverErrorCode", in: answer).isEmpty {
+                        failures.add("HTTP batch failed with \(status) on connection \(lane): \(String(decoding: answer.prefix(200), as: UTF8.self))")
+                    }
                 }
             } catch {
                 failures.add("connection \(lane): \(error)")
@@ -138,23 +177,9 @@ func batchWrite(_ options: BenchOptions) async throws -> [String: JSONValue] {
         }.start()
     }
     group.wait()
-    let twoConnectionsSeconds = now() - twoStarted
+    let seconds = now() - started
     if let failure = failures.first { throw RawHTTPConnection.Failure(description: failure) }
-    server.stop()
-    try? FileManager.default.removeItem(atPath: server.directory)
-    let secondRaw = Double(records.count) / (try table.insertAll(RawRecordTable.rows(records.count..<(2 * records.count))))
-
-    let count = Double(records.count)
-    let raw = count / rawSeconds, store = count / storeSeconds, http = count / httpSeconds
-    let twoConnections = count / twoConnectionsSeconds
-    let stats = Stats(samples: latencies)
-    return [
-        "records": .int(Int64(records.count)), "rawRecordsPerSecond": .double(raw), "storeRecordsPerSecond": .double(store),
-        "httpRecordsPerSecond": .double(http), "storeToRawRatio": .double(store / raw), "httpToRawRatio": .double(http / raw),
-        "batchMillisecondsMedian": .double(stats.median), "batchMillisecondsP99": .double(stats.p99),
-        "httpTwoConnectionsRecordsPerSecond": .double(twoConnections), "secondRawRecordsPerSecond": .double(secondRaw),
-        "httpTwoConnectionsToRawRatio": .double(twoConnections / secondRaw),
-    ]
+    return seconds
 }
 
 /// Failures of bench threads, reported by the scenario.
@@ -166,12 +191,12 @@ final class FailureBox: @unchecked Sendable {
 }
 
 /// Fills a zone through the store (fast) for the read scenarios.
-func fill(_ server: BenchServer, zone: String, count: Int, offset: Int = 0) throws {
-    _ = try server.store.createZone(server.scope, zoneName: zone)
+func fill(_ server: BenchServer, zone: String, count: Int, offset: Int = 0) async throws {
+    _ = try await server.storage.createZone(server.scope, zoneName: zone)
     var index = 0
     while index < count {
         let operations = (index..<min(index + batchSize, count)).map { RecordOperation(type: .create, record: benchRecord(offset + $0)) }
-        _ = try server.store.modifyRecords(server.scope, zone: ZoneID(zoneName: zone), operations: operations, atomic: true, deviceID: nil)
+        _ = try await server.storage.modifyRecords(server.scope, zone: ZoneID(zoneName: zone), operations: operations, atomic: true, deviceID: nil)
         index += operations.count
     }
 }
@@ -213,25 +238,25 @@ func scanFeedPage(_ bytes: [UInt8]) -> (records: Int, syncToken: String, moreCom
 }
 
 /// (3) A full changes/zone of the zone, paged at 400, over HTTP.
-func changeFeed(_ options: BenchOptions) async throws -> [String: JSONValue] {
-    let server = try BenchServer(directory: temporaryDirectory("feed"))
-    try fill(server, zone: "Bench", count: options.records)
+func changeFeed(_ options: BenchOptions, _ backend: BenchBackend) async throws -> [String: JSONValue] {
+    let server = try await BenchServer.make(backend, name: "feed")
+    try await fill(server, zone: "Bench", count: options.records)
     try await server.start()
     let connection = try RawHTTPConnection(port: server.port)
     let start = now()
     let (seen, _) = try fetchAll(connection, server, zone: "Bench", from: nil)
     let elapsed = now() - start
-    server.stop()
+    await server.stop()
     guard seen == options.records else { throw RawHTTPConnection.Failure(description: "feed returned \(seen) of \(options.records)") }
     return ["records": .int(Int64(seen)), "seconds": .double(elapsed), "recordsPerSecond": .double(Double(seen) / elapsed)]
 }
 
 /// (4) Fetching 10 new changes from a zone of `largeZone` records, against the same in a zone of
 /// 1,000: the cost must not grow with the zone.
-func incrementalSync(_ options: BenchOptions) async throws -> [String: JSONValue] {
-    let server = try BenchServer(directory: temporaryDirectory("incremental"))
-    try fill(server, zone: "Small", count: 1000)
-    try fill(server, zone: "Large", count: options.largeZone)
+func incrementalSync(_ options: BenchOptions, _ backend: BenchBackend) async throws -> [String: JSONValue] {
+    let server = try await BenchServer.make(backend, name: "incremental")
+    try await fill(server, zone: "Small", count: 1000)
+    try await fill(server, zone: "Large", count: options.largeZone)
     try await server.start()
     let connection = try RawHTTPConnection(port: server.port)
     var figures: [String: JSONValue] = ["largeZoneRecords": .int(Int64(options.largeZone))]
@@ -252,7 +277,7 @@ func incrementalSync(_ options: BenchOptions) async throws -> [String: JSONValue
         figures["\(zone.lowercased())ZoneMillisecondsMedian"] = .double(stats.median)
         figures["\(zone.lowercased())ZoneMillisecondsP99"] = .double(stats.p99)
     }
-    server.stop()
+    await server.stop()
     return figures
 }
 
@@ -290,8 +315,10 @@ func awaitEvent(_ stream: RawHTTPConnection) throws {
 
 /// A real release scorebookd for the push scenarios, with one zone and a query subscription on
 /// it: the waiters and the writer are other processes' sockets, as in production.
-func pushDaemon(_ name: String) throws -> DaemonUnderTest {
-    let daemon = try DaemonUnderTest(directory: temporaryDirectory(name), extraArguments: ["--rate-limit", "1000000"])
+func pushDaemon(_ name: String, _ backend: BenchBackend = .sqlite) throws -> DaemonUnderTest {
+    let daemon = backend == .postgres
+        ? try DaemonUnderTest(directory: "", database: BenchPostgres.createDatabase(), extraArguments: ["--rate-limit", "1000000"])
+        : try DaemonUnderTest(directory: temporaryDirectory(name), extraArguments: ["--rate-limit", "1000000"])
     try createZone("Bench", on: daemon, RawHTTPConnection(port: daemon.port))
     try subscribe(daemon, zone: "Bench")
     return daemon
@@ -313,15 +340,16 @@ func pushLatency(_ options: BenchOptions) async throws -> [String: JSONValue] {
         samples.append((now() - start) * 1000)
     }
     _ = try daemon.stop()
+    try? FileManager.default.removeItem(atPath: daemon.directory)
     let stats = Stats(samples: samples)
     return ["rounds": .int(Int64(samples.count)), "millisecondsMedian": .double(stats.median), "millisecondsP99": .double(stats.p99)]
 }
 
 /// (6) One commit, many connected SSE subscribers of a real scorebookd: time until the last one
 /// has the event.
-func fanOut(_ options: BenchOptions) async throws -> [String: JSONValue] {
+func fanOut(_ options: BenchOptions, _ backend: BenchBackend) async throws -> [String: JSONValue] {
     OpenFileLimit.raiseToMaximum()
-    let daemon = try pushDaemon("fanout")
+    let daemon = try pushDaemon("fanout", backend)
     var streams: [RawHTTPConnection] = []
     for _ in 0..<options.subscribers { streams.append(try openEventStream(daemon)) }
     for stream in streams { _ = stream.drain() }
@@ -338,6 +366,7 @@ func fanOut(_ options: BenchOptions) async throws -> [String: JSONValue] {
         firstArrivals.append(first)
     }
     _ = try daemon.stop()
+    if !daemon.directory.isEmpty { try? FileManager.default.removeItem(atPath: daemon.directory) }
     let last = Stats(samples: lastArrivals), firstStats = Stats(samples: firstArrivals)
     return [
         "subscribers": .int(Int64(streams.count)), "rounds": .int(Int64(rounds)),

@@ -162,7 +162,9 @@ func siblingBinary(_ name: String) throws -> String {
     throw Subprocess.Failure(description: "no \(name) binary next to scorebook-bench (build it: swift build -c release --product \(name)); looked in \(directories)")
 }
 
-/// A real release `scorebookd serve` on a free loopback port, with one user.
+/// A real release `scorebookd serve` on a free loopback port, with one user: on the SQLite store
+/// of `directory`, or on the PostgreSQL `database` (several daemons may serve one; pass the first
+/// one's `token` to share its user).
 final class DaemonUnderTest: BenchTarget {
     let process: Subprocess
     let directory: String
@@ -170,15 +172,18 @@ final class DaemonUnderTest: BenchTarget {
     let token: String
     let container: String
     let environment: String
+    /// `--data-dir DIR` or `--database URL`.
+    let storeArguments: [String]
 
-    init(directory: String, container: String = "iCloud.bench", environment: String = "development",
-         extraArguments: [String] = []) throws
+    init(directory: String, database: String? = nil, token: String? = nil, container: String = "iCloud.bench",
+         environment: String = "development", extraArguments: [String] = []) throws
     {
         let binary = try siblingBinary("scorebookd")
         self.directory = directory
         self.container = container
         self.environment = environment
-        process = try Subprocess(binary, ["serve", "--data-dir", directory, "--port", "0", "--log-level", "error"] + extraArguments,
+        storeArguments = database.map { ["--database", $0] } ?? ["--data-dir", directory]
+        process = try Subprocess(binary, ["serve"] + storeArguments + ["--port", "0", "--log-level", "error"] + extraArguments,
                                  captureOutput: true, keepStandardError: true)
         guard let line = process.readLine(timeout: 60), let range = line.range(of: "http://127.0.0.1:"),
               let port = Int(line[range.upperBound...])
@@ -188,21 +193,27 @@ final class DaemonUnderTest: BenchTarget {
             throw Subprocess.Failure(description: "scorebookd did not announce its port")
         }
         self.port = port
-        // After `serve` made the store: `user create` refuses a directory without one.
-        let created: String
+        if let token {
+            self.token = token
+            return
+        }
+        // After `serve` made the store: `user create` refuses a store that does not exist.
         do {
-            created = try Subprocess.run(binary, ["user", "create", "bench", "--data-dir", directory])
+            self.token = try DaemonUnderTest.createUser("bench", storeArguments: storeArguments)
         } catch {
             process.signal(SIGKILL)
             _ = try? process.wait()
             throw error
         }
+    }
+
+    /// `scorebookd user create NAME` on the store; the new user's token.
+    static func createUser(_ name: String, storeArguments: [String]) throws -> String {
+        let created = try Subprocess.run(try siblingBinary("scorebookd"), ["user", "create", name] + storeArguments)
         guard let token = try JSONValue.parse(Array(created.utf8))["token"]?.stringValue else {
-            process.signal(SIGKILL)
-            _ = try? process.wait()
             throw Subprocess.Failure(description: "scorebookd user create printed \(created)")
         }
-        self.token = token
+        return token
     }
 
     var baseURL: String { "http://127.0.0.1:\(port)" }

@@ -9,8 +9,13 @@ import SQLiteDB
 /// baseline measured in the same run (raw SQLite for writes), because machines here are noisy.
 ///
 ///   swift build -c release --product scorebook-bench (and scorebook, scorebookd: the subprocess scenarios run them)
-///   .build/release/scorebook-bench [--json] [--records N] [--large N] [--subscribers N] [--rounds N] [--runs N] [scenario …]
+///   .build/release/scorebook-bench [--json] [--backend sqlite|postgres|both] [--records N] [--large N] [--subscribers N] [--rounds N] [--runs N] [scenario …]
+///
+/// `--backend postgres` (or `both`) runs the scenarios that have a PostgreSQL form on a
+/// throw-away PostgreSQL 15 cluster the bench starts itself (`BenchPostgres`); `both` runs each
+/// such scenario on SQLite and then on PostgreSQL, back to back.
 struct BenchOptions {
+    var backends: [BenchBackend] = [.sqlite]
     var json = false
     var records = 100_000
     var largeZone = 1_000_000
@@ -25,13 +30,23 @@ var arguments = CommandLine.arguments.dropFirst()
 while let argument = arguments.popFirst() {
     switch argument {
     case "--json": options.json = true
+    case "--backend":
+        let value = arguments.popFirst() ?? ""
+        if value == "both" {
+            options.backends = BenchBackend.allCases
+        } else if let backend = BenchBackend(rawValue: value) {
+            options.backends = [backend]
+        } else {
+            FileHandle.standardError.write(Data("scorebook-bench: --backend must be sqlite, postgres or both\n".utf8))
+            exit(2)
+        }
     case "--records": options.records = Int(arguments.popFirst() ?? "") ?? options.records
     case "--large": options.largeZone = Int(arguments.popFirst() ?? "") ?? options.largeZone
     case "--subscribers": options.subscribers = Int(arguments.popFirst() ?? "") ?? options.subscribers
     case "--rounds": options.rounds = Int(arguments.popFirst() ?? "") ?? options.rounds
     case "--runs": options.runs = Int(arguments.popFirst() ?? "") ?? options.runs
     case "--help", "-h":
-        print("usage: scorebook-bench [--json] [--records N] [--large N] [--subscribers N] [--rounds N] [--runs N] [scenario …]")
+        print("usage: scorebook-bench [--json] [--backend sqlite|postgres|both] [--records N] [--large N] [--subscribers N] [--rounds N] [--runs N] [scenario …]")
         print("scenarios: \(Scenario.all.map(\.name).joined(separator: " "))")
         exit(0)
     default: options.scenarios.append(argument)
@@ -40,26 +55,45 @@ while let argument = arguments.popFirst() {
 
 struct Scenario {
     var name: String
-    var run: (BenchOptions) async throws -> [String: JSONValue]
+    /// The backends it runs on.
+    var backends: Set<BenchBackend>
+    var run: (BenchOptions, BenchBackend) async throws -> [String: JSONValue]
+
+    /// A scenario of the SQLite store only.
+    init(name: String, run: @escaping (BenchOptions) async throws -> [String: JSONValue]) {
+        self.name = name
+        backends = [.sqlite]
+        self.run = { options, _ in try await run(options) }
+    }
+
+    init(name: String, backends: Set<BenchBackend>, run: @escaping (BenchOptions, BenchBackend) async throws -> [String: JSONValue]) {
+        self.name = name
+        self.backends = backends
+        self.run = run
+    }
 
     static let all: [Scenario] = [
         Scenario(name: "storage-limit", run: storageLimit),
-        Scenario(name: "batch-write", run: batchWrite),
-        Scenario(name: "change-feed", run: changeFeed),
-        Scenario(name: "incremental-sync", run: incrementalSync),
+        Scenario(name: "batch-write", backends: [.sqlite, .postgres], run: batchWrite),
+        Scenario(name: "change-feed", backends: [.sqlite, .postgres], run: changeFeed),
+        Scenario(name: "incremental-sync", backends: [.sqlite, .postgres], run: incrementalSync),
         Scenario(name: "push-latency", run: pushLatency),
-        Scenario(name: "ping-pong", run: pingPong),
-        Scenario(name: "fan-out", run: fanOut),
+        Scenario(name: "ping-pong", backends: [.sqlite, .postgres], run: pingPong),
+        Scenario(name: "fan-out", backends: [.sqlite, .postgres], run: fanOut),
+        Scenario(name: "two-daemons", backends: [.postgres], run: { options, _ in try await twoDaemons(options) }),
         Scenario(name: "cli-cold-start", run: cliColdStart),
         Scenario(name: "daemon-memory", run: daemonMemory),
         Scenario(name: "cli-memory", run: cliMemory),
     ]
 }
 
-func report(_ name: String, _ figures: [String: JSONValue]) {
+func report(_ name: String, _ backend: BenchBackend, _ figures: [String: JSONValue]) {
+    // SQLite figures keep the names they had before the PostgreSQL backend.
+    let name = backend == .sqlite ? name : "\(name)[\(backend.rawValue)]"
     if options.json {
         var object = figures
         object["scenario"] = .string(name)
+        object["backend"] = .string(backend.rawValue)
         print(JSONValue.object(object).serializedString())
     } else {
         let text = figures.sorted { $0.key < $1.key }.map { key, value -> String in
@@ -83,11 +117,18 @@ if selected.count != (options.scenarios.isEmpty ? Scenario.all.count : options.s
     FileHandle.standardError.write(Data("scorebook-bench: unknown scenario in \(options.scenarios)\n".utf8))
     exit(2)
 }
+if options.backends.contains(.postgres) && !BenchPostgres.available {
+    FileHandle.standardError.write(Data("scorebook-bench: built without PostgreSQL (package trait PostgreSQL); --backend sqlite only\n".utf8))
+    exit(2)
+}
 for scenario in selected {
-    do {
-        report(scenario.name, try await scenario.run(options))
-    } catch {
-        FileHandle.standardError.write(Data("scorebook-bench: \(scenario.name) failed: \(error)\n".utf8))
-        exit(1)
+    for backend in options.backends where scenario.backends.contains(backend) {
+        do {
+            report(scenario.name, backend, try await scenario.run(options, backend))
+        } catch {
+            FileHandle.standardError.write(Data("scorebook-bench: \(scenario.name) on \(backend.rawValue) failed: \(error)\n".utf8))
+            exit(1)
+        }
     }
 }
+BenchPostgres.stopCluster()

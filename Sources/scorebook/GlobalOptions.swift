@@ -10,6 +10,9 @@ struct GlobalOptions: ParsableArguments {
     @Flag(name: .long, help: "Print machine-readable JSON.")
     var json = false
 
+    @Option(name: .long, help: ArgumentHelp("The book (zone) to work on; default ScorebookData.", valueName: "name"))
+    var book: String?
+
     /// `--store`, else `SCOREBOOK_STORE`, else `~/.local/share/scorebook/scorebook.sqlite`.
     var storePath: String {
         if let store, !store.isEmpty { return (store as NSString).expandingTildeInPath }
@@ -23,7 +26,7 @@ struct GlobalOptions: ParsableArguments {
     func openScorebook() throws -> Scorebook {
         let path = storePath
         try StoreFile.createPrivately(at: path)
-        return try Scorebook(storePath: path)
+        return try Scorebook.open(storePath: path, bookName: book ?? Scorebook.defaultBookName)
     }
 
     /// `scorebook --store X person list` puts the global options before the command that
@@ -33,10 +36,10 @@ struct GlobalOptions: ParsableArguments {
         var index = 0
         while index < arguments.count, arguments[index].hasPrefix("-"), arguments[index] != "--" {
             let argument = arguments[index]
-            if argument == "--store", index + 1 < arguments.count {
+            if argument == "--store" || argument == "--book", index + 1 < arguments.count {
                 moved += [argument, arguments[index + 1]]
                 index += 2
-            } else if argument == "--json" || argument.hasPrefix("--store=") {
+            } else if argument == "--json" || argument.hasPrefix("--store=") || argument.hasPrefix("--book=") {
                 moved.append(argument)
                 index += 1
             } else {

@@ -68,7 +68,10 @@ struct MatchCommand: ParsableCommand {
             let match = try book.resolve(Match.self, reference)
             let line = Output.MatchLine(match: match, gameName: try book.gameName(of: match), result: try book.result(of: match),
                                         location: try book.location(of: match))
-            emit(MatchShow.render(line, rounds: rounds ? try book.rounds(of: match) : nil, json: global.json))
+            var shown = line
+            // Who entered each score, only where others write too (CONTRACT §4.3).
+            if try book.isSharedBook() { shown.sharedScores = try book.scoreLines(of: match) }
+            emit(MatchShow.render(shown, rounds: rounds ? try book.rounds(of: match) : nil, json: global.json))
         }
     }
 

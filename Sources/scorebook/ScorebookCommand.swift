@@ -21,6 +21,8 @@ struct ScorebookCommand: AsyncParsableCommand {
                               SCOREBOOK_STORE; default
                               ~/.local/share/scorebook/scorebook.sqlite
               --json          Print machine-readable JSON.
+              --book <name>   The book (zone) to work on; default ScorebookData
+                              (see 'scorebook book').
               -h, --help      Show help for scorebook or for a command.
               --version       Show the version.
 
@@ -36,6 +38,6 @@ struct ScorebookCommand: AsyncParsableCommand {
         subcommands: [
             PersonCommand.self, GameCommand.self, CatalogCommand.self, MatchCommand.self, ScoreCommand.self, StandingsCommand.self,
             ExportCommand.self, ImportCommand.self,
-            AccountCommand.self, SyncCommand.self, StatusCommand.self,
+            BookCommand.self, AccountCommand.self, SyncCommand.self, StatusCommand.self,
         ])
 }

@@ -37,7 +37,7 @@ struct SyncCommand: AsyncParsableCommand {
         func printing(_ body: () -> Void) {
             if let progress { progress.interrupt(body) } else { body() }
         }
-        let stopped = try await book.watch(seconds: seconds, onChange: { change in printing { emit(Output.change(change, json: json)) } },
+        let stopped = try await book.watch(seconds: seconds, onChange: { change in printing { emit(Output.change(change, by: book.otherWriter(of: change), json: json)) } },
                                            onProblem: { problem in printing { warn("warning: \(problem)") } },
                                            onInitialSyncProgress: onProgress)
         // Another process logged out, logged in or turned sync off: one line, and status 0.

@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import Logging
+#if PostgreSQL
 import PostgresRecordStore
+#endif
 import RecordModel
 import RecordStore
 
@@ -17,6 +19,7 @@ struct Migrate: AsyncParsableCommand {
     var databaseURL: String
 
     func run() async throws {
+        #if PostgreSQL
         let file = (dataDirectory as NSString).appendingPathComponent(SQLiteRecordStore.databaseFileName)
         guard FileManager.default.fileExists(atPath: file) else { throw CommandFailure(message: "\(dataDirectory) holds no scorebook store") }
         let source: SQLiteRecordStore
@@ -35,5 +38,8 @@ struct Migrate: AsyncParsableCommand {
             counts[table.name] = .int(Int64(table.rows.count))
         }
         printJSON(["migrated": .object(counts)])
+        #else
+        throw CommandFailure(message: postgreSQLNotBuilt)
+        #endif
     }
 }

@@ -1,3 +1,4 @@
+#if PostgreSQL
 import ArgumentParser
 import Foundation
 import Logging
@@ -16,7 +17,7 @@ enum PostgresAdministration {
         case let create as UserCommand.Create:
             guard let url = create.data.postgresURL else { return false }
             let store = try await open(url: url, create: false, logger: logger)
-            let (user, token) = try await run(store) { try await $0.createUser(name: create.name) }
+            let (user, token) = try await run(store) { try await $0.createUser(name: create.name, email: create.email) }
             printJSON(["userRecordName": .string(user.recordName), "name": .string(user.name), "token": .string(token)])
         case let token as UserCommand.Token:
             guard let url = token.data.postgresURL else { return false }
@@ -86,3 +87,4 @@ enum PostgresAdministration {
         }
     }
 }
+#endif

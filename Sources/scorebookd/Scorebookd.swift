@@ -1,7 +1,9 @@
 import ArgumentParser
 import Foundation
 import Logging
+#if PostgreSQL
 import PostgresRecordStore
+#endif
 import RecordModel
 import RecordServer
 import RecordStore
@@ -19,8 +21,10 @@ struct Scorebookd: AsyncParsableCommand {
     static func main() async {
         do {
             var command = try parseAsRoot()
+            #if PostgreSQL
             // `--database` (or SCOREBOOK_DATABASE_URL): the administrative commands on PostgreSQL.
             if try await PostgresAdministration.runIfPostgres(command) { return }
+            #endif
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -35,6 +39,9 @@ struct Scorebookd: AsyncParsableCommand {
         }
     }
 }
+
+/// Why `--database` fails in a daemon built with `--disable-default-traits` (no `PostgreSQL` trait).
+let postgreSQLNotBuilt = "this scorebookd was built without PostgreSQL (package trait PostgreSQL); use --data-dir, or rebuild with the default traits"
 
 /// A failure to report as one plain line.
 struct CommandFailure: Error {
@@ -57,6 +64,9 @@ struct DataDirectoryOption: ParsableArguments {
     }
 
     func validate() throws {
+        #if !PostgreSQL
+        if postgresURL != nil { throw ValidationError(postgreSQLNotBuilt) }
+        #endif
         if databaseURL != nil && !dataDirectory.isEmpty { throw ValidationError("give --data-dir or --database, not both") }
         if dataDirectory.isEmpty && postgresURL == nil { throw ValidationError("give --data-dir DIR or --database URL") }
     }
@@ -153,7 +163,12 @@ struct Serve: AsyncParsableCommand {
         let loadedSchema = try loadSchema()
         let storage: any RecordStorage
         if let url = data.postgresURL {
+            #if PostgreSQL
             storage = try await PostgresAdministration.open(url: url, create: true, schema: loadedSchema, logger: logger)
+            #else
+            _ = url
+            throw CommandFailure(message: postgreSQLNotBuilt)  // validate() refused it already
+            #endif
         } else {
             // One serve per data directory; on PostgreSQL any number of daemons serve one database.
             try lockDataDirectory()
@@ -227,12 +242,13 @@ struct UserCommand: ParsableCommand {
     struct Create: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Create a user and print its first token.")
         @Argument(help: "The user's name.") var name: String
+        @Option(help: "The user's email address: how others share scorebooks with it.") var email: String?
         @OptionGroup var data: DataDirectoryOption
 
         func run() throws {
             let store = try data.openExistingStore()
             defer { store.close() }
-            let (user, token) = try wrap { try store.createUser(name: name) }
+            let (user, token) = try wrap { try store.createUser(name: name, email: email) }
             printJSON(["userRecordName": .string(user.recordName), "name": .string(user.name), "token": .string(token)])
         }
     }

@@ -223,15 +223,16 @@ final class APIMalformedInputTests: DaemonTestCase {
         XCTAssertTrue([200, 400, 405].contains(head.status), "HEAD /health: \(head.status)")
     }
 
-    /// The public database is served since issue 14 (PublicDatabaseAPITests); shared is not yet.
-    func testSharedDatabaseIsNotSupportedYet() throws {
-        for database in ["shared"] {
-            for operation in ["zones/list", "records/modify", "records/changes", "changes/database"] {
-                let answer = try daemon.request("POST", path(operation, database: database), token: token, body: Array("{}".utf8)).parsed()
-                assertError(answer, 400, "BAD_REQUEST", "\(database) \(operation)")
-                XCTAssertTrue(answer.body["reason"]?.stringValue?.contains(database) ?? false, answer.body.serializedString())
-            }
+    /// In the shared database a zone is named with its owner: a record request without one is a
+    /// bad request, not a look into the caller's own zones (sharing, CONTRACT §3.9).
+    func testSharedDatabaseRequestsNeedTheZonesOwner() throws {
+        for operation in ["records/modify", "records/changes", "records/lookup", "records/query"] {
+            let body = #"{"zoneID": {"zoneName": "ScorebookData"}, "operations": [], "records": [], "query": {"recordType": "Game"}}"#
+            assertError(try daemon.request("POST", path(operation, database: "shared"), token: token, body: Array(body.utf8)).parsed(),
+                        400, "BAD_REQUEST", "shared \(operation)")
         }
+        XCTAssertEqual(try daemon.request("POST", path("zones/list", database: "shared"), token: token, body: Array("{}".utf8)).parsed().body,
+                       ["zones": []])
     }
 
     func testGarbageThatIsNotHTTPLeavesTheDaemonServing() throws {

@@ -85,6 +85,30 @@ final class CLISyncTests: XCTestCase {
         XCTAssertEqual(try laptop.json("status")["pending"]?.int64Value, 0)
     }
 
+    /// A book zone shared over HTTP (CONTRACT §3.9) holds the system record `cloudkit.zoneshare`
+    /// (type `cloudkit.share`, which no Scorebook type models): sync skips it, and both machines
+    /// keep syncing (the record used to fail every sync with "entry that is not a record").
+    func testABookWhoseZoneIsSharedKeepsSyncing() throws {
+        let machines = try machines("laptop", "phone")
+        let (laptop, phone) = (machines[0], machines[1])
+        let match = try recordMatch(on: laptop)
+        XCTAssertEqual(try laptop.sync().sent, 9)
+        let share: JSONValue = ["zoneID": ["zoneName": "ScorebookData"], "operations": [["operationType": "create", "record": [
+            "recordName": "cloudkit.zoneshare", "recordType": "cloudkit.share", "fields": ["cloudkit.title": ["value": "Friday games"]],
+            "participants": [["type": "USER", "permission": "READ_ONLY", "userIdentity": ["lookupInfo": ["emailAddress": "bob@example.com"]]]],
+        ]]]]
+        let saved = try daemon.post("/database/1/iCloud.scorebook/production/private/records/modify", token: token, json: share.serializedString())
+        XCTAssertEqual(saved.body["records"]?.arrayValue?.first?["recordType"], "cloudkit.share", saved.body.serializedString())
+
+        try laptop.run("person", "add", "Cleo")
+        XCTAssertEqual(try laptop.sync().sent, 1)
+        XCTAssertEqual(try phone.sync().received, 10, "the nine records and the new person; not the share")
+        XCTAssertEqual(try phone.json("person", "list").arrayValue?.count, 3)
+        XCTAssertEqual(try phone.run("match", "show", match).stdout, try laptop.run("match", "show", match).stdout)
+        XCTAssertEqual(try phone.snapshot(), try laptop.snapshot())
+        XCTAssertEqual(try laptop.json("status")["pending"]?.int64Value, 0)
+    }
+
     func testADeletionIsReportedBySyncWatchOnTheOtherMachineAndApplied() throws {
         let machines = try machines("laptop", "phone")
         let (laptop, phone) = (machines[0], machines[1])

@@ -1,5 +1,6 @@
 import Foundation
 import RecordModel
+import SQLiteDB
 import XCTest
 
 #if canImport(Glibc)
@@ -67,6 +68,30 @@ final class DaemonAdministrationTests: XCTestCase {
         // And a clean stop releases it too.
         try daemon.restart()
         try daemon.stop()
+    }
+
+    /// Issue 16: a data directory whose schema is newer than this scorebookd (written by a later
+    /// version) is refused by `serve` and the other commands with one line, and left as it was.
+    func testAStoreNewerThanTheBinaryIsRefusedWithOneLine() throws {
+        let directory = DaemonProcess.makeTemporaryDirectory(prefix: "scorebookd-newer")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let daemon = try DaemonProcess.start(dataDirectory: directory)
+        try daemon.stop()
+        let file = directory.appendingPathComponent("scorebook.sqlite").path
+        try SQLiteConnection(path: file).execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+        for command in [["serve", "--port", "0"], ["user", "list"]] {
+            let result = try DaemonProcess.run("scorebookd", command + ["--data-dir", directory.path], timeout: 20)
+            XCTAssertEqual(result.status, 1, "\(command): \(result.stderr)")
+            assertOneLine(result.stderr, command.joined(separator: " "))
+            XCTAssertTrue(result.stderr.contains("schema is version 999, newer than this scorebookd"), result.stderr)
+            XCTAssertFalse(result.stdout.contains("listening"), result.stdout)
+        }
+        // `check` reports it in its JSON, as it does any store it cannot open.
+        let check = try DaemonProcess.run("scorebookd", ["check", "--data-dir", directory.path], timeout: 20)
+        XCTAssertEqual(check.status, 1, check.stderr)
+        XCTAssertTrue(check.stdout.contains("\"ok\":false") && check.stdout.contains("newer than this scorebookd"), check.stdout)
+        let version = try SQLiteConnection(path: file).first("SELECT value FROM meta WHERE key = 'schema_version'") { $0.text(0) }
+        XCTAssertEqual(version, "999", "the refusal changed nothing")
     }
 
     func testCheckReportsADamagedStoreInItsJSONWithExitOne() throws {

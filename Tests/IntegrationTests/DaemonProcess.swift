@@ -162,8 +162,8 @@ final class DaemonProcess {
     }
 
     /// Creates a user and returns its record name and token.
-    func createUserInfo(_ name: String) throws -> (userRecordName: String, token: String) {
-        let json = try runAdminJSON(["user", "create", name] + storeArguments)
+    func createUserInfo(_ name: String, email: String? = nil) throws -> (userRecordName: String, token: String) {
+        let json = try runAdminJSON(["user", "create", name] + (email.map { ["--email", $0] } ?? []) + storeArguments)
         guard let token = json["token"]?.stringValue, let recordName = json["userRecordName"]?.stringValue else {
             throw DaemonError("user create printed \(json.serializedString())")
         }

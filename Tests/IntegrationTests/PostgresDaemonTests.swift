@@ -172,4 +172,114 @@ final class PostgresDaemonTests: XCTestCase {
         XCTAssertLessThanOrEqual(Double(accepted), 10 + 5 * elapsed + 1, "a daemon grants half the burst and half the rate")
         XCTAssertGreaterThanOrEqual(accepted, 9)
     }
+
+    /// Sharing across two daemons on one PostgreSQL database: users made with `user create --email`
+    /// on `--database`; alice shares on one daemon, bob accepts and writes on the other, and
+    /// alice's removal of bob stops his very next request there (access is checked in the
+    /// database's transaction, not in a daemon's memory).
+    func testSharingAcrossTwoDaemonsOnOneDatabase() throws {
+        let first = try DaemonProcess.start(postgresURL: databaseURL)
+        defer { XCTAssertNoThrow(try first.stop()) }
+        let second = try DaemonProcess.start(postgresURL: databaseURL)
+        defer { XCTAssertNoThrow(try second.stop()) }
+        let alice = try first.createUserInfo("alice", email: "alice@example.com")
+        let bob = try first.createUserInfo("bob", email: "bob@example.com")
+        func call(_ daemon: DaemonProcess, _ token: String, _ database: String, _ operation: String, _ body: JSONValue) throws
+            -> (status: Int, body: JSONValue)
+        {
+            try daemon.post("/database/1/iCloud.scorebook.tests/development/\(database)/\(operation)", token: token, json: body.serializedString())
+        }
+        let zone: JSONValue = ["zoneName": "Friday"]
+        let sharedZone: JSONValue = ["zoneName": "Friday", "ownerRecordName": .string(alice.userRecordName)]
+        XCTAssertEqual(try call(first, alice.token, "private", "zones/modify",
+                                ["operations": [["operationType": "create", "zone": ["zoneID": zone]]]]).status, 200)
+        func share(_ participants: [JSONValue], tag: String?) -> JSONValue {
+            var record: [String: JSONValue] = ["recordName": "cloudkit.zoneshare", "recordType": "cloudkit.share", "participants": .array(participants)]
+            if let tag { record["recordChangeTag"] = .string(tag) }
+            return ["zoneID": zone, "operations": [["operationType": tag == nil ? "create" : "update", "record": .object(record)]]]
+        }
+        let bobInvited: JSONValue = ["type": "USER", "permission": "READ_WRITE", "userIdentity": ["lookupInfo": ["emailAddress": "bob@example.com"]]]
+        let saved = try call(first, alice.token, "private", "records/modify", share([bobInvited], tag: nil)).body["records"]?.arrayValue?.first
+        let guid = try XCTUnwrap(saved?["shortGUID"]?.stringValue, "\(String(describing: saved))")
+        XCTAssertEqual(try call(second, bob.token, "shared", "invitations/list", [:]).body["invitations"]?.arrayValue?.count, 1)
+        let accepted = try call(second, bob.token, "public", "records/accept", ["shortGUIDs": [["value": .string(guid)]]])
+        XCTAssertEqual(accepted.body["results"]?.arrayValue?.first?["participantStatus"], "ACCEPTED", "\(accepted.body)")
+        let wrote = try call(second, bob.token, "shared", "records/modify", [
+            "zoneID": sharedZone, "operations": [["operationType": "create", "record": ["recordName": "g1", "recordType": "Game",
+                                                                                          "fields": ["name": ["value": "Bob's"]]]]],
+        ])
+        XCTAssertEqual(wrote.body["records"]?.arrayValue?.first?["created"]?["userRecordName"]?.stringValue, bob.userRecordName, "\(wrote.body)")
+        let seen = try call(first, alice.token, "private", "records/lookup", ["zoneID": zone, "records": [["recordName": "g1"]]])
+        XCTAssertEqual(seen.body["records"]?.arrayValue?.first?["modified"]?["userRecordName"]?.stringValue, bob.userRecordName)
+
+        // Bob's long-poll on the second daemon is woken by alice's write on the first (LISTEN/NOTIFY
+        // names bob's outbox too).
+        XCTAssertEqual(try call(second, bob.token, "shared", "subscriptions/modify", ["operations": [["operationType": "create", "subscription": [
+            "subscriptionID": "zone", "subscriptionType": "zone", "zoneID": sharedZone]]]]).status, 200)
+        let channel = try second.post("/database/1/iCloud.scorebook.tests/development/tokens/create", token: bob.token,
+                                      json: #"{"apnsEnvironment":"development"}"#)
+        let courier = try XCTUnwrap(URL(string: try XCTUnwrap(channel.body["webcourierURL"]?.stringValue))?.path)
+        let cursor = try XCTUnwrap(second.request("GET", courier + "?timeout=0", token: bob.token).parsed().body["cursor"]?.stringValue)
+        let since = cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? cursor
+        let done = DispatchSemaphore(value: 0)
+        let result = LockedResult()
+        let port = second.port, bobToken = bob.token
+        Thread {
+            let started = Date()
+            let answer = try? RawHTTP.send(port: port, method: "GET", path: courier + "?since=\(since)&timeout=30",
+                                           headers: [("Authorization", "Bearer \(bobToken)")], body: [], timeout: 40).parsed()
+            result.set(answer?.body, Date().timeIntervalSince(started))
+            done.signal()
+        }.start()
+        Thread.sleep(forTimeInterval: 0.5)
+        XCTAssertEqual(try call(first, alice.token, "private", "records/modify", ["zoneID": zone, "operations": [
+            ["operationType": "create", "record": ["recordName": "a1", "recordType": "Game", "fields": ["name": ["value": "Alice's"]]]]]]).status, 200)
+        XCTAssertEqual(done.wait(timeout: .now() + 40), .success)
+        let (woken, elapsed) = result.get()
+        XCTAssertLessThan(elapsed, 10, "woken across daemons, not by the timeout")
+        XCTAssertEqual(woken?["notifications"]?.arrayValue?.first?["ck"]?["fet"]?["dbs"], 3, "\(String(describing: woken))")
+
+        let tag = try XCTUnwrap(call(first, alice.token, "private", "records/lookup", ["zoneID": zone, "records": [["recordName": "cloudkit.zoneshare"]]])
+            .body["records"]?.arrayValue?.first?["recordChangeTag"]?.stringValue)
+        XCTAssertEqual(try call(first, alice.token, "private", "records/modify", share([], tag: tag)).status, 200)
+        let refused = try call(second, bob.token, "shared", "records/lookup", ["zoneID": sharedZone, "records": [["recordName": "g1"]]])
+        XCTAssertEqual(refused.status, 404)
+        XCTAssertEqual(refused.body["serverErrorCode"], "ZONE_NOT_FOUND")
+    }
+
+    /// `migrate` keeps shares: a participant of a zone shared on SQLite keeps its access, and
+    /// users keep the email they are found by, on PostgreSQL.
+    func testMigrateKeepsSharesAndUsersEmails() throws {
+        let old = try DaemonProcess.start()
+        let alice = try old.createUserInfo("alice", email: "alice@example.com")
+        let bob = try old.createUserInfo("bob", email: "bob@example.com")
+        func call(_ daemon: DaemonProcess, _ token: String, _ database: String, _ operation: String, _ body: JSONValue) throws -> JSONValue {
+            try daemon.post("/database/1/iCloud.scorebook.tests/development/\(database)/\(operation)", token: token, json: body.serializedString()).body
+        }
+        _ = try call(old, alice.token, "private", "zones/modify", ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Friday"]]]]])
+        let saved = try call(old, alice.token, "private", "records/modify", ["zoneID": ["zoneName": "Friday"], "operations": [
+            ["operationType": "create", "record": ["recordName": "g1", "recordType": "Game", "fields": ["name": ["value": "Catan"]]]],
+            ["operationType": "create", "record": ["recordName": "cloudkit.zoneshare", "recordType": "cloudkit.share", "participants": [
+                ["type": "USER", "permission": "READ_ONLY", "userIdentity": ["lookupInfo": ["emailAddress": "bob@example.com"]]]]]],
+        ]])
+        let guid = try XCTUnwrap(saved["records"]?.arrayValue?.last?["shortGUID"]?.stringValue, "\(saved)")
+        _ = try call(old, bob.token, "public", "records/accept", ["shortGUIDs": [["value": .string(guid)]]])
+        try old.stop()
+        let migrated = try DaemonProcess.run("scorebookd", ["migrate", "--from-data-dir", old.dataDirectory.path, "--database", databaseURL])
+        XCTAssertEqual(migrated.status, 0, migrated.stderr)
+
+        let daemon = try DaemonProcess.start(postgresURL: databaseURL)
+        defer { XCTAssertNoThrow(try daemon.stop()) }
+        let sharedZone: JSONValue = ["zoneName": "Friday", "ownerRecordName": .string(alice.userRecordName)]
+        let seen = try call(daemon, bob.token, "shared", "records/lookup", ["zoneID": sharedZone, "records": [["recordName": "g1"]]])
+        XCTAssertEqual(seen["records"]?.arrayValue?.first?["fields"]?["name"]?["value"], "Catan", "\(seen)")
+        let share = try call(daemon, bob.token, "shared", "records/lookup", ["zoneID": sharedZone, "records": [["recordName": "cloudkit.zoneshare"]]])
+        XCTAssertEqual(share["records"]?.arrayValue?.first?["shortGUID"]?.stringValue, guid)
+        let found = try call(daemon, alice.token, "public", "users/discover", ["lookupInfos": [["emailAddress": "bob@example.com"]]])
+        XCTAssertEqual(found["users"]?.arrayValue?.first?["userRecordName"]?.stringValue, bob.userRecordName)
+        let refused = try daemon.post("/database/1/iCloud.scorebook.tests/development/shared/records/modify", token: bob.token,
+                                      json: JSONValue.object(["zoneID": sharedZone, "operations": [["operationType": "create",
+                                          "record": ["recordName": "g2", "recordType": "Game"]]]]).serializedString())
+        XCTAssertEqual(refused.status, 403, "still read-only after the move")
+    }
 }

@@ -63,6 +63,7 @@ final class ReliabilityCrashTests: XCTestCase {
         func acknowledge(_ batch: Int) { lock.lock(); acknowledged.insert(batch); lock.unlock() }
         func refuse(_ text: String) { lock.lock(); refused.append(text); lock.unlock() }
         var lastBatch: Int { lock.lock(); defer { lock.unlock() }; return next }
+        var acknowledgedCount: Int { lock.lock(); defer { lock.unlock() }; return acknowledged.count }
     }
 
     /// Posts batches until a request fails (the daemon was killed) or `deadline` passes.
@@ -239,7 +240,11 @@ final class ReliabilityCrashTests: XCTestCase {
                     group.leave()
                 }.start()
             }
-            Thread.sleep(forTimeInterval: Double.random(in: 0.5..<2.0, using: &random))
+            // Kill once the round has had an acknowledgement (a loaded machine can take seconds for
+            // the first batch), then at a random moment while batches are in flight.
+            let firstAcknowledgement = Date().addingTimeInterval(15)
+            while ledger.acknowledgedCount == 0 && Date() < firstAcknowledgement { Thread.sleep(forTimeInterval: 0.05) }
+            Thread.sleep(forTimeInterval: Double.random(in: 0.1..<1.0, using: &random))
             victim.kill()
             XCTAssertEqual(group.wait(timeout: .now() + 30), .success, "round \(round): writers stop once the daemon is gone")
             XCTAssertEqual(ledger.refused, [], "round \(round): no batch is refused")

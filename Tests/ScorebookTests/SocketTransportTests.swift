@@ -79,8 +79,7 @@ final class SocketTransportTests: XCTestCase {
             XCTAssertEqual(message, "cannot reach the server at 127.0.0.1:\(port)")
         }
 
-        let silent = try ScriptedServer { _, _, _ in nil }
-        silent.silent = true  // reads the request, never answers
+        let silent = try ScriptedServer(silent: true) { _, _, _ in nil }  // reads the request, never answers
         defer { silent.stop() }
         let started = Date()
         do {
@@ -115,10 +114,12 @@ final class ScriptedServer: @unchecked Sendable {
     private var open: [Int32] = []
     private(set) var requests: [String] = []
     private(set) var connectionCount = 0
-    var silent = false
+    /// Set before the accept thread starts, so it never races with a connection.
+    let silent: Bool
     private let script: (_ request: [UInt8], _ connection: Int, _ request: Int) -> String?
 
-    init(script: @escaping (_ request: [UInt8], _ connection: Int, _ request: Int) -> String?) throws {
+    init(silent: Bool = false, script: @escaping (_ request: [UInt8], _ connection: Int, _ request: Int) -> String?) throws {
+        self.silent = silent
         self.script = script
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
@@ -200,7 +201,7 @@ final class ScriptedServer: @unchecked Sendable {
             guard let request else { return }
             lock.withLock { requests.append(String(decoding: request, as: UTF8.self)) }
             if silent {
-                _ = recv(connection, &chunk, chunk.count, 0)  // until the client gives up
+                while recv(connection, &chunk, chunk.count, 0) > 0 {}  // until the client gives up
                 return
             }
             guard let answer = script(request, connectionIndex, requestIndex) else { return }

@@ -13,9 +13,13 @@ import Glibc
 /// `postgresql` package). PostgreSQL refuses to run as root, so as root (CI) the server runs as
 /// the `postgres` user the package creates (or `nobody`) through `runuser`. Missing binaries are
 /// an error, so CI fails loudly; a developer may set `SCOREBOOK_SKIP_POSTGRES_TESTS=1` to skip.
+///
+/// Tests run it without durability (`fsync=off`: nothing to lose, and faster); scorebook-bench
+/// asks for a `durable` one, an fsync per commit like the SQLite store's `synchronous=FULL`.
 public final class PostgresTestCluster: @unchecked Sendable {
     public let port: Int
     public let directory: String
+    public let durable: Bool
     let binaries: String
     let runAs: String?
     private let lock = NSLock()
@@ -48,7 +52,8 @@ public final class PostgresTestCluster: @unchecked Sendable {
         if case .success(let cluster)? = sharedCluster { cluster.stop() }
     }
 
-    private init() throws {
+    private init(durable: Bool = false) throws {
+        self.durable = durable
         let binaries = ProcessInfo.processInfo.environment["SCOREBOOK_PG_BIN"] ?? "/usr/lib/postgresql/15/bin"
         for tool in ["initdb", "pg_ctl", "postgres", "psql"] where !FileManager.default.isExecutableFile(atPath: "\(binaries)/\(tool)") {
             if tool == "psql", FileManager.default.isExecutableFile(atPath: "/usr/bin/psql") { continue }
@@ -80,12 +85,13 @@ public final class PostgresTestCluster: @unchecked Sendable {
     }
 
     /// A cluster of its own (for a test that stops and restarts the server); the caller stops it.
-    public static func startDedicated() throws -> PostgresTestCluster { try PostgresTestCluster() }
+    public static func startDedicated(durable: Bool = false) throws -> PostgresTestCluster { try PostgresTestCluster(durable: durable) }
 
     /// Starts the (stopped) server again on the same port and files.
     public func startServer() throws {
-        let options = "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
-            + "-c full_page_writes=off -c max_connections=300 -c shared_buffers=64MB -c dynamic_shared_memory_type=mmap"
+        let durability = durable ? "" : "-c fsync=off -c synchronous_commit=off -c full_page_writes=off "
+        let options = "-p \(port) -k \(directory) -c listen_addresses=127.0.0.1 " + durability
+            + "-c max_connections=300 -c shared_buffers=64MB -c dynamic_shared_memory_type=mmap"
         // Through system(3), not Process: Foundation's Process counts a child as running while any
         // descendant holds a descriptor it handed down, and the postmaster would hold it forever.
         var command = ["\(binaries)/pg_ctl", "-D", "\(directory)/data", "-o", options, "-l", "\(directory)/server.log",

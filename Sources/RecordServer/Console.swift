@@ -1,0 +1,61 @@
+import Foundation
+import RecordModel
+import RecordStore
+
+/// The console of CONTRACT §7: a page, a script and a style sheet compiled into the daemon (no
+/// resource bundle to find at run time, no build step, nothing loaded from elsewhere). The page is
+/// an ordinary client of the public API: it signs in with a user token, reads with
+/// `Authorization: Bearer`, and listens on the courier's event stream.
+///
+/// `GET /console` is the page; its script and style sheet are separate files, so the
+/// `Content-Security-Policy` allows scripts and styles from this origin only, and no inline script
+/// or style at all. Their URLs carry a digest of their content, so a browser keeps them for good
+/// and a new daemon's page always names its own.
+enum Console {
+    /// The answer for a console path, or nil for any other path (the API answers those).
+    static func response(to request: APIRequest) -> APIResponse? {
+        guard request.method == .get else { return nil }
+        switch request.path {
+        case "/console", "/console/": return answer(ConsoleFiles.page, contentType: "text/html; charset=utf-8", cache: "no-cache")
+        case ConsoleFiles.scriptPath: return answer(ConsoleAssets.script, contentType: "text/javascript; charset=utf-8", cache: immutable)
+        case ConsoleFiles.stylePath: return answer(ConsoleAssets.style, contentType: "text/css; charset=utf-8", cache: immutable)
+        default: return nil
+        }
+    }
+
+    /// The versioned files never change under their URL (a new version is a new `?v=`).
+    static let immutable = "public, max-age=31536000, immutable"
+
+    /// What every console answer carries. `connect-src 'self'`: the page talks to this daemon only
+    /// (API calls and the event stream); `img-src` adds `data:`/`blob:` for the favicon and
+    /// pictures; nothing may frame the page, and it sends no referrer (its URLs hold no
+    /// credentials, but a book's names are nobody else's business). `form-action 'none'`: the
+    /// sign-in form is handled by the script only, so even with scripts off the browser never
+    /// submits the token in a URL.
+    static let securityHeaders: [(String, String)] = [
+        ("Content-Security-Policy",
+         "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; "
+            + "object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Referrer-Policy", "no-referrer"),
+        ("X-Frame-Options", "DENY"),
+        ("Cross-Origin-Opener-Policy", "same-origin"),
+    ]
+
+    static func answer(_ text: String, contentType: String, cache: String) -> APIResponse {
+        var response = APIResponse(status: 200, text: text, contentType: contentType)
+        response.headers = securityHeaders + [("Cache-Control", cache)]
+        return response
+    }
+}
+
+/// The console's files as served: the page names the script and style sheet by URLs that carry
+/// their digests.
+enum ConsoleFiles {
+    static let scriptPath = "/console/console.js"
+    static let stylePath = "/console/console.css"
+
+    static let page: String = ConsoleAssets.page
+        .replacingOccurrences(of: "{{SCRIPT}}", with: "\(scriptPath)?v=\(TokenHash.hex(ConsoleAssets.script).prefix(16))")
+        .replacingOccurrences(of: "{{STYLE}}", with: "\(stylePath)?v=\(TokenHash.hex(ConsoleAssets.style).prefix(16))")
+}

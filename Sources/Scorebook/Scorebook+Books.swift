@@ -1,0 +1,75 @@
+import Foundation
+import SyncEngine
+
+/// Books: one zone each, several in one store file (CONTRACT §4.3).
+extension Scorebook {
+    /// The name of the default book.
+    public static let defaultBookName = LocalBook.defaultBook.zoneName
+
+    /// Opens the book `name` of the store at `storePath`: the default book always, any other
+    /// only once it exists here (made by `book create` or fetched by `sync`).
+    public static func open(storePath: String, bookName: String) throws -> Scorebook {
+        let defaultBook = try Scorebook(storePath: storePath)
+        guard bookName != defaultBookName else { return defaultBook }
+        // NAME@OWNER: a zone name never holds '@', so the first one splits.
+        let parts = bookName.split(separator: "@", maxSplits: 1).map(String.init)
+        let name = parts.first ?? bookName
+        let owner = parts.count == 2 ? parts[1] : nil
+        let known = try defaultBook.store.books().filter { !$0.pendingDelete }
+        let candidates = known.filter { summary in
+            (summary.book.zoneName == name || summary.title == name)
+                && (owner == nil || summary.book.ownerRecordName == owner || (owner == "me" && summary.book.scope == .private))
+        }
+        let chosen = candidates.count == 1 ? candidates[0]
+            : (owner == nil ? candidates.first { $0.book.scope == .private && $0.book.zoneName == name } : nil)
+        guard let chosen else {
+            if candidates.count > 1 {
+                throw ScorebookError(.badReference, "\"\(bookName)\" names \(candidates.count) books; use NAME@OWNER (see 'scorebook book list')")
+            }
+            throw ScorebookError(.invalidInput, "no book named \"\(bookName)\"; see 'scorebook book list' or run 'scorebook book create \(name)'")
+        }
+        return try Scorebook(store: defaultBook.store.opening(chosen.book))
+    }
+
+    /// A zone name the server takes: letters, digits, `-`, `_` and `.`, not starting with `_`.
+    static func validateBookName(_ name: String) throws {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+        guard !name.isEmpty, name.count <= 255, !name.hasPrefix("_"), name.allSatisfy(allowed.contains) else {
+            throw ScorebookError(.invalidInput, "a book name is 1 to 255 letters, digits, '-', '_' or '.', not starting with '_'; got \"\(name)\"")
+        }
+    }
+
+    /// Makes a new book (a zone of the private database, created on the server at the next sync).
+    public func createBook(named name: String) throws {
+        try Self.validateBookName(name)
+        let book = LocalBook(zoneName: name)
+        if try store.hasBook(book) {
+            // Deleted here but not yet on the server: its old records would come back.
+            let deleting = try store.opening(book).isPendingDelete()
+            throw ScorebookError(.invalidInput, deleting ? "the book \"\(name)\" is being deleted; run 'scorebook sync' first"
+                                                      : "a book named \"\(name)\" exists already")
+        }
+        _ = try store.opening(book)
+    }
+
+    /// The books of this store, the default first.
+    public func books() throws -> [LocalBookSummary] {
+        try store.books().filter { !$0.pendingDelete }
+    }
+
+    /// Deletes a book the user owns, here at once and on the server at the next sync.
+    public func deleteBook(named name: String) throws {
+        guard name != Self.defaultBookName else {
+            throw ScorebookError(.invalidInput, "the default book \(Self.defaultBookName) cannot be deleted")
+        }
+        if try store.books().contains(where: { $0.book.scope == .shared && ($0.title == name || $0.book.zoneName == name) }) {
+            throw ScorebookError(.invalidInput, "only the owner can delete the book \(name); 'scorebook book leave \(name)' leaves it")
+        }
+        try Self.validateBookName(name)
+        let book = LocalBook(zoneName: name)
+        guard try store.hasBook(book), try !store.opening(book).isPendingDelete() else {
+            throw ScorebookError(.invalidInput, "no book named \"\(name)\"")
+        }
+        try store.opening(book).deleteBookLocally()
+    }
+}

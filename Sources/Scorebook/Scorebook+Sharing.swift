@@ -1,0 +1,303 @@
+import Foundation
+import RecordClient
+import RecordModel
+import SyncEngine
+
+/// A participant of a shared book, as `book participants` shows it.
+public struct BookParticipant: Sendable {
+    public var userRecordName: String?
+    public var emailAddress: String?
+    public var name: String?
+    public var type: String
+    public var permission: String
+    public var acceptanceStatus: String
+}
+
+/// A share that invites the user and that the user has not accepted.
+public struct BookInvitation: Sendable {
+    public var shortGUID: String
+    public var url: String?
+    public var zoneName: String
+    public var ownerRecordName: String
+    public var ownerName: String?
+    public var title: String?
+    public var permission: String
+}
+
+/// Sharing a book: the share record in the owner's zone, invitations, accepting and leaving
+/// (CONTRACT §3.9, §4.3). These talk to the server at once; they need a login.
+extension Scorebook {
+    static let shareRecordName = "cloudkit.zoneshare"
+
+    /// A client of the logged-in account's server.
+    func accountClient() throws -> RecordClient {
+        guard let account = try accounts.account() else {
+            throw ScorebookError(.sync, "not logged in; run 'scorebook account login --server URL --token TOKEN' first")
+        }
+        return RecordClient(endpoint: account.endpoint)
+    }
+
+    /// Runs a server call, turning its failure into one line.
+    func talking<T>(_ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch let error as ScorebookError {
+            throw error
+        } catch let error as RecordClientError {
+            throw ScorebookError(.sync, error.description)
+        } catch {
+            throw ScorebookError(.sync, String(describing: error))
+        }
+    }
+
+    /// This book, which must be one of the user's own (private) books.
+    func ownedBook(_ action: String) throws -> LocalBook {
+        guard store.book.scope == .private else {
+            throw ScorebookError(.invalidInput, "only the owner can \(action) the book \(store.book.zoneName)")
+        }
+        return store.book
+    }
+
+    /// The share record of an owned book, or nil when it is not shared.
+    func currentShare(_ client: RecordClient, zone: ZoneID) async throws -> JSONValue? {
+        let answer = try await client.call("records/lookup", [
+            "zoneID": zone.json, "records": [["recordName": .string(Self.shareRecordName)]],
+        ], database: "private")
+        guard let entry = answer["records"]?.arrayValue?.first, entry["serverErrorCode"] == nil else { return nil }
+        return entry
+    }
+
+    static func participants(of share: JSONValue) -> [BookParticipant] {
+        (share["participants"]?.arrayValue ?? []).map { participant in
+            let identity = participant["userIdentity"]
+            return BookParticipant(
+                userRecordName: identity?["userRecordName"]?.stringValue,
+                emailAddress: identity?["lookupInfo"]?["emailAddress"]?.stringValue,
+                name: identity?["nameComponents"]?["givenName"]?.stringValue,
+                type: participant["type"]?.stringValue ?? "USER",
+                permission: participant["permission"]?.stringValue ?? "",
+                acceptanceStatus: participant["acceptanceStatus"]?.stringValue ?? "")
+        }
+    }
+
+    /// Whether a participant is the one `who` (an email or a user record name) names.
+    static func participant(_ participant: BookParticipant, is who: String) -> Bool {
+        participant.userRecordName == who || participant.emailAddress?.lowercased() == who.lowercased()
+    }
+
+    static func lookupInfo(for who: String) -> JSONValue {
+        who.contains("@") ? ["emailAddress": .string(who)] : ["userRecordName": .string(who)]
+    }
+
+    /// Saves the share of an owned book with `participants` (the whole new list).
+    func saveShare(_ client: RecordClient, zone: ZoneID, existing: JSONValue?, participants: [JSONValue]) async throws -> JSONValue {
+        var record: [String: JSONValue] = [
+            "recordName": .string(Self.shareRecordName), "recordType": "cloudkit.share",
+            "fields": ["cloudkit.title": ["value": .string(zone.zoneName)]],
+            "publicPermission": "NONE", "participants": .array(participants),
+        ]
+        var operation: [String: JSONValue] = ["operationType": "create"]
+        if let tag = existing?["recordChangeTag"]?.stringValue {
+            record["recordChangeTag"] = .string(tag)
+            operation["operationType"] = "update"
+        }
+        operation["record"] = .object(record)
+        let answer = try await client.call("records/modify", ["zoneID": zone.json, "operations": [.object(operation)]], database: "private")
+        guard let saved = answer["records"]?.arrayValue?.first else {
+            throw ScorebookError(.sync, "the server did not answer the share")
+        }
+        if let code = saved["serverErrorCode"]?.stringValue {
+            throw ScorebookError(.sync, "the server refused the share (\(code)): \(saved["reason"]?.stringValue ?? "")")
+        }
+        return saved
+    }
+
+    /// The participants to save again: every current one but the owner, by user record name.
+    static func keptParticipants(_ share: JSONValue?, dropping who: String) -> [JSONValue] {
+        (share?["participants"]?.arrayValue ?? []).compactMap { entry in
+            let participant = participants(of: ["participants": [entry]])[0]
+            guard participant.type != "OWNER", !Self.participant(participant, is: who) else { return nil }
+            let lookup: JSONValue = participant.userRecordName.map { ["userRecordName": .string($0)] }
+                ?? entry["userIdentity"]?["lookupInfo"] ?? [:]
+            return ["type": "USER", "permission": .string(participant.permission), "userIdentity": ["lookupInfo": lookup]]
+        }
+    }
+
+    /// Shares this (owned) book with `who` (an email or a user record name); returns the share URL.
+    public func shareBook(with who: String, readOnly: Bool) async throws -> String {
+        let book = try ownedBook("share")
+        guard !who.isEmpty else { throw ScorebookError(.invalidInput, "--with needs an email or a user record name") }
+        let client = try accountClient()
+        return try await talking {
+            // The zone must exist on the server before its share can: creating it again is harmless.
+            try await client.createZone(book.zoneID)
+            let existing = try await currentShare(client, zone: book.zoneID)
+            let participants = Self.keptParticipants(existing, dropping: who) + [[
+                "type": "USER", "permission": .string(readOnly ? "READ_ONLY" : "READ_WRITE"),
+                "acceptanceStatus": "INVITED", "userIdentity": ["lookupInfo": Self.lookupInfo(for: who)],
+            ]]
+            let saved = try await saveShare(client, zone: book.zoneID, existing: existing, participants: participants)
+            return saved["url"]?.stringValue ?? saved["shortGUID"]?.stringValue ?? ""
+        }
+    }
+
+    /// Removes `who` from this (owned) book's share.
+    public func unshareBook(with who: String) async throws {
+        let book = try ownedBook("unshare")
+        let client = try accountClient()
+        try await talking {
+            guard let existing = try await currentShare(client, zone: book.zoneID),
+                  Self.participants(of: existing).contains(where: { $0.type != "OWNER" && Self.participant($0, is: who) })
+            else {
+                throw ScorebookError(.invalidInput, "the book \(book.zoneName) is not shared with \(who)")
+            }
+            _ = try await saveShare(client, zone: book.zoneID, existing: existing,
+                                    participants: Self.keptParticipants(existing, dropping: who))
+        }
+    }
+
+    /// Who takes part in this (owned) book.
+    public func bookParticipants() async throws -> [BookParticipant] {
+        let book = try ownedBook("list the participants of")
+        let client = try accountClient()
+        return try await talking {
+            guard let share = try await currentShare(client, zone: book.zoneID) else { return [] }
+            return Self.participants(of: share)
+        }
+    }
+
+    /// The shares that invite the user and that it has not accepted.
+    public func invitations() async throws -> [BookInvitation] {
+        let client = try accountClient()
+        return try await talking {
+            let answer = try await client.call("invitations/list", [:], database: "shared")
+            return (answer["invitations"]?.arrayValue ?? []).compactMap { entry in
+                guard let guid = entry["shortGUID"]?.stringValue, let zone = entry["zoneID"]?["zoneName"]?.stringValue else { return nil }
+                return BookInvitation(
+                    shortGUID: guid, url: entry["url"]?.stringValue, zoneName: zone,
+                    ownerRecordName: entry["zoneID"]?["ownerRecordName"]?.stringValue ?? entry["owner"]?["userRecordName"]?.stringValue ?? "",
+                    ownerName: entry["owner"]?["name"]?.stringValue, title: entry["title"]?.stringValue,
+                    permission: entry["permission"]?.stringValue ?? "")
+            }
+        }
+    }
+
+    /// Accepts a share named by its URL, its short GUID or an invitation's title (or zone
+    /// name); the book joins this store and comes with the next sync. Returns its name.
+    public func acceptBook(_ reference: String) async throws -> String {
+        let client = try accountClient()
+        return try await talking {
+            var guid = reference
+            if let url = URL(string: reference), url.scheme != nil { guid = url.lastPathComponent }
+            let invitations = try await invitations()
+            let named = invitations.filter { $0.title == reference || $0.zoneName == reference }
+            if named.count > 1 {
+                throw ScorebookError(.badReference, "\"\(reference)\" names \(named.count) invitations; accept by URL")
+            }
+            if let only = named.first { guid = only.shortGUID }
+            let answer = try await client.call("records/accept", ["shortGUIDs": [["value": .string(guid)]]], database: "public")
+            guard let result = answer["results"]?.arrayValue?.first, result["serverErrorCode"] == nil,
+                  let zone = result["zoneID"]?["zoneName"]?.stringValue
+            else {
+                throw ScorebookError(.badReference, "no invitation matches \"\(reference)\"")
+            }
+            let owner = result["zoneID"]?["ownerRecordName"]?.stringValue ?? ""
+            let permission = result["participantPermission"]?.stringValue ?? "READ_WRITE"
+            let title = result["share"]?["fields"]?["cloudkit.title"]?["value"]?.stringValue
+                ?? invitations.first { $0.shortGUID == guid }?.title
+            let bookStore = try store.opening(LocalBook(scope: .shared, zoneName: zone, ownerRecordName: owner))
+            try bookStore.setBookDetails(title: title, role: permission == "READ_ONLY" ? "read-only" : "read-write")
+            return title ?? zone
+        }
+    }
+
+    /// Leaves this shared book: the server forgets the user as a participant, and the book
+    /// leaves this store (unsent edits with it).
+    public func leaveBook() async throws {
+        guard store.book.scope == .shared else {
+            throw ScorebookError(.invalidInput, "\(store.book.zoneName) is your own book; 'scorebook book delete' deletes it")
+        }
+        let client = try accountClient()
+        try await talking {
+            let answer = try await client.call("records/modify", [
+                "zoneID": store.book.zoneID.json,
+                "operations": [["operationType": "forceDelete", "record": ["recordName": .string(Self.shareRecordName)]]],
+            ], database: "shared")
+            if let code = answer["records"]?.arrayValue?.first?["serverErrorCode"]?.stringValue, code != "NOT_FOUND" {
+                throw ScorebookError(.sync, "the server refused to let you leave (\(code))")
+            }
+        }
+        try store.forgetBook()
+    }
+}
+
+/// Who wrote what in a shared book, by name: user record names are looked up once
+/// (`public/users/discover`) after a sync and kept in the file, so names show offline.
+extension Scorebook {
+    static func userNameKey(_ userRecordName: String) -> String { "userName:\(userRecordName)" }
+
+    /// The name of a user this store has looked up, if any.
+    public func userName(_ userRecordName: String) throws -> String? {
+        try store.setting(Self.userNameKey(userRecordName))
+    }
+
+    /// Looks up the names of every writer of a shared book not yet known; best effort: a
+    /// failure leaves the user record names showing.
+    func learnWriterNames() async {
+        guard let client = try? accountClient(), let books = try? store.books() else { return }
+        var unknown: Set<String> = []
+        for summary in books {
+            guard let bookStore = try? store.opening(summary.book), let writers = try? bookStore.writerUserRecordNames() else { continue }
+            for writer in writers where (try? userName(writer)) == nil { unknown.insert(writer) }
+        }
+        guard !unknown.isEmpty else { return }
+        let lookups: [JSONValue] = unknown.sorted().map { ["userRecordName": .string($0)] }
+        guard let answer = try? await client.call("users/discover", ["lookupInfos": .array(lookups)], database: "public") else { return }
+        for user in answer["users"]?.arrayValue ?? [] {
+            guard let id = user["userRecordName"]?.stringValue,
+                  let name = user["nameComponents"]?["givenName"]?.stringValue ?? user["lookupInfo"]?["emailAddress"]?.stringValue
+            else { continue }
+            try? store.setSetting(Self.userNameKey(id), name)
+        }
+    }
+}
+
+extension Scorebook {
+    /// Whether this book is shared as far as this store can tell: it is someone else's, or
+    /// someone other than the store's user wrote in it.
+    public func isSharedBook() throws -> Bool {
+        if store.book.scope == .shared { return true }
+        guard let me = try store.setting(SyncSettingKey.dataOwner) else { return false }
+        return try store.writerUserRecordNames().contains { $0 != me }
+    }
+
+    /// How a writer shows in a shared book: its name when looked up, else its user record name.
+    public func writerName(_ userRecordName: String?) throws -> String? {
+        guard let userRecordName else { return nil }
+        return try userName(userRecordName) ?? userRecordName
+    }
+}
+
+extension Scorebook {
+    /// Who made a remote change when it is someone other than the store's user (which happens
+    /// only in a shared book): a name when known, else the user record name.
+    public func otherWriter(of change: AppliedChange) -> String? {
+        guard let writer = change.record?.modified?.userRecordName,
+              let me = try? store.setting(SyncSettingKey.dataOwner), writer != me
+        else { return nil }
+        return (try? userName(writer)) ?? writer
+    }
+
+    /// Learns the names of the participants of the user's shared books from their share
+    /// records; best effort, before a watch, so its lines name a participant's first change.
+    func learnParticipantNames() async {
+        guard let client = try? accountClient(), let books = try? store.books() else { return }
+        for summary in books where summary.book.scope == .private && !summary.pendingDelete {
+            guard let share = try? await currentShare(client, zone: summary.book.zoneID) else { continue }
+            for participant in Self.participants(of: share) {
+                guard let id = participant.userRecordName, let name = participant.name ?? participant.emailAddress else { continue }
+                try? store.setSetting(Self.userNameKey(id), name)
+            }
+        }
+    }
+}

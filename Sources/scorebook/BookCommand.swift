@@ -1,0 +1,122 @@
+import ArgumentParser
+import Scorebook
+
+/// `scorebook book …`: the books (zones) of the store (CONTRACT §4.3).
+struct BookCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "book", abstract: "Create, list and delete books (one zone each).",
+        subcommands: [Create.self, List.self, Delete.self, Share.self, Unshare.self, Participants.self, Invitations.self,
+                      Accept.self, Leave.self])
+
+    struct Create: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "create", abstract: "Make a new book; it reaches the server at the next sync.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The book's name (its zone name).") var name: String
+
+        func run() throws {
+            try global.openScorebook().createBook(named: name)
+            emit(Output.bookChanged("created", name, json: global.json))
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "List books: NAME, OWNER, ROLE, records, last sync.")
+        @OptionGroup var global: GlobalOptions
+
+        func run() throws {
+            emit(Output.books(try global.openScorebook().books(), json: global.json))
+        }
+    }
+
+    struct Delete: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "delete", abstract: "Delete a book you own: here now, on the server at the next sync.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The book's name.") var name: String
+
+        func run() throws {
+            try global.openScorebook().deleteBook(named: name)
+            emit(Output.bookChanged("deleted", name, json: global.json))
+        }
+    }
+
+    /// Opens the book `name` (the global `--book` is for other commands).
+    static func open(_ global: GlobalOptions, _ name: String) throws -> Scorebook {
+        var options = global
+        options.book = name
+        return try options.openScorebook()
+    }
+
+    struct Share: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "share", abstract: "Share a book you own with a user; prints the share URL.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The book's name.") var name: String
+        @Option(name: .long, help: ArgumentHelp("The user: an email or a user record name.", valueName: "email|user")) var with: String
+        @Flag(name: .long, help: "The user may read but not change the book.") var readOnly = false
+
+        func run() async throws {
+            let url = try await BookCommand.open(global, name).shareBook(with: with, readOnly: readOnly)
+            emit(Output.bookChanged("shared", url, json: global.json).replacingOccurrences(of: "shared book ", with: ""))
+        }
+    }
+
+    struct Unshare: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "unshare", abstract: "Remove a user from a book you share.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The book's name.") var name: String
+        @Option(name: .long, help: ArgumentHelp("The user: an email or a user record name.", valueName: "email|user")) var with: String
+
+        func run() async throws {
+            try await BookCommand.open(global, name).unshareBook(with: with)
+            emit(Output.bookChanged("unshared", name, json: global.json))
+        }
+    }
+
+    struct Participants: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "participants", abstract: "Who takes part in a book you share: permission, accepted or invited.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The book's name.") var name: String
+
+        func run() async throws {
+            emit(Output.participants(try await BookCommand.open(global, name).bookParticipants(), json: global.json))
+        }
+    }
+
+    struct Invitations: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "invitations", abstract: "Shares that invite you and that you have not accepted.")
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            emit(Output.invitations(try await global.openScorebook().invitations(), json: global.json))
+        }
+    }
+
+    struct Accept: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "accept", abstract: "Accept a share (URL, short GUID or an invitation's title); it comes with the next sync.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The share's URL, short GUID, or an invitation's title.") var reference: String
+
+        func run() async throws {
+            let name = try await global.openScorebook().acceptBook(reference)
+            emit(Output.bookChanged("accepted", name, json: global.json))
+        }
+    }
+
+    struct Leave: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "leave", abstract: "Leave a book shared with you; it leaves this store.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The book's name.") var name: String
+
+        func run() async throws {
+            try await BookCommand.open(global, name).leaveBook()
+            emit(Output.bookChanged("left", name, json: global.json))
+        }
+    }
+}
