@@ -53,7 +53,7 @@ extension PostgresRecordStore {
                         results.append(try await self.apply(operation, &modify, connection))
                     }
                     try await connection.query("RELEASE SAVEPOINT operation", logger: self.logger)
-                } catch let error as ServerError where !AccessRules.failsWholeRequest(error) {
+                } catch let error as ServerError where !AccessRules.failsWholeRequest(error, in: scope) {
                     try await connection.query("ROLLBACK TO SAVEPOINT operation", logger: self.logger)
                     modify = before
                     results.append(.failed(error.with(recordName: operation.record["recordName"]?.stringValue)))

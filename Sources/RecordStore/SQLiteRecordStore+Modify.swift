@@ -48,7 +48,7 @@ extension SQLiteRecordStore {
                             continue
                         }
                         results.append(try apply(operation, &transaction, connection))
-                    } catch let error as ServerError where !AccessRules.failsWholeRequest(error) {
+                    } catch let error as ServerError where !AccessRules.failsWholeRequest(error, in: scope) {
                         results.append(.failed(error.with(recordName: operation.record["recordName"]?.stringValue)))
                     }
                 }

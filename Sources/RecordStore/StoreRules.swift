@@ -239,9 +239,11 @@ package enum AccessRules {
         }
     }
 
-    /// Errors that fail the whole modify request rather than one operation.
-    package static func failsWholeRequest(_ error: ServerError) -> Bool {
-        error.code == .accessDenied || error.code == .authenticationRequired
+    /// Errors that fail the whole modify request rather than one operation: the public database's
+    /// ownership and sign-in refusals. Elsewhere (a shared zone's share, changed by a participant)
+    /// ACCESS_DENIED stays the one operation's error.
+    package static func failsWholeRequest(_ error: ServerError, in scope: DatabaseScope) -> Bool {
+        scope.kind == .public && (error.code == .accessDenied || error.code == .authenticationRequired)
     }
 }
 
