@@ -60,7 +60,9 @@ extension AccountManager {
         } catch {
             // Recorded as a failed sync of this book would be, for `status`.
             let failure = ZoneSynchronizer.syncError(error)
-            try? first.guarded { try store.setSetting(SyncSettingKey.lastError, failure.description) }
+            // On this manager's book (the one `status` is asked about), checked against the session.
+            let here = ZoneSynchronizer(store: store, database: database, zoneID: store.book.zoneID, session: first.session)
+            try? here.guarded { try store.setSetting(SyncSettingKey.lastError, failure.description) }
             throw failure
         }
         try first.checkSession()
