@@ -53,6 +53,12 @@ extension AccountManager {
                 subscribed = []
                 try await subscribeBooks()
             },
+            idleCheck: {
+                // The server does not notify a participant of its own removal: the shared database's
+                // zones are compared with the store's shared books at every quiet poll interval.
+                guard try anchorManager.store.books().contains(where: { $0.book.scope == .shared }) else { return SyncSummary() }
+                return try await anchorManager.reconcileSharedZones(database: database.sharedScope(), session: session)
+            },
             syncNow: { notifications, everything, progress in
                 var summary = SyncSummary()
                 if everything {

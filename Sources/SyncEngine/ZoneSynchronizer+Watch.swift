@@ -39,6 +39,7 @@ extension ZoneSynchronizer {
     func runWatch(until deadline: Date?, pollTimeout: Int, coversEveryBook: Bool, onProblem: (String) -> Void,
                   onInitialSyncProgress: ((SyncProgress) -> Void)?,
                   subscribe: () async throws -> Void,
+                  idleCheck: () async throws -> SyncSummary = { SyncSummary() },
                   syncNow: (_ notifications: [PushNotification], _ everything: Bool, _ progress: ((SyncProgress) -> Void)?) async throws -> SyncSummary)
         async throws -> SyncStopped?
     {
@@ -90,9 +91,7 @@ extension ZoneSynchronizer {
                         notifications = []
                         syncEverything = false
                         for dropped in summary.dropped { onProblem(Self.describe(dropped)) }
-                        for removed in summary.booksRemoved {
-                            onProblem("book \(removed) was deleted on the server or is no longer shared with you, and was removed here")
-                        }
+                        for removed in summary.booksRemoved { onProblem(Self.bookRemovedLine(removed)) }
                         lastProblem = nil
                         machine.syncSucceeded()
                         try guarded { try store.setSetting(SyncSettingKey.notificationCursor, machine.cursor) }
@@ -138,6 +137,16 @@ extension ZoneSynchronizer {
                             if page.notifications.isEmpty {
                                 try guarded { try store.setSetting(SyncSettingKey.notificationCursor, machine.cursor) }
                                 if try hasSendableChanges() { machine.localChangesPending() }
+                                // A quiet interval: what no notification announces (a removed participant hears nothing).
+                                do {
+                                    let summary = try await idleCheck()
+                                    for dropped in summary.dropped { onProblem(Self.describe(dropped)) }
+                                    for removed in summary.booksRemoved { onProblem(Self.bookRemovedLine(removed)) }
+                                } catch let stopped as SyncStopped {
+                                    throw stopped
+                                } catch {
+                                    problem(Self.syncError(error).description)
+                                }
                             }
                         } catch let stopped as SyncStopped {
                             throw stopped
@@ -223,6 +232,11 @@ extension ZoneSynchronizer {
             }
         } while await monitor.nextEvent()
         return nil
+    }
+
+    /// A watch's line for a book the server no longer has for this user.
+    static func bookRemovedLine(_ book: String) -> String {
+        "book \(book) was deleted on the server or is no longer shared with you, and was removed here"
     }
 
     /// A watch's line for a local edit dropped because its record or parent was deleted elsewhere.

@@ -209,7 +209,7 @@ final class CLIShareTests: XCTestCase {
         XCTAssertEqual(try alice.sync().received, 0, "the watch applied everything")
 
         // With several books, text lines name theirs.
-        let textWatch = try BackgroundCLI(["--store", alice.storePath, "sync", "--watch", "--for", "30"])
+        let textWatch = try BackgroundCLI(["--store", alice.storePath, "sync", "--watch", "--for", "80"])
         defer { textWatch.kill() }
         Thread.sleep(forTimeInterval: 2)
         try bob.run("--book", "friday", "person", "add", "Bea")
@@ -218,6 +218,17 @@ final class CLIShareTests: XCTestCase {
         func beaLine() -> Bool { textWatch.stdout.text.split(separator: "\n").contains { $0.hasPrefix("[friday] saved Person \"Bea\"") && $0.hasSuffix(" by bob") } }
         while Date() < deadline, !beaLine() { Thread.sleep(forTimeInterval: 0.2) }
         XCTAssertTrue(beaLine(), textWatch.stdout.text + textWatch.stderr.text)
+
+        // Carol stops sharing with alice: the running watch drops the book and says so, as sync would,
+        // after its next quiet poll interval (30 s; the server notifies no removed participant).
+        try carol.run("book", "unshare", "carols", "--with", "alice@example.com")
+        let dropDeadline = Date().addingTimeInterval(45)
+        func dropped() -> Bool { textWatch.stderr.text.contains("book carols was deleted on the server or is no longer shared with you") }
+        while Date() < dropDeadline, !dropped() { Thread.sleep(forTimeInterval: 0.2) }
+        XCTAssertTrue(dropped(), textWatch.stdout.text + textWatch.stderr.text)
+        XCTAssertTrue(textWatch.process.isRunning, textWatch.stderr.text)
+        textWatch.kill()
+        XCTAssertFalse(try alice.json("book", "list").arrayValue?.contains { $0["name"]?.stringValue == "carols" } ?? true)
     }
 
     var port: Int { retiredPort }
