@@ -11,7 +11,7 @@ struct SyncCommand: AsyncParsableCommand {
         subcommands: [Enable.self, Disable.self])
 
     @OptionGroup var global: GlobalOptions
-    @Flag(name: .long, help: "After syncing, apply remote changes as they are announced.") var watch = false
+    @Flag(name: .long, help: "After syncing, apply remote changes as they are announced, in every book (--book is not needed).") var watch = false
     @Option(name: .customLong("for"), help: ArgumentHelp("Stop watching after this many seconds.", valueName: "seconds"))
     var seconds: Double?
 
