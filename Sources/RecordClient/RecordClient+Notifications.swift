@@ -21,6 +21,10 @@ public struct PushNotification: Sendable, Equatable {
     public var kind: Kind
     public var subscriptionID: String?
     public var zoneName: String?
+    /// The zone's owner (`zoid`).
+    public var ownerRecordName: String?
+    /// The database that fired it (`dbs`: 1 public, 2 private, 3 shared).
+    public var databaseScope: Int?
     /// For query notifications: the record concerned and what happened to it.
     public var recordName: String?
     public var reason: Reason?
@@ -43,6 +47,8 @@ public struct PushNotification: Sendable, Equatable {
         }
         subscriptionID = body["sid"]?.stringValue
         zoneName = body["zid"]?.stringValue
+        ownerRecordName = body["zoid"]?.stringValue
+        databaseScope = body["dbs"]?.int64Value.map { Int($0) }
         recordName = body["rid"]?.stringValue
         reason = body["fo"]?.int64Value.flatMap { Reason(rawValue: Int($0)) }
     }

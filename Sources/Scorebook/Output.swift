@@ -227,12 +227,14 @@ public enum Output {
 
     /// One line of `sync --watch` per applied remote change.
     /// One `sync --watch` line; `by` names another user who made the change (a shared book).
-    public static func change(_ change: AppliedChange, by writer: String? = nil, json: Bool) -> String {
-        guard json else { return shown(Scorebook.describe(change) + (writer.map { " by \($0)" } ?? "")) }
+    /// A watch line; `book` names the change's book (text: `[friday] …`, JSON: `"book"`).
+    public static func change(_ change: AppliedChange, by writer: String? = nil, book: String? = nil, json: Bool) -> String {
+        guard json else { return shown((book.map { "[\($0)] " } ?? "") + Scorebook.describe(change) + (writer.map { " by \($0)" } ?? "")) }
         let type = change.recordType.isEmpty ? (RecordNaming.recordType(fromRecordName: change.recordName) ?? "") : change.recordType
         var members: [String: JSONValue] = ["event": .string(change.kind.rawValue), "recordType": .string(type),
                                             "recordName": .string(change.recordName)]
         if let writer { members["by"] = .string(writer) }
+        if let book { members["book"] = .string(book) }
         return JSONText.render(.object(members))
     }
 

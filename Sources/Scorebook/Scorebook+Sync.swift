@@ -50,22 +50,36 @@ extension Scorebook {
     }
 
     /// Syncs, then applies remote changes as they are announced and sends the edits other
-    /// processes make on this store, for `seconds` (or until the task is cancelled). The first
+    /// processes make on this store, for `seconds` (or until the task is cancelled), in every
+    /// book of the store: its private books and the accepted shared ones, books that join
+    /// meanwhile included. `onChange` hears each change with the name of its book. The first
     /// sync reports its progress to `onInitialSyncProgress`. Returns why it stopped early when
     /// the store's account or sync switch changed meanwhile (nil when the time was up).
     @discardableResult
-    public func watch(seconds: Double?, onChange: (AppliedChange) -> Void, onProblem: (String) -> Void,
+    public func watch(seconds: Double?, onChange: (_ book: String, AppliedChange) -> Void, onProblem: (String) -> Void,
                       onInitialSyncProgress: ((SyncProgress) -> Void)? = nil) async throws -> SyncStopped?
     {
         do {
-            let synchronizer = try accounts.makeSynchronizer(zoneID: store.book.zoneID)
             await learnParticipantNames()
             await learnWriterNames()
-            return try await synchronizer.watch(until: seconds.map { Date().addingTimeInterval($0) }, onChange: onChange,
-                                                onProblem: onProblem, onInitialSyncProgress: onInitialSyncProgress)
+            return try await accounts.watchBooks(until: seconds.map { Date().addingTimeInterval($0) }, onChange: { book, change in
+                onChange(bookName(book), change)
+            }, onProblem: onProblem, onInitialSyncProgress: onInitialSyncProgress)
         } catch let error as SyncError {
             throw ScorebookError(.sync, error.description)
         }
+    }
+
+    /// How a book is named in output: a shared book by its title when known.
+    public func bookName(_ book: LocalBook) -> String {
+        guard book.scope == .shared else { return book.zoneName }
+        let title = (try? store.books())?.first { $0.book == book }?.title
+        return title ?? book.zoneName
+    }
+
+    /// Whether the store holds more than one book (watch lines then name theirs).
+    public func hasSeveralBooks() -> Bool {
+        ((try? store.books().filter { !$0.pendingDelete }.count) ?? 1) > 1
     }
 
     /// How a remote change reads: its type, its display name and its record name.

@@ -21,6 +21,16 @@ extension LocalRecordStore {
         }
     }
 
+    /// The books of the file with edits waiting to be sent (any book, not only this one).
+    public func booksWithSendableChanges() throws -> [LocalBook] {
+        try withConnection { connection in
+            try connection.map(
+                "SELECT DISTINCT b.scope, b.zone_name, b.owner FROM outbox o JOIN books b ON b.id = o.book WHERE o.parked_reason IS NULL ORDER BY b.id") { row in
+                LocalBook(scope: LocalBook.Scope(rawValue: row.text(0)) ?? .private, zoneName: row.text(1), ownerRecordName: row.text(2))
+            }
+        }
+    }
+
     /// Records queued for saving that the server has never acknowledged.
     func unsentRecordNames() throws -> Set<String> {
         try withConnection { connection in

@@ -22,6 +22,32 @@ extension ZoneSynchronizer {
                       onProblem: (String) -> Void = { _ in },
                       onInitialSyncProgress: ((SyncProgress) -> Void)? = nil) async throws -> SyncStopped?
     {
+        try await runWatch(until: deadline, pollTimeout: pollTimeout, coversEveryBook: false, onProblem: onProblem,
+                           onInitialSyncProgress: onInitialSyncProgress,
+                           subscribe: {
+                               try await ensureZone()
+                               try await database.saveSubscription(zoneSubscription)
+                           },
+                           syncNow: { _, _, progress in try await sync(onChange: onChange, onProgress: progress) })
+    }
+
+    /// The watch loop, for one zone (this synchronizer's) or for every book of the file
+    /// (`coversEveryBook`: local edits in any book wake it). `subscribe` saves the
+    /// subscriptions the channel hears; `syncNow` syncs after the notifications that arrived
+    /// since the last successful sync, or everything when its flag says so (the first sync,
+    /// and after a failure, an outage or a new channel, when notifications may have been missed).
+    func runWatch(until deadline: Date?, pollTimeout: Int, coversEveryBook: Bool, onProblem: (String) -> Void,
+                  onInitialSyncProgress: ((SyncProgress) -> Void)?,
+                  subscribe: () async throws -> Void,
+                  idleCheck: () async throws -> SyncSummary = { SyncSummary() },
+                  syncNow: (_ notifications: [PushNotification], _ everything: Bool, _ progress: ((SyncProgress) -> Void)?) async throws -> SyncSummary)
+        async throws -> SyncStopped?
+    {
+        var notifications: [PushNotification] = []
+        var syncEverything = true
+        func hasSendableChanges() throws -> Bool {
+            coversEveryBook ? try !store.booksWithSendableChanges().isEmpty : try !store.sendableChanges().isEmpty
+        }
         var initialSyncProgress = onInitialSyncProgress
         var machine = WatchStateMachine(deadline: deadline, cursor: try store.setting(SyncSettingKey.notificationCursor),
                                         pollTimeout: pollTimeout)
@@ -43,14 +69,14 @@ extension ZoneSynchronizer {
                 case .openChannel:
                     do {
                         try checkSession()
-                        try await ensureZone()
-                        try await database.saveSubscription(zoneSubscription)
+                        try await subscribe()
                         if channel == nil {
                             let created = try await database.createNotificationChannel()
                             try storeChannel(created)
                             channel = created
                         }
                         machine.channelOpened()
+                        syncEverything = true
                     } catch let stopped as SyncStopped {
                         throw stopped
                     } catch {
@@ -61,8 +87,11 @@ extension ZoneSynchronizer {
                     do {
                         defer { initialSyncProgress = nil }
                         seenDataVersion = try store.dataVersion()
-                        let summary = try await sync(onChange: onChange, onProgress: initialSyncProgress)
+                        let summary = try await syncNow(notifications, syncEverything, initialSyncProgress)
+                        notifications = []
+                        syncEverything = false
                         for dropped in summary.dropped { onProblem(Self.describe(dropped)) }
+                        for removed in summary.booksRemoved { onProblem(Self.bookRemovedLine(removed)) }
                         lastProblem = nil
                         machine.syncSucceeded()
                         try guarded { try store.setSetting(SyncSettingKey.notificationCursor, machine.cursor) }
@@ -70,6 +99,7 @@ extension ZoneSynchronizer {
                         throw stopped
                     } catch {
                         problem(Self.syncError(error).description)
+                        syncEverything = true
                         machine.syncFailed(Self.clientError(error), now: Date())
                     }
                 case .poll(let since, let timeout):
@@ -87,7 +117,9 @@ extension ZoneSynchronizer {
                     }
                     pendingPoll = (since, poll)
                     let baseline = seenDataVersion
-                    let wake = await firstOf({ .answered(await poll.value) }, or: { await self.localWork(monitor, after: baseline) })
+                    let wake = await firstOf({ .answered(await poll.value) }, or: {
+                        await self.localWork(monitor, after: baseline, anyBook: coversEveryBook)
+                    })
                     switch wake {
                     case .stopped(let stopped):
                         throw stopped
@@ -101,14 +133,27 @@ extension ZoneSynchronizer {
                         do {
                             let page = try result.get()
                             machine.pollReturned(notificationCount: page.notifications.count, cursor: page.cursor, now: Date())
+                            notifications += page.notifications
                             if page.notifications.isEmpty {
                                 try guarded { try store.setSetting(SyncSettingKey.notificationCursor, machine.cursor) }
-                                if try !store.sendableChanges().isEmpty { machine.localChangesPending() }
+                                if try hasSendableChanges() { machine.localChangesPending() }
+                                // A quiet interval: what no notification announces (a removed participant hears nothing).
+                                do {
+                                    let summary = try await idleCheck()
+                                    for dropped in summary.dropped { onProblem(Self.describe(dropped)) }
+                                    for removed in summary.booksRemoved { onProblem(Self.bookRemovedLine(removed)) }
+                                } catch let stopped as SyncStopped {
+                                    throw stopped
+                                } catch {
+                                    problem(Self.syncError(error).description)
+                                }
                             }
                         } catch let stopped as SyncStopped {
                             throw stopped
                         } catch {
                             let clientError = Self.clientError(error)
+                            // Notifications may have been missed meanwhile: the next sync covers everything.
+                            syncEverything = true
                             if clientError.serverErrorCode == .notFound || clientError.serverErrorCode == .accessDenied {
                                 channel = nil
                                 try storeChannel(nil)
@@ -127,7 +172,7 @@ extension ZoneSynchronizer {
                         try? await sleep(seconds)
                         return .slept
                     }, or: { [backingOff = machine.isBackingOff] in
-                        await self.localWork(monitor, after: baseline, stopOnly: backingOff)
+                        await self.localWork(monitor, after: baseline, stopOnly: backingOff, anyBook: coversEveryBook)
                     })
                     switch wake {
                     case .stopped(let stopped): throw stopped
@@ -169,7 +214,7 @@ extension ZoneSynchronizer {
     /// Waits until another process commits to the store (not this one: `PRAGMA data_version`
     /// ignores its own writes), then says whether the session ended or local edits wait to be
     /// sent; nil when cancelled. Woken by `monitor`, so it costs nothing while nothing happens.
-    func localWork(_ monitor: StoreFileMonitor, after dataVersion: Int64, stopOnly: Bool = false) async -> WatchWake? {
+    func localWork(_ monitor: StoreFileMonitor, after dataVersion: Int64, stopOnly: Bool = false, anyBook: Bool = false) async -> WatchWake? {
         var seen = dataVersion
         repeat {
             guard !Task.isCancelled, let version = try? store.dataVersion() else { return nil }
@@ -180,10 +225,18 @@ extension ZoneSynchronizer {
                 } catch let stopped as SyncStopped {
                     return .stopped(stopped)
                 } catch {}
-                if !stopOnly, let waiting = try? store.sendableChanges(), !waiting.isEmpty { return .localChanges }
+                if !stopOnly {
+                    let waiting = anyBook ? (try? store.booksWithSendableChanges().count) ?? 0 : (try? store.sendableChanges().count) ?? 0
+                    if waiting > 0 { return .localChanges }
+                }
             }
         } while await monitor.nextEvent()
         return nil
+    }
+
+    /// A watch's line for a book the server no longer has for this user.
+    static func bookRemovedLine(_ book: String) -> String {
+        "book \(book) was deleted on the server or is no longer shared with you, and was removed here"
     }
 
     /// A watch's line for a local edit dropped because its record or parent was deleted elsewhere.

@@ -11,7 +11,7 @@ struct SyncCommand: AsyncParsableCommand {
         subcommands: [Enable.self, Disable.self])
 
     @OptionGroup var global: GlobalOptions
-    @Flag(name: .long, help: "After syncing, apply remote changes as they are announced.") var watch = false
+    @Flag(name: .long, help: "After syncing, apply remote changes as they are announced, in every book (--book is not needed).") var watch = false
     @Option(name: .customLong("for"), help: ArgumentHelp("Stop watching after this many seconds.", valueName: "seconds"))
     var seconds: Double?
 
@@ -37,7 +37,12 @@ struct SyncCommand: AsyncParsableCommand {
         func printing(_ body: () -> Void) {
             if let progress { progress.interrupt(body) } else { body() }
         }
-        let stopped = try await book.watch(seconds: seconds, onChange: { change in printing { emit(Output.change(change, by: book.otherWriter(of: change), json: json)) } },
+        let stopped = try await book.watch(seconds: seconds, onChange: { bookName, change in
+            // Lines name their book once the store has more than one (it may grow during the watch);
+            // with one book they stay as CONTRACT §4.2 shows them.
+            let named = book.hasSeveralBooks() ? bookName : nil
+            printing { emit(Output.change(change, by: book.otherWriter(of: change), book: named, json: json)) }
+        },
                                            onProblem: { problem in printing { warn("warning: \(problem)") } },
                                            onInitialSyncProgress: onProgress)
         // Another process logged out, logged in or turned sync off: one line, and status 0.

@@ -144,6 +144,93 @@ final class CLIShareTests: XCTestCase {
         XCTAssertEqual(try bob.json("book", "list").arrayValue?.count, 1, "a left book does not come back")
     }
 
+    /// Issue 10 (CONTRACT §4.2/§4.3): one `sync --watch` without `--book` follows every book of
+    /// the store: a shared book's participant's change, the default book's change from the
+    /// user's other machine, and a book accepted on that other machine while the watch runs.
+    func testOneWatchCoversEveryBookAndBooksThatJoinWhileItRuns() throws {
+        let aliceInfo = try daemon.createUserInfo("alice", email: "alice@example.com")
+        let alice = CLIMachine("alice")
+        try alice.login(daemon, token: aliceInfo.token)
+        let aliceLaptop = CLIMachine("alice-laptop")
+        try aliceLaptop.login(daemon, token: aliceInfo.token)
+        let (bob, _) = try user("bob")
+        let (carol, _) = try user("carol")
+
+        try alice.run("book", "create", "friday")
+        try alice.run("--book", "friday", "person", "add", "Ann")
+        try alice.run("--book", "friday", "game", "add", "Go")
+        let match = try alice.create("--book", "friday", "match", "start", "--game", "Go", "--players", "Ann")
+        try alice.run("person", "add", "Sam")
+        try alice.sync()
+        try alice.run("book", "share", "friday", "--with", "bob@example.com")
+        try bob.run("book", "accept", "friday")
+        try bob.sync()
+        try aliceLaptop.sync()
+
+        let watch = try BackgroundCLI(["--store", alice.storePath, "sync", "--watch", "--for", "90", "--json"])
+        defer { watch.kill() }
+        func events() -> [JSONValue] {
+            watch.stdout.text.split(separator: "\n").compactMap { try? JSONValue.parse(String($0)) }
+        }
+        func waitFor(_ what: String, _ matches: @escaping (JSONValue) -> Bool) {
+            let deadline = Date().addingTimeInterval(15)
+            while Date() < deadline, !events().contains(where: matches) { Thread.sleep(forTimeInterval: 0.2) }
+            XCTAssertTrue(events().contains(where: matches), "\(what): \(watch.stdout.text) \(watch.stderr.text)")
+        }
+        Thread.sleep(forTimeInterval: 2)
+        XCTAssertTrue(watch.process.isRunning, watch.stderr.text)
+
+        // Bob's score in the shared book: named by its book and by bob.
+        try bob.run("--book", "friday", "score", "add", "--match", match, "--player", "Ann", "9")
+        XCTAssertEqual(try bob.sync().sent, 1)
+        waitFor("bob's score") { $0["book"] == "friday" && $0["recordType"] == "Score" && $0["by"] == "bob" }
+
+        // Alice's other machine adds a person to her default book.
+        let kim = try aliceLaptop.create("person", "add", "Kim")
+        XCTAssertEqual(try aliceLaptop.sync().sent, 1)
+        waitFor("the laptop's person") { $0["book"] == "ScorebookData" && $0["recordName"]?.stringValue == kim && $0["by"] == nil }
+
+        // Carol shares her book; alice accepts it on the laptop, and the running watch takes it up.
+        try carol.run("book", "create", "carols")
+        try carol.run("--book", "carols", "game", "add", "Chess")
+        try carol.sync()
+        try carol.run("book", "share", "carols", "--with", "alice@example.com")
+        try aliceLaptop.run("book", "accept", "carols")
+        let hex = try carol.create("--book", "carols", "game", "add", "Hex")
+        XCTAssertEqual(try carol.sync().sent, 1)
+        waitFor("carol's game in the book accepted elsewhere") { $0["book"] == "carols" && $0["recordName"]?.stringValue == hex }
+        XCTAssertTrue(events().contains { $0["book"] == "carols" && $0["recordType"] == "Game" && $0["recordName"]?.stringValue != hex },
+                      "the new book's earlier records come with it: \(watch.stdout.text)")
+        XCTAssertTrue(watch.process.isRunning, watch.stderr.text)
+        watch.kill()
+
+        XCTAssertEqual(try alice.json("--book", "carols", "game", "list").arrayValue?.count, 2)
+        XCTAssertEqual(try alice.json("person", "list").arrayValue?.count, 2, "Sam and Kim")
+        XCTAssertEqual(try alice.sync().received, 0, "the watch applied everything")
+
+        // With several books, text lines name theirs.
+        let textWatch = try BackgroundCLI(["--store", alice.storePath, "sync", "--watch", "--for", "80"])
+        defer { textWatch.kill() }
+        Thread.sleep(forTimeInterval: 2)
+        try bob.run("--book", "friday", "person", "add", "Bea")
+        XCTAssertEqual(try bob.sync().sent, 1)
+        let deadline = Date().addingTimeInterval(15)
+        func beaLine() -> Bool { textWatch.stdout.text.split(separator: "\n").contains { $0.hasPrefix("[friday] saved Person \"Bea\"") && $0.hasSuffix(" by bob") } }
+        while Date() < deadline, !beaLine() { Thread.sleep(forTimeInterval: 0.2) }
+        XCTAssertTrue(beaLine(), textWatch.stdout.text + textWatch.stderr.text)
+
+        // Carol stops sharing with alice: the running watch drops the book and says so, as sync would,
+        // after its next quiet poll interval (30 s; the server notifies no removed participant).
+        try carol.run("book", "unshare", "carols", "--with", "alice@example.com")
+        let dropDeadline = Date().addingTimeInterval(45)
+        func dropped() -> Bool { textWatch.stderr.text.contains("book carols was deleted on the server or is no longer shared with you") }
+        while Date() < dropDeadline, !dropped() { Thread.sleep(forTimeInterval: 0.2) }
+        XCTAssertTrue(dropped(), textWatch.stdout.text + textWatch.stderr.text)
+        XCTAssertTrue(textWatch.process.isRunning, textWatch.stderr.text)
+        textWatch.kill()
+        XCTAssertFalse(try alice.json("book", "list").arrayValue?.contains { $0["name"]?.stringValue == "carols" } ?? true)
+    }
+
     var port: Int { retiredPort }
     var retiredPort = 0
     var retired: [DaemonProcess] = []
