@@ -118,9 +118,15 @@ extension AccountManager {
             summary.booksRemoved.append(known.title ?? known.book.zoneName)
             try bookStore.forgetBook()
         }
+        let known = Set(try store.books().map(\.book))
         for book in visible.sorted(by: { ($0.ownerRecordName, $0.zoneName) < ($1.ownerRecordName, $1.zoneName) })
         where !book.ownerRecordName.isEmpty {
-            _ = try store.opening(book)
+            let bookStore = try store.opening(book)
+            // A book accepted on another machine: its title and the user's permission come from
+            // the share, so a read-only book refuses edits here too before any is queued.
+            if !known.contains(book), let participation = try? await database.shareParticipation(zoneID: book.zoneID) {
+                try bookStore.setBookDetails(title: participation.title, role: participation.readOnly ? "read-only" : "read-write")
+            }
         }
         return summary
     }

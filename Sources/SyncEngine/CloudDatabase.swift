@@ -17,10 +17,28 @@ public protocol CloudDatabase: Sendable {
     func saveSubscription(_ subscription: Subscription) async throws
     func createNotificationChannel() async throws -> NotificationChannel
     func pollNotifications(_ channel: NotificationChannel, since cursor: String?, timeout: Int) async throws -> NotificationPage
+    /// In the shared database: the share of a zone shared with the user, as the user takes part
+    /// in it (its title and whether the user may only read); nil when it cannot be read.
+    func shareParticipation(zoneID: ZoneID) async throws -> ShareParticipation?
+}
+
+/// How the user takes part in a shared zone (from the share's `currentUserParticipant`).
+public struct ShareParticipation: Sendable, Equatable {
+    public var title: String?
+    public var readOnly: Bool
 }
 
 extension RecordClient: CloudDatabase {
     public func sharedScope() -> any CloudDatabase { inDatabase("shared") }
+
+    public func shareParticipation(zoneID: ZoneID) async throws -> ShareParticipation? {
+        let answer = try await call("records/lookup", ["zoneID": zoneID.json, "records": [["recordName": "cloudkit.zoneshare"]]],
+                                    database: "shared")
+        guard let share = answer["records"]?.arrayValue?.first, share["serverErrorCode"] == nil,
+              let permission = share["currentUserParticipant"]?["permission"]?.stringValue
+        else { return nil }
+        return ShareParticipation(title: share["fields"]?["cloudkit.title"]?["value"]?.stringValue, readOnly: permission == "READ_ONLY")
+    }
 }
 
 extension CloudDatabase {
@@ -28,4 +46,5 @@ extension CloudDatabase {
     public func deleteZone(_ zoneID: ZoneID) async throws {}
     public func listZones() async throws -> [ZoneID] { [] }
     public func sharedScope() -> any CloudDatabase { self }
+    public func shareParticipation(zoneID: ZoneID) async throws -> ShareParticipation? { nil }
 }

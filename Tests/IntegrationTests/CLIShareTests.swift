@@ -147,6 +147,34 @@ final class CLIShareTests: XCTestCase {
     /// Issue 10 (CONTRACT §4.2/§4.3): one `sync --watch` without `--book` follows every book of
     /// the store: a shared book's participant's change, the default book's change from the
     /// user's other machine, and a book accepted on that other machine while the watch runs.
+    /// A read-only book accepted on one machine comes to the user's other machine at its next
+    /// sync with its title and role, and refuses edits there too, before anything is queued.
+    func testABookAcceptedOnAnotherMachineKeepsItsTitleAndReadOnlyRole() throws {
+        let (alice, _) = try user("alice")
+        let carolInfo = try daemon.createUserInfo("carol", email: "carol@example.com")
+        let carol = CLIMachine("carol")
+        try carol.login(daemon, token: carolInfo.token)
+        let carolLaptop = CLIMachine("carol-laptop")
+        try carolLaptop.login(daemon, token: carolInfo.token)
+
+        try alice.run("book", "create", "friday")
+        try alice.run("--book", "friday", "person", "add", "Ann")
+        try alice.sync()
+        try alice.run("book", "share", "friday", "--with", "carol@example.com", "--read-only")
+        try carol.run("book", "accept", "friday")
+        try carolLaptop.sync()
+
+        let books = try carolLaptop.json("book", "list").arrayValue ?? []
+        let friday = books.first { $0["role"]?.stringValue != "owner" }
+        XCTAssertEqual(friday?["role"]?.stringValue, "read-only", "\(books)")
+        XCTAssertEqual(friday?["name"]?.stringValue, "friday", "\(books)")
+        let refused = try carolLaptop.run(["--book", "friday", "person", "add", "Cy"], allowFailure: true)
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.stderr.contains("read-only"), refused.stderr)
+        XCTAssertEqual(try carolLaptop.sync().sent, 0, "nothing was queued")
+        XCTAssertEqual(try carolLaptop.json("--book", "friday", "person", "list").arrayValue?.count, 1)
+    }
+
     func testOneWatchCoversEveryBookAndBooksThatJoinWhileItRuns() throws {
         let aliceInfo = try daemon.createUserInfo("alice", email: "alice@example.com")
         let alice = CLIMachine("alice")
