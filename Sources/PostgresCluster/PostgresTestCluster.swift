@@ -175,7 +175,7 @@ public final class PostgresTestCluster: @unchecked Sendable {
     }
 
     /// A port free on loopback right now (bound to 0, read back, released).
-    static func freePort() throws -> Int {
+    public static func freePort() throws -> Int {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Unavailable(description: "cannot create a socket") }
         defer { close(fd) }

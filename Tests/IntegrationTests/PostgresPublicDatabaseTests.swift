@@ -7,24 +7,35 @@ import XCTest
 /// --database`, `key add --database`): the same test bodies as on SQLite, inherited (this
 /// toolchain's test discovery runs a subclass's inherited test methods: each shows under the
 /// Postgres… class name in the log).
+/// One daemon on a fresh PostgreSQL database for a test class, started at first use and
+/// stopped when the class ends.
+final class PostgresDaemonForClass {
+    private var running: DaemonProcess?
+
+    func daemon() throws -> DaemonProcess {
+        if let running { return running }
+        if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
+        let started = try DaemonProcess.start(postgresURL: try PostgresTestCluster.shared().createDatabase())
+        running = started
+        return started
+    }
+
+    func stop() {
+        guard let daemon = running else { return }
+        running = nil
+        do { try daemon.stop() } catch { XCTFail("the PostgreSQL daemon did not stop cleanly: \(error)") }
+    }
+}
+
 final class PostgresPublicDatabaseAPITests: PublicDatabaseAPITests {
-    private static var postgresDaemon: DaemonProcess?
+    private static let postgres = PostgresDaemonForClass()
 
     override var daemon: DaemonProcess {
-        get throws {
-            if let running = Self.postgresDaemon { return running }
-            if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
-            let started = try DaemonProcess.start(postgresURL: try PostgresTestCluster.shared().createDatabase())
-            Self.postgresDaemon = started
-            return started
-        }
+        get throws { try Self.postgres.daemon() }
     }
 
     override class func tearDown() {
-        if let daemon = postgresDaemon {
-            postgresDaemon = nil
-            do { try daemon.stop() } catch { XCTFail("the PostgreSQL daemon did not stop cleanly: \(error)") }
-        }
+        postgres.stop()
         super.tearDown()
     }
 
@@ -35,23 +46,14 @@ final class PostgresPublicDatabaseAPITests: PublicDatabaseAPITests {
 }
 
 final class PostgresServerKeyAPITests: ServerKeyAPITests {
-    private static var postgresDaemon: DaemonProcess?
+    private static let postgres = PostgresDaemonForClass()
 
     override var daemon: DaemonProcess {
-        get throws {
-            if let running = Self.postgresDaemon { return running }
-            if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
-            let started = try DaemonProcess.start(postgresURL: try PostgresTestCluster.shared().createDatabase())
-            Self.postgresDaemon = started
-            return started
-        }
+        get throws { try Self.postgres.daemon() }
     }
 
     override class func tearDown() {
-        if let daemon = postgresDaemon {
-            postgresDaemon = nil
-            do { try daemon.stop() } catch { XCTFail("the PostgreSQL daemon did not stop cleanly: \(error)") }
-        }
+        postgres.stop()
         super.tearDown()
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import RecordModel
 import XCTest
 
@@ -65,7 +66,7 @@ final class WebDriver {
         var lastError: Error?
         // A free port can be taken between finding it and chromedriver binding it: try again.
         for _ in 0..<3 {
-            let port = try freeLoopbackPort()
+            let port = try PostgresTestCluster.freePort()  // a loopback port nobody listens on
             let profile = DaemonProcess.makeTemporaryDirectory(prefix: "scorebook-chromium")
             let driver = Process()
             driver.executableURL = URL(fileURLWithPath: driverPath)
@@ -121,25 +122,6 @@ final class WebDriver {
             usleep(50_000)
         }
         throw DaemonError("chromedriver was not ready on port \(port) within 15 s")
-    }
-
-    /// A loopback port nobody listens on right now.
-    static func freeLoopbackPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw DaemonError("socket() failed: errno \(errno)") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw DaemonError("cannot bind a loopback port: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 
     /// One WebDriver command: the answer's `value`, or an error naming WebDriver's error and message.
