@@ -662,6 +662,7 @@ package final class PostgresRecordStore: RecordStorage {
                 let (zone, seq, maximum) = try row.decode((Int64, Int64, Int64).self)
                 problems.append("zone \(zone): sequence \(seq) is behind its records (\(maximum))")
             }
+            problems += try await self.assetProblems(connection)
             return problems
         }
     }

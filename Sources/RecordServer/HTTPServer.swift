@@ -34,6 +34,8 @@ struct APIResponder: HTTPResponder {
     let maximumBodyBytes: Int
 
     func respond(to request: Request, context: Context) async throws -> Response {
+        // Asset bytes are streamed, never collected.
+        if AssetTransfer.handles(request.uri.path) { return await AssetTransfer(api: api).respond(to: request) }
         let uuid = UUID().uuidString.lowercased()
         let body: ByteBuffer
         do {

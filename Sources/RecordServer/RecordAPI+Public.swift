@@ -10,6 +10,7 @@ extension RecordAPI {
     static let publicDatabaseOperations: Set<String> = [
         "zones/list", "zones/lookup", "zones/modify", "zones/changes", "changes/database", "changes/zone", "records/modify",
         "records/lookup", "records/query", "records/changes", "subscriptions/modify", "subscriptions/list", "subscriptions/lookup",
+        "assets/upload",
     ]
 
     /// What a request that carries only an API token may do.

@@ -23,7 +23,28 @@ extension RecordAPI {
             return RecordOperation(type: type, record: record)
         }
         let keysByRecord = operationKeys
-        let results = try await self.store.modifyRecords(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID)
+        // Asset values are checked (receipts) and made canonical before the store sees the batch.
+        let prepared = try await prepareAssets(operations, scope, zone: zone)
+        let results: [RecordOperationResult]
+        if prepared.refused.isEmpty {
+            results = try await self.store.modifyRecords(scope, zone: zone, operations: prepared.operations, atomic: atomic, deviceID: deviceID)
+        } else if atomic {
+            results = operations.indices.map { index in
+                prepared.refused[index].map { .failed($0) }
+                    ?? .failed(ServerError(.atomicError, "another operation of this atomic batch failed")
+                        .with(recordName: operations[index].record["recordName"]?.stringValue))
+            }
+        } else {
+            let kept = prepared.operations.indices.filter { prepared.refused[$0] == nil }.map { prepared.operations[$0] }
+            let saved = kept.isEmpty
+                ? [] : try await self.store.modifyRecords(scope, zone: zone, operations: kept, atomic: false, deviceID: deviceID)
+            results = prepared.refused.keys.sorted().map { .failed(prepared.refused[$0]!) } + saved
+        }
+        let spent = results.flatMap { result -> [String] in
+            if case .saved(let record) = result { return prepared.receiptsByRecord[record.recordName] ?? [] }
+            return []
+        }
+        if !spent.isEmpty { try await store.markAssetsAttached(receipts: spent) }
         let entries = JSONValue.rawArray(results, estimatedBytes: { result in
             if case .saved(let record) = result { return record.estimatedJSONBytes }
             return 160

@@ -1,3 +1,4 @@
+import Crypto
 import Dispatch
 import Foundation
 import Logging
@@ -17,6 +18,8 @@ package final class RecordAPI: Sendable {
     /// `host:port` the server listens on: the courier URL's authority when a request has no
     /// Host header (HTTP/1.0).
     private let listeningAuthority = Mutex<String?>(nil)
+    /// The store's download-URL key, read on first use.
+    let assetKeyCache = Mutex<SymmetricKey?>(nil)
 
     /// Called by the server once its socket is bound.
     package func serverDidBind(host: String, port: Int) {
@@ -49,7 +52,7 @@ package final class RecordAPI: Sendable {
     static let knownOperations: Set<String> = Set([
         "zones/list", "zones/lookup", "zones/modify", "zones/changes", "changes/database", "changes/zone", "records/modify",
         "records/lookup", "records/query", "records/changes", "subscriptions/modify", "subscriptions/list", "subscriptions/lookup",
-        "users/current", "users/caller", "tokens/create", "tokens/register",
+        "users/current", "users/caller", "tokens/create", "tokens/register", "assets/upload",
     ]).union(sharingOperations)
 
     /// Answers one request and counts it in the metrics under its operation.
@@ -218,7 +221,15 @@ package final class RecordAPI: Sendable {
     }
 
     func perform(_ operation: String, body: JSONValue, scope: DatabaseScope, request: APIRequest) async throws -> JSONValue {
+        // Records answered carry a download URL for each asset, made for this caller.
+        try await withAssetLinks(scope, request: request) {
+            try await performLinked(operation, body: body, scope: scope, request: request)
+        }
+    }
+
+    private func performLinked(_ operation: String, body: JSONValue, scope: DatabaseScope, request: APIRequest) async throws -> JSONValue {
         switch operation {
+        case "assets/upload": return try await requestAssetUploads(body, scope, request: request)
         case "zones/list": return try await listZones(scope)
         case "zones/lookup": return try await lookupZones(body, scope)
         case "zones/modify": return try await modifyZones(body, scope)

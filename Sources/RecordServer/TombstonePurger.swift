@@ -23,6 +23,9 @@ package struct TombstonePurger: Service {
                 let removed = try await store.purgeTombstones(olderThanMilliseconds: Int64(retentionDays) * 86_400_000)
                 if removed > 0 { logger.info("purged \(removed) tombstones older than \(retentionDays) days") }
                 _ = try await store.purgeNotifications(olderThanMilliseconds: TombstonePurger.notificationRetentionMilliseconds)
+                // Assets no live record refers to go after the tombstone retention; uploads never attached after a day.
+                let assets = try await store.sweepAssets(releasedMilliseconds: Int64(retentionDays) * 86_400_000)
+                if assets > 0 { logger.info("removed \(assets) assets no record refers to") }
             } catch {
                 logger.error("tombstone purge failed: \(error)")
             }

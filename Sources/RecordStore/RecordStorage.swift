@@ -1,3 +1,4 @@
+import Foundation
 import NIOPosix
 import RecordModel
 import Synchronization
@@ -72,6 +73,31 @@ package protocol RecordStorage: AnyObject, Sendable {
     func invitations(_ scope: DatabaseScope) async throws -> [JSONValue]
     /// `zones/lookup` in the shared database (the zone names its owner).
     func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) async throws -> ZoneInfo
+
+    // Assets (CONTRACT §3.11). The rules (who may upload, attach and download) are the API's;
+    // these keep the upload URLs, the receipts and the bytes.
+    /// The secret that signs download URLs: one per store, so any daemon honours any other's URLs.
+    func assetSigningSecret() async throws -> [UInt8]
+    func createAssetUploads(_ uploads: [AssetUpload]) async throws
+    /// Spends the upload URL `id` and returns it, or nil when it is unknown, spent or created before `createdAfter`.
+    func claimAssetUpload(id: String, createdAfter: Int64) async throws -> AssetUpload?
+    /// Where the daemon writes an upload while it arrives (`completeAssetUpload` takes the file from there).
+    func assetStagingDirectory() throws -> String
+    /// Keeps the bytes in the file at `path` (moved or copied, then removed) unless the scope
+    /// already holds them, and gives the upload its checksum and receipt.
+    func completeAssetUpload(id: String, blob: AssetBlob, stagedFile path: String, receipt: String) async throws
+    /// The uploads these receipts belong to (unknown receipts are absent).
+    func assetUploads(receipts: [String]) async throws -> [AssetUpload]
+    /// Whether `userID` has uploaded these bytes into the scope (so it may attach them without a receipt).
+    func hasUploadedAsset(userID: Int64, scopeKey: String, checksum: String) async throws -> Bool
+    /// Spends the receipts of saved records and marks their bytes attached.
+    func markAssetsAttached(receipts: [String]) async throws
+    func assetBlob(scopeKey: String, checksum: String) async throws -> AssetBlob?
+    /// Up to `maximumLength` bytes of `blob` from `offset` (a download reads the asset piece by piece).
+    func readAssetBlob(_ blob: AssetBlob, offset: Int64, maximumLength: Int) async throws -> [UInt8]
+    /// Removes expired upload URLs and receipts, bytes never attached after `AssetLimits.unattachedMilliseconds`,
+    /// and bytes no live record has referred to for `releasedMilliseconds`; returns how many assets went.
+    func sweepAssets(releasedMilliseconds: Int64) async throws -> Int
 
     /// Records that the daemon `daemonID` is alive and returns how many daemons serve this store
     /// now (their per-user rate limits share the configured rate). One for an embedded store.
@@ -245,4 +271,48 @@ package final class SQLiteStorage: RecordStorage {
     }
 
     package func close() async { store.close() }
+
+    // MARK: Assets
+
+    package func assetSigningSecret() async throws -> [UInt8] { try await offload(write: true) { try $0.assetSigningSecret() } }
+    package func createAssetUploads(_ uploads: [AssetUpload]) async throws { try await offload(write: true) { try $0.createAssetUploads(uploads) } }
+
+    package func claimAssetUpload(id: String, createdAfter: Int64) async throws -> AssetUpload? {
+        try await offload(write: true) { try $0.claimAssetUpload(id: id, createdAfter: createdAfter) }
+    }
+
+    package func assetStagingDirectory() throws -> String { try store.assetStagingDirectory() }
+
+    package func completeAssetUpload(id: String, blob: AssetBlob, stagedFile path: String, receipt: String) async throws {
+        try await offload(write: true) { try $0.completeAssetUpload(id: id, blob: blob, stagedFile: path, receipt: receipt) }
+    }
+
+    package func assetUploads(receipts: [String]) async throws -> [AssetUpload] { try await offload { try $0.assetUploads(receipts: receipts) } }
+
+    package func hasUploadedAsset(userID: Int64, scopeKey: String, checksum: String) async throws -> Bool {
+        try await offload { try $0.hasUploadedAsset(userID: userID, scopeKey: scopeKey, checksum: checksum) }
+    }
+
+    package func markAssetsAttached(receipts: [String]) async throws { try await offload(write: true) { try $0.markAssetsAttached(receipts: receipts) } }
+
+    package func assetBlob(scopeKey: String, checksum: String) async throws -> AssetBlob? {
+        try await offload { try $0.assetBlob(scopeKey: scopeKey, checksum: checksum) }
+    }
+
+    /// One piece of the file, read on the read pool.
+    package func readAssetBlob(_ blob: AssetBlob, offset: Int64, maximumLength: Int) async throws -> [UInt8] {
+        let path = store.assetFilePath(scopeKey: blob.scopeKey, checksum: blob.checksum)
+        let count = Int(min(Int64(maximumLength), blob.size - offset))
+        guard count > 0 else { return [] }
+        return try await readPool.runIfActive {
+            guard let handle = FileHandle(forReadingAtPath: path) else { throw ServerError(.notFound, "the asset's bytes are missing") }
+            defer { try? handle.close() }
+            try handle.seek(toOffset: UInt64(offset))
+            return Array(try handle.read(upToCount: count) ?? Data())
+        }
+    }
+
+    package func sweepAssets(releasedMilliseconds: Int64) async throws -> Int {
+        try await offload(write: true) { try $0.sweepAssets(releasedMilliseconds: releasedMilliseconds) }
+    }
 }

@@ -3,6 +3,9 @@ import RecordModel
 import SQLiteDB
 
 extension SQLiteRecordStore {
+    /// Where `backup --to FILE` puts the assets: `FILE.assets/`, laid out as a data directory's `assets/`.
+    package static func backupAssetDirectory(forBackup path: String) -> String { path + ".assets" }
+
     /// Writes a consistent copy of the store to `path` while it keeps serving: `VACUUM INTO` reads
     /// one snapshot, so concurrent commits neither block it nor restart it.
     package func backup(to path: String) throws {
@@ -10,6 +13,8 @@ extension SQLiteRecordStore {
         _ = try database.readSync { connection in
             try connection.run("VACUUM INTO ?", [.text(path)])
         }
+        // The assets' files beside it (they never change, so linking them is a consistent copy).
+        _ = try backupAssets(to: SQLiteRecordStore.backupAssetDirectory(forBackup: path))
     }
 
     /// Checks the file and the store's invariants; returns the problems found (empty when sound).
@@ -66,6 +71,7 @@ extension SQLiteRecordStore {
                 ) {
                     problems.append("zone \($0.int64(0)): \($0.int64(3)) query index entries for '\($0.text(1)).\($0.text(2))', counts say \($0.int64(4))")
                 }
+                problems += try assetProblems(connection)
                 return problems
             }
         }

@@ -94,6 +94,44 @@ package struct StoreMigration: Sendable {
                     created_at BIGINT NOT NULL)
                 """,
             ]),
+        // Assets (CONTRACT §3.11). `asset_uploads`: one row per upload URL (`id` is its secret), bound
+        // to a user, a content scope (`AssetScope.key`) and a zone/record/field (`AssetBinding.key`);
+        // `claimed_at` spends the URL, the bytes' checksum and the receipt come with `uploaded_at`,
+        // `attached_at` spends the receipt. `asset_blobs`: the bytes of one scope, stored once;
+        // `unreferenced_since` is set by the sweep while no live record refers to them. SQLite keeps
+        // the bytes in files beside the database; PostgreSQL in `asset_chunks`, so every daemon
+        // serves every asset.
+        StoreMigration(
+            version: 5,
+            sqlite: [
+                """
+                CREATE TABLE asset_uploads (
+                    id TEXT PRIMARY KEY, user_id INTEGER NOT NULL, scope TEXT NOT NULL, binding TEXT NOT NULL,
+                    created_at INTEGER NOT NULL, claimed_at INTEGER, checksum TEXT, size INTEGER, receipt TEXT UNIQUE,
+                    uploaded_at INTEGER, attached_at INTEGER)
+                """,
+                "CREATE INDEX asset_uploads_checksum ON asset_uploads (scope, checksum)",
+                """
+                CREATE TABLE asset_blobs (
+                    scope TEXT NOT NULL, checksum TEXT NOT NULL, size INTEGER NOT NULL, created_at INTEGER NOT NULL,
+                    attached INTEGER NOT NULL DEFAULT 0, unreferenced_since INTEGER, PRIMARY KEY (scope, checksum)) WITHOUT ROWID
+                """,
+            ],
+            postgres: [
+                """
+                CREATE TABLE asset_uploads (
+                    id TEXT PRIMARY KEY, user_id BIGINT NOT NULL, scope TEXT NOT NULL, binding TEXT NOT NULL,
+                    created_at BIGINT NOT NULL, claimed_at BIGINT, checksum TEXT, size BIGINT, receipt TEXT UNIQUE,
+                    uploaded_at BIGINT, attached_at BIGINT)
+                """,
+                "CREATE INDEX asset_uploads_checksum ON asset_uploads (scope, checksum)",
+                """
+                CREATE TABLE asset_blobs (
+                    scope TEXT NOT NULL, checksum TEXT NOT NULL, size BIGINT NOT NULL, created_at BIGINT NOT NULL,
+                    attached INTEGER NOT NULL DEFAULT 0, unreferenced_since BIGINT, PRIMARY KEY (scope, checksum))
+                """,
+                "CREATE TABLE asset_chunks (scope TEXT NOT NULL, checksum TEXT NOT NULL, seq INTEGER NOT NULL, data BYTEA NOT NULL, PRIMARY KEY (scope, checksum, seq))",
+            ]),
     ]
 
     package static var latestVersion: Int { all.last!.version }

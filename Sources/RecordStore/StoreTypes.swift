@@ -176,7 +176,13 @@ package struct StoredRecord: Sendable {
         out.append(contentsOf: #","recordChangeTag":"#.utf8)
         JSONValue.appendString(changeTag, to: &out)
         out.append(contentsOf: #","fields":"#.utf8)
-        if let desiredKeys {
+        if let links = AssetLinks.current, AssetFields.mayHoldAssets(fieldsJSON) {
+            // Each asset gets the download URL for this request's caller.
+            var all = (try? JSONValue.parse(fieldsJSON).objectValue) ?? [:]
+            if let desiredKeys { all = all.filter { desiredKeys.contains($0.key) } }
+            for (name, field) in all { all[name] = links.linked(field, fieldName: name, of: self) }
+            JSONValue.object(all).serialize(into: &out)
+        } else if let desiredKeys {
             let all = (try? JSONValue.parse(fieldsJSON).objectValue) ?? [:]
             JSONValue.object(all.filter { desiredKeys.contains($0.key) }).serialize(into: &out)
         } else {

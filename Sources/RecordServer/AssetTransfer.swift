@@ -1,0 +1,202 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import RecordModel
+import RecordStore
+
+/// The two URLs that move asset bytes (CONTRACT §3.11), answered before the API reads any body:
+/// an upload is streamed to a staging file while it is hashed, a download streamed from the
+/// store a piece at a time, so however large the asset and however many move at once, the daemon
+/// holds only a piece of each in memory.
+struct AssetTransfer {
+    static let uploadPath = "/assets/1/upload/"
+    static let downloadPath = "/assets/1/download/"
+    /// The size of the pieces a download is read and written in.
+    static let pieceBytes = 256 * 1024
+
+    let api: RecordAPI
+
+    static func handles(_ path: String) -> Bool { path.hasPrefix(uploadPath) || path.hasPrefix(downloadPath) }
+
+    func respond(to request: Request) async -> Response {
+        let uuid = UUID().uuidString.lowercased()
+        let path = request.uri.path
+        let started = ContinuousClock.now
+        var response: Response
+        do {
+            if path.hasPrefix(AssetTransfer.uploadPath) {
+                guard request.method == .post else { throw ServerError.badRequest("upload with POST") }
+                response = try await upload(id: String(path.dropFirst(AssetTransfer.uploadPath.count)), request: request, uuid: uuid)
+            } else {
+                guard request.method == .get || request.method == .head else { throw ServerError.badRequest("download with GET") }
+                response = try await download(token: String(path.dropFirst(AssetTransfer.downloadPath.count)), request: request)
+            }
+        } catch let error as TransferFailure {
+            response = APIResponder.response(.error(error.error, uuid: uuid))
+            // The rest of the body was never read: the connection cannot carry another request.
+            if error.closeConnection { response.headers[.connection] = "close" }
+        } catch let error as ServerError {
+            response = APIResponder.response(.error(error, uuid: uuid))
+        } catch {
+            api.logger.error("asset transfer failed: \(error)", metadata: ["request": .string(uuid)])
+            response = APIResponder.response(.error(ServerError(storeFailure: error), uuid: uuid))
+        }
+        let elapsed = ContinuousClock.now - started
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        api.metrics.record(operation: path.hasPrefix(AssetTransfer.uploadPath) ? "assets/put" : "assets/get",
+                           status: Int(response.status.code), seconds: seconds)
+        return response
+    }
+
+    struct TransferFailure: Error {
+        var error: ServerError
+        var closeConnection: Bool
+    }
+
+    // MARK: Upload
+
+    func upload(id: String, request: Request, uuid: String) async throws -> Response {
+        let maximum = AssetLimits.maximumBytes
+        let declared = request.headers[.contentLength].flatMap { Int64($0) }
+        if let declared, declared > maximum {
+            throw TransferFailure(error: ServerError(.limitExceeded, "an asset is at most \(maximum) bytes; this one is \(declared)"),
+                                  closeConnection: true)
+        }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        guard let upload = try await api.store.claimAssetUpload(id: id, createdAfter: now - AssetLimits.uploadURLMilliseconds) else {
+            throw TransferFailure(error: .badRequest("this upload URL is unknown, used or expired; ask assets/upload for another"),
+                                  closeConnection: true)
+        }
+        let staged = (try api.store.assetStagingDirectory() as NSString).appendingPathComponent(id)
+        guard FileManager.default.createFile(atPath: staged, contents: nil, attributes: [.posixPermissions: 0o600]),
+            let handle = FileHandle(forWritingAtPath: staged)
+        else { throw ServerError(.internalError, "cannot stage the upload") }
+        var digest = AssetDigest()
+        do {
+            defer { try? handle.close() }
+            for try await buffer in request.body {
+                try buffer.withUnsafeReadableBytes { bytes in
+                    digest.update(bytes)
+                    if digest.size > maximum { throw TransferFailure(error: ServerError(.limitExceeded, "an asset is at most \(maximum) bytes"), closeConnection: true) }
+                    try handle.write(contentsOf: bytes)
+                }
+            }
+            if let declared, declared != digest.size {
+                throw TransferFailure(error: .badRequest("the upload ended after \(digest.size) of \(declared) bytes"), closeConnection: true)
+            }
+            guard digest.size > 0 else { throw TransferFailure(error: .badRequest("an asset needs at least one byte"), closeConnection: false) }
+        } catch {
+            // Nothing of a refused or truncated upload is kept, and its URL stays spent.
+            try? FileManager.default.removeItem(atPath: staged)
+            if error is TransferFailure { throw error }
+            throw TransferFailure(error: .badRequest("the upload did not arrive whole"), closeConnection: true)
+        }
+        let blob = AssetBlob(scopeKey: upload.scopeKey, checksum: digest.finish(), size: digest.size)
+        let receipt = RandomToken.hex(bytes: 24)
+        do {
+            try await api.store.completeAssetUpload(id: id, blob: blob, stagedFile: staged, receipt: receipt)
+        } catch {
+            try? FileManager.default.removeItem(atPath: staged)
+            throw error
+        }
+        let checksum = AssetChecksum.wire(hex: blob.checksum)
+        // `referenceChecksum` and `wrappingKey` are CloudKit's encryption fields: the bytes are not
+        // encrypted here, so they carry the checksum and an empty key for clients that expect them.
+        let answer: JSONValue = [
+            "singleFile": [
+                "fileChecksum": .string(checksum), "size": .int(blob.size), "receipt": .string(receipt),
+                "referenceChecksum": .string(checksum), "wrappingKey": .string(""),
+            ],
+        ]
+        return APIResponder.response(APIResponse(status: 200, json: answer))
+    }
+
+    // MARK: Download
+
+    func download(token: String, request: Request) async throws -> Response {
+        let key = try await api.assetSigningKey()
+        let missing = ServerError(.notFound, "no such asset")
+        guard let grant = DownloadGrant(token: token, key: key) else { throw missing }
+        guard grant.expires > Int64(Date().timeIntervalSince1970 * 1000) else {
+            throw ServerError(.authenticationFailed, "this download URL has expired; fetch the record again for a new one")
+        }
+        // The caller must still be able to read the record, and the record must still hold the asset.
+        let current: StoredRecord?
+        do {
+            current = try await api.store.lookupRecords(grant.scope, zone: grant.zone, recordNames: [grant.recordName]).first?.get()
+        } catch let error as ServerError where error.code != .tryAgainLater && error.code != .internalError {
+            throw missing
+        }
+        guard let current,
+            AssetFields.checksums(inFieldsJSON: current.fieldsJSON).contains(where: { $0.field == grant.fieldName && $0.checksum == grant.checksum }),
+            let blob = try await api.store.assetBlob(scopeKey: grant.assetScopeKey, checksum: grant.checksum)
+        else { throw missing }
+
+        let etag = "\"\(blob.checksum)\""
+        var headers: HTTPFields = [
+            .contentType: "application/octet-stream", .eTag: etag, .acceptRanges: "bytes", .cacheControl: "private, max-age=3600",
+        ]
+        if let match = request.headers[.ifNoneMatch], match == "*" || match.split(separator: ",").contains(where: {
+            $0.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "W/", with: "") == etag
+        }) {
+            return Response(status: .notModified, headers: headers)
+        }
+        var status = HTTPResponse.Status.ok
+        var range = Int64(0)..<blob.size
+        if let header = request.headers[.range] {
+            switch AssetTransfer.parseRange(header, size: blob.size) {
+            case .whole: break
+            case .part(let part):
+                range = part
+                status = .partialContent
+                headers[.contentRange] = "bytes \(part.lowerBound)-\(part.upperBound - 1)/\(blob.size)"
+            case .unsatisfiable:
+                var response = APIResponder.response(.error(.badRequest("the range is outside the asset's \(blob.size) bytes"), uuid: UUID().uuidString.lowercased()))
+                response.status = .rangeNotSatisfiable
+                response.headers[.contentRange] = "bytes */\(blob.size)"
+                return response
+            }
+        }
+        headers[.contentLength] = String(range.count)
+        if request.method == .head { return Response(status: status, headers: headers) }
+        let store = api.store
+        let sent = range
+        return Response(status: status, headers: headers, body: ResponseBody(contentLength: Int(sent.count)) { writer in
+            var position = sent.lowerBound
+            while position < sent.upperBound {
+                let piece = try await store.readAssetBlob(blob, offset: position,
+                                                          maximumLength: Int(min(Int64(AssetTransfer.pieceBytes), sent.upperBound - position)))
+                guard !piece.isEmpty else { throw ServerError(.internalError, "the asset's bytes end early") }
+                try await writer.write(ByteBuffer(bytes: piece))
+                position += Int64(piece.count)
+            }
+            try await writer.finish(nil)
+        })
+    }
+
+    enum RangeRequest: Equatable {
+        case whole
+        case part(Range<Int64>)
+        case unsatisfiable
+    }
+
+    /// One `bytes=` range (`a-b`, `a-`, `-n`); anything else, several ranges included, is the
+    /// whole asset, as RFC 9110 allows a server to answer.
+    static func parseRange(_ header: String, size: Int64) -> RangeRequest {
+        let text = header.trimmingCharacters(in: .whitespaces)
+        guard text.hasPrefix("bytes="), !text.contains(",") else { return .whole }
+        let spec = text.dropFirst(6).split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard spec.count == 2 else { return .whole }
+        let first = spec[0].trimmingCharacters(in: .whitespaces), last = spec[1].trimmingCharacters(in: .whitespaces)
+        if first.isEmpty {
+            guard let suffix = Int64(last), suffix > 0 else { return .whole }
+            return .part(max(0, size - suffix)..<size)
+        }
+        guard let start = Int64(first), start >= 0 else { return .whole }
+        guard start < size else { return .unsatisfiable }
+        if last.isEmpty { return .part(start..<size) }
+        guard let end = Int64(last), end >= start else { return .whole }
+        return .part(start..<min(end + 1, size))
+    }
+}

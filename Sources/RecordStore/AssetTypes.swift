@@ -1,0 +1,251 @@
+import Crypto
+import Foundation
+import RecordModel
+
+/// The database whose assets share one content store (CONTRACT §3.11: identical bytes in one
+/// database are stored once): a user's private database (which its shared zones belong to) or a
+/// container's public database.
+package struct AssetScope: Sendable, Hashable {
+    package var container: String
+    package var environment: Environment
+    /// The owner of the zone the asset is attached in (`__defaultOwner__` for the public database).
+    package var ownerRecordName: String
+
+    package init(container: String, environment: Environment, ownerRecordName: String) {
+        self.container = container
+        self.environment = environment
+        self.ownerRecordName = ownerRecordName
+    }
+
+    /// The scope of a zone as `scope`'s caller addresses it (a shared zone names its owner).
+    package init(_ scope: DatabaseScope, zone: ZoneID) {
+        let owner: String
+        switch scope.kind {
+        case .private: owner = scope.userRecordName
+        case .shared: owner = zone.ownerRecordName ?? ""
+        case .public: owner = DatabaseScope.publicOwnerRecordName
+        }
+        self.init(container: scope.container, environment: scope.environment, ownerRecordName: owner)
+    }
+
+    /// The key stored in the asset tables.
+    package var key: String { "\(container)\u{1F}\(environment.rawValue)\u{1F}\(ownerRecordName)" }
+
+    /// A file-system-safe name for the scope's directory (container names may be `..`).
+    package var directoryName: String { AssetScope.directoryName(forKey: key) }
+
+    package static func directoryName(forKey key: String) -> String {
+        String(AssetChecksum.hex(SHA256.hash(data: Array(key.utf8))).prefix(32))
+    }
+}
+
+/// What an upload URL and its receipt are bound to: who, which database, zone, record and field.
+package struct AssetBinding: Sendable, Hashable {
+    package var database: DatabaseKind
+    package var zoneName: String
+    package var recordName: String
+    package var fieldName: String
+
+    package init(database: DatabaseKind, zoneName: String, recordName: String, fieldName: String) {
+        self.database = database
+        self.zoneName = zoneName
+        self.recordName = recordName
+        self.fieldName = fieldName
+    }
+
+    /// The key stored in `asset_uploads.binding` (record names are printable ASCII: no U+001F).
+    package var key: String { [database.rawValue, zoneName, recordName, fieldName].joined(separator: "\u{1F}") }
+}
+
+/// One upload URL and, once its bytes arrived, its receipt.
+package struct AssetUpload: Sendable, Equatable {
+    /// The secret in the upload URL.
+    package var id: String
+    package var userID: Int64
+    package var scopeKey: String
+    package var bindingKey: String
+    package var createdAt: Int64
+    package var claimedAt: Int64?
+    /// Hex SHA-256 of the bytes received.
+    package var checksum: String?
+    package var size: Int64?
+    package var receipt: String?
+    package var uploadedAt: Int64?
+    package var attachedAt: Int64?
+
+    package init(id: String, userID: Int64, scopeKey: String, bindingKey: String, createdAt: Int64) {
+        self.id = id
+        self.userID = userID
+        self.scopeKey = scopeKey
+        self.bindingKey = bindingKey
+        self.createdAt = createdAt
+    }
+}
+
+/// Stored bytes: one per (scope, checksum).
+package struct AssetBlob: Sendable, Equatable {
+    package var scopeKey: String
+    /// Hex SHA-256.
+    package var checksum: String
+    package var size: Int64
+
+    package init(scopeKey: String, checksum: String, size: Int64) {
+        self.scopeKey = scopeKey
+        self.checksum = checksum
+        self.size = size
+    }
+}
+
+/// The limits and lifetimes of CONTRACT §3.11.
+package enum AssetLimits {
+    package static let maximumBytes: Int64 = 50 * 1024 * 1024
+    /// An upload URL takes one upload within this time.
+    package static let uploadURLMilliseconds: Int64 = 15 * 60_000
+    /// A receipt attaches within this time; bytes never attached are removed some time after it.
+    package static let receiptMilliseconds: Int64 = 24 * 3_600_000
+    /// Unattached bytes go an hour after their receipt expired, so a save that checked a receipt
+    /// just before expiry never finds its bytes gone.
+    package static let unattachedMilliseconds: Int64 = 25 * 3_600_000
+    /// A download URL works this long.
+    package static let downloadURLMilliseconds: Int64 = 2 * 3_600_000
+    /// PostgreSQL keeps an asset's bytes in rows of this size.
+    package static let chunkBytes = 1024 * 1024
+}
+
+/// `fileChecksum` on the wire is the base64 SHA-256 of the bytes; tables and file names hold hex.
+package enum AssetChecksum {
+    package static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        for byte in digest {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    package static func wire(hex: String) -> String {
+        var bytes: [UInt8] = []
+        var high: UInt8?
+        for character in hex.utf8 {
+            guard let nibble = character.hexNibble else { return "" }
+            if let h = high {
+                bytes.append(h << 4 | nibble)
+                high = nil
+            } else {
+                high = nibble
+            }
+        }
+        return Data(bytes).base64EncodedString()
+    }
+
+    /// The hex form of a wire checksum, or nil when it is not a base64 SHA-256.
+    package static func hex(wire: String) -> String? {
+        guard let data = Data(base64Encoded: wire), data.count == 32 else { return nil }
+        return hex(data)
+    }
+}
+
+extension UInt8 {
+    fileprivate var hexNibble: UInt8? {
+        switch self {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return self - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return self - UInt8(ascii: "a") + 10
+        default: return nil
+        }
+    }
+}
+
+/// The asset values a record's fields hold.
+package enum AssetFields {
+    /// Whether a stored fields dictionary may hold an asset (a cheap test before parsing).
+    package static func mayHoldAssets(_ fieldsJSON: [UInt8]) -> Bool {
+        let marker = Array(#""ASSETID"#.utf8)
+        guard fieldsJSON.count >= marker.count else { return false }
+        return fieldsJSON.withUnsafeBufferPointer { bytes in
+            var index = 0
+            let last = bytes.count - marker.count
+            while index <= last {
+                if bytes[index] == marker[0] && bytes[index + 1] == marker[1] {
+                    var matched = true
+                    for offset in 2..<marker.count where bytes[index + offset] != marker[offset] {
+                        matched = false
+                        break
+                    }
+                    if matched { return true }
+                }
+                index += 1
+            }
+            return false
+        }
+    }
+
+    /// (field name, hex checksum) of every asset in a stored fields dictionary.
+    package static func checksums(inFieldsJSON fieldsJSON: [UInt8]) -> [(field: String, checksum: String)] {
+        guard mayHoldAssets(fieldsJSON), let fields = try? JSONValue.parse(fieldsJSON).objectValue else { return [] }
+        var found: [(String, String)] = []
+        for (name, field) in fields {
+            for value in assetValues(field) {
+                if let wire = value["fileChecksum"]?.stringValue, let hex = AssetChecksum.hex(wire: wire) { found.append((name, hex)) }
+            }
+        }
+        return found
+    }
+
+    /// The asset dictionaries of one field (`{"type", "value"}`): one for ASSETID, each for ASSETID_LIST.
+    package static func assetValues(_ field: JSONValue) -> [JSONValue] {
+        guard let type = field["type"]?.stringValue, let value = field["value"] else { return [] }
+        switch type {
+        case "ASSETID": return [value]
+        case "ASSETID_LIST": return value.arrayValue ?? []
+        default: return []
+        }
+    }
+}
+
+/// Hashes and counts bytes as they stream past.
+package struct AssetDigest {
+    private var hasher = SHA256()
+    package private(set) var size: Int64 = 0
+
+    package init() {}
+
+    package mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        hasher.update(bufferPointer: bytes)
+        size += Int64(bytes.count)
+    }
+
+    package func finish() -> String { AssetChecksum.hex(hasher.finalize()) }
+}
+
+/// How records written during one request link their assets: set (as a task-local) by the API
+/// around each request, so every answer that carries records — lookups, queries, feeds, batch
+/// answers — gives each asset a `downloadURL` for that caller without each route knowing.
+package struct AssetLinks: Sendable {
+    /// The URL of one asset: (the record, its field, the asset's hex checksum).
+    package var downloadURL: @Sendable (_ record: StoredRecord, _ fieldName: String, _ checksum: String) -> String
+
+    package init(downloadURL: @escaping @Sendable (_ record: StoredRecord, _ fieldName: String, _ checksum: String) -> String) {
+        self.downloadURL = downloadURL
+    }
+
+    @TaskLocal package static var current: AssetLinks?
+
+    /// The field with `downloadURL` added to each asset value (other fields unchanged).
+    func linked(_ field: JSONValue, fieldName: String, of record: StoredRecord) -> JSONValue {
+        guard case .object(var members) = field, let type = members["type"]?.stringValue, let value = members["value"] else { return field }
+        func link(_ asset: JSONValue) -> JSONValue {
+            guard case .object(var dictionary) = asset, let wire = dictionary["fileChecksum"]?.stringValue,
+                let hex = AssetChecksum.hex(wire: wire)
+            else { return asset }
+            dictionary["downloadURL"] = .string(downloadURL(record, fieldName, hex))
+            return .object(dictionary)
+        }
+        switch type {
+        case "ASSETID": members["value"] = link(value)
+        case "ASSETID_LIST": members["value"] = .array((value.arrayValue ?? []).map(link))
+        default: return field
+        }
+        return .object(members)
+    }
+}
