@@ -31,7 +31,7 @@ extension PostgresRecordStore {
             for upload in uploads {
                 try await connection.query(
                     """
-                    INSERT INTO asset_uploads (id, user_id, scope, binding, created_at)
+                    INSERT INTO asset_uploads (upload_id, user_id, scope, binding, created_at)
                     VALUES (\(upload.id), \(upload.userID), \(upload.scopeKey), \(upload.bindingKey), \(upload.createdAt))
                     """, logger: self.logger)
             }
@@ -43,7 +43,7 @@ extension PostgresRecordStore {
         return try await write { connection in
             let rows = try await connection.query(
                 """
-                UPDATE asset_uploads SET claimed_at = \(now) WHERE id = \(id) AND claimed_at IS NULL AND created_at > \(createdAfter)
+                UPDATE asset_uploads SET claimed_at = \(now) WHERE upload_id = \(id) AND claimed_at IS NULL AND created_at > \(createdAfter)
                 RETURNING \(unescaped: PostgresRecordStore.uploadColumns)
                 """, logger: self.logger
             ).collect()
@@ -78,7 +78,7 @@ extension PostgresRecordStore {
             try await connection.query(
                 """
                 UPDATE asset_uploads SET checksum = \(blob.checksum), size = \(blob.size), receipt = \(receipt), uploaded_at = \(now)
-                WHERE id = \(id)
+                WHERE upload_id = \(id)
                 """, logger: self.logger)
         }
     }
@@ -140,6 +140,23 @@ extension PostgresRecordStore {
         guard skip < buffer.readableBytes else { throw ServerError(.internalError, "the asset's chunk \(sequence) is short") }
         buffer.moveReaderIndex(forwardBy: skip)
         return buffer.readBytes(length: min(buffer.readableBytes, maximumLength)) ?? []
+    }
+
+    /// `migrate`: the bytes of an asset whose bookkeeping was imported, from the SQLite store's file.
+    package func importAssetFile(scopeKey: String, checksum: String, path: String) async throws {
+        try await write { connection in
+            try await connection.query("DELETE FROM asset_chunks WHERE scope = \(scopeKey) AND checksum = \(checksum)", logger: self.logger)
+            guard let handle = FileHandle(forReadingAtPath: path) else { throw ServerError(.notFound, "\(path) is missing") }
+            defer { try? handle.close() }
+            var sequence: Int32 = 0
+            while let data = try handle.read(upToCount: AssetLimits.chunkBytes), !data.isEmpty {
+                let bytes = ByteBuffer(bytes: data)
+                try await connection.query(
+                    "INSERT INTO asset_chunks (scope, checksum, seq, data) VALUES (\(scopeKey), \(checksum), \(sequence), \(bytes))",
+                    logger: self.logger)
+                sequence += 1
+            }
+        }
     }
 
     /// Every (scope key, hex checksum) a live record of a live zone refers to.
@@ -231,7 +248,7 @@ extension PostgresRecordStore {
         return problems
     }
 
-    static let uploadColumns = "id, user_id, scope, binding, created_at, claimed_at, checksum, size, receipt, uploaded_at, attached_at"
+    static let uploadColumns = "upload_id, user_id, scope, binding, created_at, claimed_at, checksum, size, receipt, uploaded_at, attached_at"
 
     static func upload(_ row: PostgresRow) throws -> AssetUpload {
         let (id, userID, scope, binding, createdAt, claimedAt, checksum, size, receipt, uploadedAt, attachedAt) = try row.decode(

@@ -35,7 +35,7 @@ extension SQLiteRecordStore {
         try database.writeSync { connection in
             try connection.transaction {
                 for upload in uploads {
-                    try connection.run("INSERT INTO asset_uploads (id, user_id, scope, binding, created_at) VALUES (?, ?, ?, ?, ?)",
+                    try connection.run("INSERT INTO asset_uploads (upload_id, user_id, scope, binding, created_at) VALUES (?, ?, ?, ?, ?)",
                                        [.text(upload.id), .int(upload.userID), .text(upload.scopeKey), .text(upload.bindingKey), .int(upload.createdAt)])
                 }
             }
@@ -47,10 +47,10 @@ extension SQLiteRecordStore {
         return try database.writeSync { connection in
             try connection.transaction {
                 let changed = try connection.run(
-                    "UPDATE asset_uploads SET claimed_at = ? WHERE id = ? AND claimed_at IS NULL AND created_at > ?",
+                    "UPDATE asset_uploads SET claimed_at = ? WHERE upload_id = ? AND claimed_at IS NULL AND created_at > ?",
                     [.int(now), .text(id), .int(createdAfter)])
                 guard changed == 1 else { return nil }
-                return try connection.first("SELECT \(SQLiteRecordStore.uploadColumns) FROM asset_uploads WHERE id = ?", [.text(id)],
+                return try connection.first("SELECT \(SQLiteRecordStore.uploadColumns) FROM asset_uploads WHERE upload_id = ?", [.text(id)],
                                             SQLiteRecordStore.upload)
             }
         }
@@ -77,7 +77,7 @@ extension SQLiteRecordStore {
                     ON CONFLICT (scope, checksum) DO UPDATE SET created_at = excluded.created_at, unreferenced_since = NULL
                     """, [.text(blob.scopeKey), .text(blob.checksum), .int(blob.size), .int(now)])
                 try connection.run(
-                    "UPDATE asset_uploads SET checksum = ?, size = ?, receipt = ?, uploaded_at = ? WHERE id = ?",
+                    "UPDATE asset_uploads SET checksum = ?, size = ?, receipt = ?, uploaded_at = ? WHERE upload_id = ?",
                     [.text(blob.checksum), .int(blob.size), .text(receipt), .int(now), .text(id)])
             }
         }
@@ -236,7 +236,7 @@ extension SQLiteRecordStore {
         return copied
     }
 
-    static let uploadColumns = "id, user_id, scope, binding, created_at, claimed_at, checksum, size, receipt, uploaded_at, attached_at"
+    static let uploadColumns = "upload_id, user_id, scope, binding, created_at, claimed_at, checksum, size, receipt, uploaded_at, attached_at"
 
     static func upload(_ row: SQLiteStatement) -> AssetUpload {
         var upload = AssetUpload(id: row.text(0), userID: row.int64(1), scopeKey: row.text(2), bindingKey: row.text(3), createdAt: row.int64(4))

@@ -36,11 +36,16 @@ extension SQLiteRecordStore {
         ("share_participants", ["zone_id", "participant_id", "user_id", "email", "permission", "status", "database_id"]),
         ("query_index", ["zone_id", "record_type", "field", "sort_key", "record_name"]),
         ("query_counts", ["zone_id", "record_type", "field", "entries"]),
+        // The assets' bookkeeping; their bytes follow from the files (`importAssetFile`).
+        ("asset_blobs", ["scope", "checksum", "size", "created_at", "attached", "unreferenced_since"]),
+        ("asset_uploads", ["upload_id", "user_id", "scope", "binding", "created_at", "claimed_at", "checksum", "size", "receipt",
+                           "uploaded_at", "attached_at"]),
     ]
 
     static let integerColumns: Set<String> = [
         "id", "user_id", "created_at", "revoked", "db_seq", "purged_seq", "database_id", "seq", "deleted", "deleted_at", "zone_id",
-        "modified_at", "action", "start_cursor", "owner_user_id", "entries",
+        "modified_at", "action", "start_cursor", "owner_user_id", "entries", "size", "attached", "unreferenced_since", "claimed_at",
+        "uploaded_at", "attached_at",
     ]
     static let jsonBlobColumns: Set<String> = ["fields", "definition", "payload"]
 

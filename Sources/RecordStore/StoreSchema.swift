@@ -94,7 +94,7 @@ package struct StoreMigration: Sendable {
                     created_at BIGINT NOT NULL)
                 """,
             ]),
-        // Assets (CONTRACT §3.11). `asset_uploads`: one row per upload URL (`id` is its secret), bound
+        // Assets (CONTRACT §3.11). `asset_uploads`: one row per upload URL (`upload_id` is its secret), bound
         // to a user, a content scope (`AssetScope.key`) and a zone/record/field (`AssetBinding.key`);
         // `claimed_at` spends the URL, the bytes' checksum and the receipt come with `uploaded_at`,
         // `attached_at` spends the receipt. `asset_blobs`: the bytes of one scope, stored once;
@@ -106,7 +106,7 @@ package struct StoreMigration: Sendable {
             sqlite: [
                 """
                 CREATE TABLE asset_uploads (
-                    id TEXT PRIMARY KEY, user_id INTEGER NOT NULL, scope TEXT NOT NULL, binding TEXT NOT NULL,
+                    upload_id TEXT PRIMARY KEY, user_id INTEGER NOT NULL, scope TEXT NOT NULL, binding TEXT NOT NULL,
                     created_at INTEGER NOT NULL, claimed_at INTEGER, checksum TEXT, size INTEGER, receipt TEXT UNIQUE,
                     uploaded_at INTEGER, attached_at INTEGER)
                 """,
@@ -120,7 +120,7 @@ package struct StoreMigration: Sendable {
             postgres: [
                 """
                 CREATE TABLE asset_uploads (
-                    id TEXT PRIMARY KEY, user_id BIGINT NOT NULL, scope TEXT NOT NULL, binding TEXT NOT NULL,
+                    upload_id TEXT PRIMARY KEY, user_id BIGINT NOT NULL, scope TEXT NOT NULL, binding TEXT NOT NULL,
                     created_at BIGINT NOT NULL, claimed_at BIGINT, checksum TEXT, size BIGINT, receipt TEXT UNIQUE,
                     uploaded_at BIGINT, attached_at BIGINT)
                 """,

@@ -32,9 +32,17 @@ struct Migrate: AsyncParsableCommand {
         let tables = try wrap { try source.exportTables() }
         let logger = Logger(label: "scorebookd.migrate", factory: { _ in SwiftLogNoOpLogHandler() })
         let target = try await PostgresAdministration.open(url: databaseURL, create: true, logger: logger)
-        try await PostgresAdministration.run(target) { try await $0.importTables(tables, storeID: source.exportedStoreID) }
+        // The assets' bytes follow the tables, one asset per transaction (each at most 50 MB).
+        let assetFiles = (tables.first { $0.name == "asset_blobs" }?.rows ?? []).compactMap { row -> (String, String, String)? in
+            guard case .text(let scope) = row[0], case .text(let checksum) = row[1] else { return nil }
+            return (scope, checksum, source.assetFilePath(scopeKey: scope, checksum: checksum))
+        }
+        try await PostgresAdministration.run(target) { store in
+            try await store.importTables(tables, storeID: source.exportedStoreID)
+            for (scope, checksum, path) in assetFiles { try await store.importAssetFile(scopeKey: scope, checksum: checksum, path: path) }
+        }
         var counts: [String: JSONValue] = [:]
-        for table in tables where ["users", "zones", "records", "subscriptions", "notifications"].contains(table.name) {
+        for table in tables where ["users", "zones", "records", "subscriptions", "notifications", "asset_blobs"].contains(table.name) {
             counts[table.name] = .int(Int64(table.rows.count))
         }
         printJSON(["migrated": .object(counts)])

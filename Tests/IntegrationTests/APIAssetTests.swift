@@ -334,6 +334,43 @@ class APIAssetTests: DaemonTestCase {
         let saved = try ok("records/modify", alice, modifyBody([("create", untyped)], zone: zone), environment: "production")
         XCTAssertEqual(saved["records"]?.arrayValue?.first?["fields"]?["avatar"]?["type"], "ASSETID", saved.serializedString())
     }
+
+    /// `scorebookd migrate` carries the assets' bytes into PostgreSQL with their records.
+    func testMigrateCarriesTheAssetsToPostgreSQL() throws {
+        guard try daemon.postgresURL == nil else { throw XCTSkip("migrates from SQLite") }
+        if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
+        let old = try DaemonProcess.start()
+        let alice = try old.createUser("alice")
+        XCTAssertEqual(try old.post(path("zones/modify"), token: alice, json: (["operations": [["operationType": "create", "zone": [
+            "zoneID": ["zoneName": .string(zone)]]]]] as JSONValue).serializedString()).status, 200)
+        let name = uniqueName("Person")
+        let bytes = randomBytes(AssetTestSizes.overOneChunk, seed: 20)
+        let tokens = try old.post(path("assets/upload"), token: alice, json: ([
+            "zoneID": ["zoneName": .string(zone)], "tokens": [["recordName": .string(name), "fieldName": "avatar"]]] as JSONValue).serializedString())
+        let url = try XCTUnwrap(tokens.body["tokens"]?.arrayValue?.first?["url"]?.stringValue)
+        let file = try XCTUnwrap(try old.request("POST", try XCTUnwrap(URLComponents(string: url)?.percentEncodedPath), body: bytes)
+            .parsed().body["singleFile"])
+        XCTAssertEqual(try old.post(path("records/modify"), token: alice, json: modifyBody([("create", person(name, avatar: file))], zone: zone)
+            .serializedString()).status, 200)
+        try old.stop()
+
+        let databaseURL = try PostgresTestCluster.shared().createDatabase()
+        let migrated = try DaemonProcess.run("scorebookd", ["migrate", "--from-data-dir", old.dataDirectory.path, "--database", databaseURL])
+        XCTAssertEqual(migrated.status, 0, migrated.stderr)
+        let serving = try DaemonProcess.start(postgresURL: databaseURL)
+        defer { XCTAssertNoThrow(try serving.stop()) }
+        let looked = try serving.post(path("records/lookup"), token: alice, json: (["zoneID": ["zoneName": .string(zone)],
+                                                                                   "records": [["recordName": .string(name)]]] as JSONValue).serializedString())
+        let downloadURL = try XCTUnwrap(looked.body["records"]?.arrayValue?.first?["fields"]?["avatar"]?["value"]?["downloadURL"]?.stringValue)
+        let answer = try serving.request("GET", try XCTUnwrap(URLComponents(string: downloadURL)?.percentEncodedPath))
+        XCTAssertEqual(answer.status, 200)
+        XCTAssertEqual(answer.body, bytes)
+    }
+}
+
+enum AssetTestSizes {
+    /// More than one of PostgreSQL's 1 MB chunks.
+    static let overOneChunk = 1_500_000
 }
 
 final class PostgresAPIAssetTests: APIAssetTests {
