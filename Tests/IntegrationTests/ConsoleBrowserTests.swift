@@ -551,6 +551,54 @@ final class ConsoleBrowserTests: XCTestCase {
                        "added by Olga Owner")
     }
 
+    /// Real assets: an avatar and a match photo uploaded and attached over the API are shown
+    /// from their download URLs (the images decode, so the bytes and the content policy are right).
+    func testPicturesUploadedAsAssetsAreShown() throws {
+        let (alice, laptop) = try user("alice")
+        let (catan, _) = try recordBook(on: laptop)
+        let zone: JSONValue = ["zoneName": "ScorebookData"]
+        func api(_ operation: String, _ body: JSONValue) throws -> JSONValue {
+            let answer = try daemon.post("/database/1/iCloud.scorebook/production/private/\(operation)", token: alice.token,
+                                         json: body.serializedString())
+            XCTAssertEqual(answer.status, 200, answer.body.serializedString())
+            return answer.body
+        }
+        func attachable(_ record: String, _ field: String, png: String) throws -> JSONValue {
+            let tokens = try api("assets/upload", ["zoneID": zone, "tokens": [["recordName": .string(record), "fieldName": .string(field)]]])
+            let url = try XCTUnwrap(URLComponents(string: try XCTUnwrap(tokens["tokens"]?.arrayValue?.first?["url"]?.stringValue)))
+            let uploaded = try daemon.request("POST", url.percentEncodedPath, body: Array(try XCTUnwrap(Data(base64Encoded: png)))).parsed()
+            return ["type": "ASSETID", "value": try XCTUnwrap(uploaded.body["singleFile"])]
+        }
+        let people = try api("records/query", ["zoneID": zone, "query": ["recordType": "Person"]])["records"]?.arrayValue ?? []
+        let ann = try XCTUnwrap(people.first { $0["fields"]?["firstName"]?["value"] == "Ann" })
+        let annName = try XCTUnwrap(ann["recordName"]?.stringValue)
+        let photoName = "MatchImage|~|\(UUID().uuidString)"
+        let saved = try api("records/modify", ["zoneID": zone, "operations": [
+            ["operationType": "update", "record": ["recordName": .string(annName), "recordType": "Person",
+                                                   "recordChangeTag": ann["recordChangeTag"] ?? .null,
+                                                   "fields": ["avatar": try attachable(annName, "avatar", png: ConsolePictures.avatarPNG)]]],
+            ["operationType": "create", "record": ["recordName": .string(photoName), "recordType": "MatchImage", "fields": [
+                "match": ["type": "REFERENCE", "value": ["recordName": .string(catan), "action": "DELETE_SELF"]],
+                "image": try attachable(photoName, "image", png: ConsolePictures.photoPNG)]]],
+        ]])
+        XCTAssertEqual(saved["records"]?.arrayValue?.compactMap { $0["serverErrorCode"] }, [], saved.serializedString())
+
+        let page = try openBrowser()
+        try signIn(page, token: alice.token)
+        let avatarSize = try page.wait(for: "Ann's avatar, decoded", """
+            const image = document.querySelector(`.people-list [data-record="${CSS.escape(arguments[0])}"] img.avatar`);
+            return image && image.complete && image.naturalWidth > 0 ? [image.naturalWidth, image.naturalHeight] : null;
+            """, [.string(annName)])
+        XCTAssertEqual(avatarSize, [16, 16])
+        let photoSize = try page.wait(for: "the match photo, decoded", """
+            const image = document.querySelector(`[data-record="${CSS.escape(arguments[0])}"] img`);
+            return image && image.complete && image.naturalWidth > 0 ? [image.naturalWidth, image.naturalHeight] : null;
+            """, [.string(photoName)])
+        XCTAssertEqual(photoSize, [32, 24])
+        XCTAssertTrue(try page.execute("return document.querySelector(`[data-record=\"${CSS.escape(arguments[0])}\"] img`).src", [.string(photoName)])
+            .stringValue?.hasPrefix("\(daemon.baseURL.absoluteString)/assets/1/download/") ?? false)
+    }
+
     /// A wrong token is refused with a plain message, and nothing is kept.
     func testAWrongTokenShowsAClearMessage() throws {
         _ = try daemon.createUser("alice")
@@ -596,4 +644,10 @@ final class ConsoleBrowserTests: XCTestCase {
             """)
         XCTAssertEqual(try scoreboard(page, match: chess), try cliScoreboard(try laptop.run("match", "show", chess).stdout).rows)
     }
+}
+
+/// Small real PNGs (a 16×16 red square, a 32×24 blue one) for the pictures test.
+enum ConsolePictures {
+    static let avatarPNG = "iVBORw0KGgoAAAANSUhEUgAAABAAAAAQCAIAAACQkWg2AAAAFklEQVR4nGM4oaFBEmIY1TCqYfhqAAB8MxgQ+Pjr0gAAAABJRU5ErkJggg=="
+    static let photoPNG = "iVBORw0KGgoAAAANSUhEUgAAACAAAAAYCAIAAAAUMWhjAAAAJElEQVR4nGPQqDhBU8QwasGoBaMWjFowasGoBaMWjFowNCwAAOi7OD0hBg5wAAAAAElFTkSuQmCC"
 }
