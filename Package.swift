@@ -42,6 +42,7 @@ let package = Package(
             name: "RecordStore",
             dependencies: [
                 "RecordModel", "SQLiteDB", .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]),

@@ -124,10 +124,10 @@ extension PostgresRecordStore {
         }
     }
 
-    /// One chunk row per call: at most one chunk of the asset is in memory at a time.
-    package func readAssetBlob(_ blob: AssetBlob, offset: Int64, maximumLength: Int) async throws -> [UInt8] {
+    /// One chunk row (or the rest of it) per call: at most one chunk of the asset is in memory.
+    package func readAssetBlob(_ blob: AssetBlob, offset: Int64, maximumLength: Int) async throws -> ByteBuffer {
         let chunkBytes = Int64(AssetLimits.chunkBytes)
-        guard offset < blob.size, maximumLength > 0 else { return [] }
+        guard offset < blob.size, maximumLength > 0 else { return ByteBuffer() }
         let sequence = Int32(offset / chunkBytes)
         let (scope, checksum) = (blob.scopeKey, blob.checksum)
         let buffer: ByteBuffer? = try await read { connection in
@@ -139,7 +139,7 @@ extension PostgresRecordStore {
         let skip = Int(offset - Int64(sequence) * chunkBytes)
         guard skip < buffer.readableBytes else { throw ServerError(.internalError, "the asset's chunk \(sequence) is short") }
         buffer.moveReaderIndex(forwardBy: skip)
-        return buffer.readBytes(length: min(buffer.readableBytes, maximumLength)) ?? []
+        return buffer.readSlice(length: min(buffer.readableBytes, maximumLength)) ?? ByteBuffer()
     }
 
     /// `migrate`: the bytes of an asset whose bookkeeping was imported, from the SQLite store's file.

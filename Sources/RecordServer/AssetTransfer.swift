@@ -12,8 +12,8 @@ import RecordStore
 struct AssetTransfer {
     static let uploadPath = "/assets/1/upload/"
     static let downloadPath = "/assets/1/download/"
-    /// The size of the pieces a download is read and written in.
-    static let pieceBytes = 256 * 1024
+    /// The most of one download read and written at a time.
+    static let pieceBytes = 1024 * 1024
 
     let api: RecordAPI
 
@@ -167,9 +167,9 @@ struct AssetTransfer {
             while position < sent.upperBound {
                 let piece = try await store.readAssetBlob(blob, offset: position,
                                                           maximumLength: Int(min(Int64(AssetTransfer.pieceBytes), sent.upperBound - position)))
-                guard !piece.isEmpty else { throw ServerError(.internalError, "the asset's bytes end early") }
-                try await writer.write(ByteBuffer(bytes: piece))
-                position += Int64(piece.count)
+                guard piece.readableBytes > 0 else { throw ServerError(.internalError, "the asset's bytes end early") }
+                position += Int64(piece.readableBytes)
+                try await writer.write(piece)
             }
             try await writer.finish(nil)
         })

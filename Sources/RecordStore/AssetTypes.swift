@@ -108,8 +108,9 @@ package enum AssetLimits {
     package static let unattachedMilliseconds: Int64 = 25 * 3_600_000
     /// A download URL works this long.
     package static let downloadURLMilliseconds: Int64 = 2 * 3_600_000
-    /// PostgreSQL keeps an asset's bytes in rows of this size.
-    package static let chunkBytes = 1024 * 1024
+    /// PostgreSQL keeps an asset's bytes in rows of this size (small enough that 20 transfers at
+    /// once hold little of it in memory, large enough that a 50 MB asset is 200 rows).
+    package static let chunkBytes = 256 * 1024
 }
 
 /// `fileChecksum` on the wire is the base64 SHA-256 of the bytes; tables and file names hold hex.

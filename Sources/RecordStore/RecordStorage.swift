@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import NIOFoundationCompat
 import NIOPosix
 import RecordModel
 import Synchronization
@@ -94,7 +96,7 @@ package protocol RecordStorage: AnyObject, Sendable {
     func markAssetsAttached(receipts: [String]) async throws
     func assetBlob(scopeKey: String, checksum: String) async throws -> AssetBlob?
     /// Up to `maximumLength` bytes of `blob` from `offset` (a download reads the asset piece by piece).
-    func readAssetBlob(_ blob: AssetBlob, offset: Int64, maximumLength: Int) async throws -> [UInt8]
+    func readAssetBlob(_ blob: AssetBlob, offset: Int64, maximumLength: Int) async throws -> ByteBuffer
     /// Removes expired upload URLs and receipts, bytes never attached after `AssetLimits.unattachedMilliseconds`,
     /// and bytes no live record has referred to for `releasedMilliseconds`; returns how many assets went.
     func sweepAssets(releasedMilliseconds: Int64) async throws -> Int
@@ -300,15 +302,15 @@ package final class SQLiteStorage: RecordStorage {
     }
 
     /// One piece of the file, read on the read pool.
-    package func readAssetBlob(_ blob: AssetBlob, offset: Int64, maximumLength: Int) async throws -> [UInt8] {
+    package func readAssetBlob(_ blob: AssetBlob, offset: Int64, maximumLength: Int) async throws -> ByteBuffer {
         let path = store.assetFilePath(scopeKey: blob.scopeKey, checksum: blob.checksum)
         let count = Int(min(Int64(maximumLength), blob.size - offset))
-        guard count > 0 else { return [] }
+        guard count > 0 else { return ByteBuffer() }
         return try await readPool.runIfActive {
             guard let handle = FileHandle(forReadingAtPath: path) else { throw ServerError(.notFound, "the asset's bytes are missing") }
             defer { try? handle.close() }
             try handle.seek(toOffset: UInt64(offset))
-            return Array(try handle.read(upToCount: count) ?? Data())
+            return ByteBuffer(data: try handle.read(upToCount: count) ?? Data())
         }
     }
 
