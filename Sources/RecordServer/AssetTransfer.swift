@@ -13,7 +13,7 @@ struct AssetTransfer {
     static let uploadPath = "/assets/1/upload/"
     static let downloadPath = "/assets/1/download/"
     /// The most of one download read and written at a time.
-    static let pieceBytes = 1024 * 1024
+    static let pieceBytes = 256 * 1024
 
     let api: RecordAPI
 
