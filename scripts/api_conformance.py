@@ -676,18 +676,29 @@ class Checker:
             "released": {"value": 912470400000, "type": "TIMESTAMP"},
             "thumbnail": {"value": "iVBORw0KGgo=", "type": "BYTES"},
             "place": {"value": {"latitude": 52.52, "longitude": 13.405, "altitude": 34.0}, "type": "LOCATION"},
-            "box": {"value": {"fileChecksum": "abc", "size": 3}, "type": "ASSETID"},
+            "box": {"value": "uploaded in records_create", "type": "ASSETID"},
             "tags": {"value": ["strategy", "trading"], "type": "STRING_LIST"},
             "players": {"value": [3, 4], "type": "INT64_LIST"},
             "ratings": {"value": [7.5, 8], "type": "DOUBLE_LIST"},
             "editions": {"value": [912470400000], "type": "TIMESTAMP_LIST"},
             "blobs": {"value": ["AAE=", ""], "type": "BYTES_LIST"},
             "places": {"value": [{"latitude": 0, "longitude": 0}], "type": "LOCATION_LIST"},
-            "boxes": {"value": [{"fileChecksum": "def"}], "type": "ASSETID_LIST"},
+            "boxes": {"value": ["uploaded in records_create"], "type": "ASSETID_LIST"},
             "inferred": {"value": "no type given"},
         }
 
+        def upload_asset(record, field, data):
+            """assets/upload, then the bytes to the upload URL: the `singleFile` to save the field with."""
+            tokens = self.api("POST", "assets/upload", {
+                "zoneID": zone, "tokens": [{"recordName": record, "recordType": "Game", "fieldName": field}]}).json["tokens"]
+            path = urllib.parse.urlparse(tokens[0]["url"]).path
+            uploaded = self.client.call("POST", path, raw=data, headers={"Content-Type": "application/octet-stream"})
+            assert uploaded.status == 200, repr(uploaded)
+            return uploaded.json["singleFile"]
+
         def records_create():
+            every_type["box"]["value"] = upload_asset(game, "box", b"the box")
+            every_type["boxes"]["value"] = [upload_asset(game, "boxes", b"another box")]
             answer = self.api("POST", "records/modify", {
                 "zoneID": zone, "atomic": True,
                 "operations": [
@@ -710,6 +721,15 @@ class Checker:
             assert saved[2]["parent"] == {"recordName": game}, saved[2]
             state["game_tag"] = saved[0]["recordChangeTag"]
             state["match_tag"] = saved[2]["recordChangeTag"]
+            state["box_url"] = fields["box"]["value"]["downloadURL"]
+
+        def assets_download():
+            path = urllib.parse.urlparse(state["box_url"]).path
+            whole = self.client.call("GET", path)
+            assert whole.status == 200 and whole.body == b"the box", repr(whole)
+            part = self.client.call("GET", path, headers={"Range": "bytes=4-"})
+            assert part.status == 206 and part.body == b"box", repr(part)
+            self.expect_error(self.client.call("GET", path[:-3] + "AAA"), "NOT_FOUND")
 
         def records_exists():
             answer = self.api("POST", "records/modify", {"zoneID": zone, "atomic": False, "operations": [
@@ -791,6 +811,7 @@ class Checker:
             self.expect_error(answer, "BAD_REQUEST")
 
         check("records/modify: create with every field type, a parent and X-Device-ID", records_create)
+        check("assets: a downloadURL serves the bytes, a range, and refuses a changed URL", assets_download)
         check("records/modify: create of a taken name is an item EXISTS", records_exists)
         check("records/modify: stale tag is CONFLICT with serverRecord (extension)", records_conflict)
         check("records/modify: update with the tag, desiredKeys", records_update)
