@@ -14,6 +14,8 @@ struct AssetTransfer {
     static let downloadPath = "/assets/1/download/"
     /// The most of one download read and written at a time.
     static let pieceBytes = 256 * 1024
+    /// How much of an upload is gathered before each write to its staging file.
+    static let writeBytes = 1024 * 1024
 
     let api: RecordAPI
 
@@ -75,13 +77,19 @@ struct AssetTransfer {
         var digest = AssetDigest()
         do {
             defer { try? handle.close() }
+            // The body arrives in reads of up to 64 KB: gathered into 1 MB before each write.
+            var pending = ByteBufferAllocator().buffer(capacity: AssetTransfer.writeBytes)
             for try await buffer in request.body {
-                try buffer.withUnsafeReadableBytes { bytes in
-                    digest.update(bytes)
-                    if digest.size > maximum { throw TransferFailure(error: ServerError(.limitExceeded, "an asset is at most \(maximum) bytes"), closeConnection: true) }
-                    try handle.write(contentsOf: bytes)
+                buffer.withUnsafeReadableBytes { digest.update($0) }
+                if digest.size > maximum { throw TransferFailure(error: ServerError(.limitExceeded, "an asset is at most \(maximum) bytes"), closeConnection: true) }
+                var incoming = buffer
+                pending.writeBuffer(&incoming)
+                if pending.readableBytes >= AssetTransfer.writeBytes {
+                    try pending.withUnsafeReadableBytes { try handle.write(contentsOf: $0) }
+                    pending.clear()
                 }
             }
+            if pending.readableBytes > 0 { try pending.withUnsafeReadableBytes { try handle.write(contentsOf: $0) } }
             if let declared, declared != digest.size {
                 throw TransferFailure(error: .badRequest("the upload ended after \(digest.size) of \(declared) bytes"), closeConnection: true)
             }

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import NIOCore
 import NIOFoundationCompat
 import NIOPosix
@@ -307,10 +310,20 @@ package final class SQLiteStorage: RecordStorage {
         let count = Int(min(Int64(maximumLength), blob.size - offset))
         guard count > 0 else { return ByteBuffer() }
         return try await readPool.runIfActive {
-            guard let handle = FileHandle(forReadingAtPath: path) else { throw ServerError(.notFound, "the asset's bytes are missing") }
-            defer { try? handle.close() }
-            try handle.seek(toOffset: UInt64(offset))
-            return ByteBuffer(data: try handle.read(upToCount: count) ?? Data())
+            // pread straight into the buffer the response will send: no Data in between.
+            let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw ServerError(.notFound, "the asset's bytes are missing") }
+            defer { Glibc.close(fd) }
+            var buffer = ByteBufferAllocator().buffer(capacity: count)
+            var filled = 0
+            while filled < count {
+                let read = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count - filled) { target in
+                    max(0, pread(fd, target.baseAddress, count - filled, off_t(offset) + off_t(filled)))
+                }
+                if read == 0 { break }
+                filled += read
+            }
+            return buffer
         }
     }
 

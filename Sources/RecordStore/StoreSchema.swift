@@ -131,6 +131,8 @@ package struct StoreMigration: Sendable {
                     attached INTEGER NOT NULL DEFAULT 0, unreferenced_since BIGINT, PRIMARY KEY (scope, checksum))
                 """,
                 "CREATE TABLE asset_chunks (scope TEXT NOT NULL, checksum TEXT NOT NULL, seq INTEGER NOT NULL, data BYTEA NOT NULL, PRIMARY KEY (scope, checksum, seq))",
+                // Pictures do not compress: PostgreSQL would try (pglz) on every chunk for nothing.
+                "ALTER TABLE asset_chunks ALTER COLUMN data SET STORAGE EXTERNAL",
             ]),
     ]
 
