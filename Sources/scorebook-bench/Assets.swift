@@ -34,6 +34,15 @@ func assetTransfers(_ options: BenchOptions, _ backend: BenchBackend) async thro
     }
     let copy = copySeconds.min()!
     figures["cpMegabytesPerSecond"] = .double(Double(size) / 1_048_576 / copy)
+    // A second baseline for uploads: hashing the file alone (the daemon hashes every upload).
+    var hashSeconds: [Double] = []
+    for _ in 0..<3 {
+        let started = now()
+        _ = try Subprocess.run("/usr/bin/sha256sum", [source])
+        hashSeconds.append(now() - started)
+    }
+    let hash = hashSeconds.min()!
+    figures["sha256sumMegabytesPerSecond"] = .double(Double(size) / 1_048_576 / hash)
 
     // One client, three runs each; every upload differs in its first 8 bytes, so no run is
     // answered by the store's deduplication.
@@ -54,6 +63,7 @@ func assetTransfers(_ options: BenchOptions, _ backend: BenchBackend) async thro
     figures["uploadMegabytesPerSecond"] = .double(Double(size) / 1_048_576 / upload)
     figures["downloadMegabytesPerSecond"] = .double(Double(size) / 1_048_576 / download)
     figures["uploadVsCp"] = .double(copy / upload)
+    figures["uploadVsSha256sum"] = .double(hash / upload)
     figures["downloadVsCp"] = .double(copy / download)
 
     // 20 clients at once: uploads of 20 different files, then 20 downloads.
