@@ -72,6 +72,7 @@ func assetTransfers(_ options: BenchOptions, _ backend: BenchBackend) async thro
     let uploaded = try parallel(clients) { client in
         try uploadFile(port: daemon.port, path: urls[client], file: source, prefix: UInt64(100 + client))
     }
+    figures["parallelUploadPeakMegabytes"] = .double(Double(Subprocess.memory(of: daemon.process.pid)?.peak ?? 0) / 1_048_576)
     let downloads = try (0..<clients).map { try attach(daemon, control, record: "Picture|~|PARALLEL-\($0)", singleFile: uploaded[$0]) }
     let parallelStarted = now()
     let sizes = try parallel(clients) { client in

@@ -1,5 +1,8 @@
 import ArgumentParser
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 #if PostgreSQL
 import PostgresRecordStore
@@ -148,6 +151,13 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
+        #if canImport(Glibc)
+        // Asset transfers allocate 256 KB pieces on many threads; with glibc's sliding mmap
+        // threshold they land in per-thread arenas that keep the freed memory, and the daemon's
+        // RSS with 20 parallel downloads swung between 135 and 296 MB. A fixed threshold maps
+        // them and gives them back on free.
+        _ = glibcMallopt(-3 /* M_MMAP_THRESHOLD, a macro Swift does not import */, 128 * 1024)
+        #endif
         let level = Logger.Level(rawValue: logLevel) ?? .info
         // Logs go to standard error: standard output carries only the readiness line.
         LoggingSystem.bootstrap { label in
@@ -361,3 +371,9 @@ struct Check: ParsableCommand {
         if !problems.isEmpty { throw ExitCode(1) }
     }
 }
+
+#if canImport(Glibc)
+/// glibc's `mallopt` (malloc.h, which the Glibc module does not import).
+@_silgen_name("mallopt")
+func glibcMallopt(_ parameter: Int32, _ value: Int32) -> Int32
+#endif
