@@ -9,10 +9,12 @@ import RecordStore
 /// An upload is staged in a local file while it arrives and hashed; only whole, verified bytes
 /// reach the database, one chunk at a time.
 extension PostgresRecordStore {
+    /// This process's staging directory (removed when the store closes).
+    static let stagingDirectoryPath = (NSTemporaryDirectory() as NSString).appendingPathComponent("scorebookd-uploads-\(getpid())")
+
     package func assetStagingDirectory() throws -> String {
-        let directory = (NSTemporaryDirectory() as NSString).appendingPathComponent("scorebookd-uploads-\(getpid())")
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        return directory
+        try FileManager.default.createDirectory(atPath: PostgresRecordStore.stagingDirectoryPath, withIntermediateDirectories: true)
+        return PostgresRecordStore.stagingDirectoryPath
     }
 
     package func assetSigningSecret() async throws -> [UInt8] {

@@ -217,6 +217,8 @@ package final class PostgresRecordStore: RecordStorage {
         await listener?.value
         runTask.cancel()
         await runTask.value
+        // Uploads in flight at shutdown leave their staged files here.
+        try? FileManager.default.removeItem(atPath: PostgresRecordStore.stagingDirectoryPath)
     }
 
     // MARK: Running requests
