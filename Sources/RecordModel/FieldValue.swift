@@ -24,6 +24,8 @@ public struct FieldValue: Equatable, Sendable {
     }
     public static func reference(_ reference: Reference) -> FieldValue { FieldValue(type: .reference, normalized: reference.json) }
     public static func location(_ location: Location) -> FieldValue { FieldValue(type: .location, normalized: location.json) }
+    /// An asset (CONTRACT §3.11): `{"fileChecksum", "size"}`, or an upload's `singleFile` with its receipt.
+    public static func asset(_ dictionary: JSONValue) -> FieldValue { FieldValue(type: .asset, normalized: dictionary) }
     public static func stringList(_ list: [String]) -> FieldValue {
         FieldValue(type: .list(.string), normalized: .array(list.map { .string($0) }))
     }

@@ -80,6 +80,7 @@ struct RecordReader {
     func double(_ name: String) -> Double? { record.fields[name]?.doubleValue }
     func date(_ name: String) -> Date? { record.fields[name]?.dateValue }
     func location(_ name: String) -> Location? { record.fields[name]?.locationValue }
+    func asset(_ name: String) -> FieldValue? { record.fields[name].flatMap { $0.type == .asset ? $0 : nil } }
 
     var modificationDate: Date {
         date(RecordMerge.modificationDateField)

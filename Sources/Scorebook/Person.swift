@@ -1,16 +1,19 @@
 import Foundation
 import RecordModel
+import SyncEngine
 
 /// Someone who plays.
 public struct Person: CloudKitCompatible, Equatable {
     public static let recordType = "Person"
-    public static let fieldNames = ["firstName", "lastName", "emailAddress", "modificationDate"]
+    public static let fieldNames = ["firstName", "lastName", "emailAddress", "avatar", "modificationDate"]
 
     public let recordName: String
     public var modificationDate: Date
     public var firstName: String
     public var lastName: String?
     public var emailAddress: String?
+    /// The avatar picture (`ASSET`), as the record holds it.
+    public var avatar: FieldValue?
 
     public init(recordName: String = Person.newRecordName(), firstName: String, lastName: String? = nil,
                 emailAddress: String? = nil, modificationDate: Date = Date())
@@ -28,13 +31,14 @@ public struct Person: CloudKitCompatible, Equatable {
         firstName = reader.string("firstName") ?? ""
         lastName = reader.string("lastName")
         emailAddress = reader.string("emailAddress")
+        avatar = reader.asset("avatar")
         modificationDate = reader.modificationDate
     }
 
     public func record(in zone: ZoneID) -> Record {
         baseRecord(in: zone, fields: [
             "firstName": .string(firstName), "lastName": lastName.map(FieldValue.string),
-            "emailAddress": emailAddress.map(FieldValue.string),
+            "emailAddress": emailAddress.map(FieldValue.string), "avatar": avatar,
         ])
     }
 
@@ -47,8 +51,11 @@ public struct Person: CloudKitCompatible, Equatable {
     public var displayName: String { fullName }
     public var referenceNames: [String] { [firstName, fullName] }
 
+    /// The avatar's picture (checksum and size), when the person has one.
+    public var avatarPicture: PictureReference? { PictureReference(avatar) }
+
     public var jsonFields: [String: JSONValue] {
         ["firstName": .string(firstName), "lastName": lastName.map(JSONValue.string) ?? .null,
-         "emailAddress": emailAddress.map(JSONValue.string) ?? .null]
+         "emailAddress": emailAddress.map(JSONValue.string) ?? .null, "avatar": avatarPicture?.json ?? .null]
     }
 }

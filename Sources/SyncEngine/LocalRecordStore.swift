@@ -183,6 +183,14 @@ public final class LocalRecordStore: @unchecked Sendable {
         }
     }
 
+    /// Every local record of the book with an asset field (a picture).
+    public func recordsWithAssets() throws -> [Record] {
+        try withConnection { connection in
+            try connection.map("SELECT name, type, fields, parent FROM records WHERE book = current_book() AND instr(fields, 'ASSETID') > 0 ORDER BY rowid",
+                               [], Self.readRecord)
+        }
+    }
+
     /// Every local record holding a reference to `target`, optionally only of one type.
     public func records(referencing target: String, ofType type: String? = nil) throws -> [Record] {
         try withConnection { connection in

@@ -15,6 +15,10 @@ public struct SyncProgress: Equatable, Sendable {
     public var received: Int
     /// The sync has ended (succeeded or failed); the indicator should go.
     public var finished: Bool
+    /// A picture being uploaded or downloaded: bytes moved of its size (both 0 when none is).
+    public var pictureBytes: Int64 = 0
+    public var pictureTotalBytes: Int64 = 0
+    public var pictureIsUpload = true
 
     public init(phase: Phase = .sending, sent: Int = 0, toSend: Int = 0, received: Int = 0, finished: Bool = false) {
         self.phase = phase
@@ -59,6 +63,14 @@ final class SyncProgressReporter {
 
     func finish() {
         progress.finished = true
+        report()
+    }
+
+    /// A picture transfer moved `bytes` of `total` (a finished one: `bytes == total`, then cleared).
+    func picture(upload: Bool, bytes: Int64, total: Int64) {
+        progress.pictureIsUpload = upload
+        progress.pictureBytes = bytes >= total ? 0 : bytes
+        progress.pictureTotalBytes = bytes >= total ? 0 : total
         report()
     }
 

@@ -13,6 +13,9 @@ public struct SyncSummary: Equatable, Sendable {
     public var dropped: [DroppedChange] = []
     /// Books this file dropped because their zone is gone from the server.
     public var booksRemoved: [String] = []
+    /// Pictures uploaded before the records that refer to them, and downloaded for fetched records.
+    public var picturesUploaded = 0
+    public var picturesDownloaded = 0
 
     public init() {}
 }

@@ -17,7 +17,7 @@ extension ZoneSynchronizer {
             var round = SendRound()
             for batch in OutboxPlanner.batches(changes, limit: RecordClient.maximumOperationsPerRequest) {
                 do {
-                    try await sendBatch(batch, &summary, &round, onChange: onChange)
+                    try await sendBatch(batch, &summary, &round, progress: progress, onChange: onChange)
                 } catch RecordClientError.server(let error, _) where error.code == .zoneNotFound {
                     round.zoneMissing = true
                 }
@@ -54,7 +54,7 @@ extension ZoneSynchronizer {
     }
 
     private func sendBatch(_ batch: [PendingChange], _ summary: inout SyncSummary, _ round: inout SendRound,
-                           onChange: (AppliedChange) -> Void) async throws
+                           progress: SyncProgressReporter, onChange: (AppliedChange) -> Void) async throws
     {
         var sending: [(change: PendingChange, operation: RecordOperation)] = []
         for change in batch {
@@ -68,6 +68,8 @@ extension ZoneSynchronizer {
         // store still belongs to the account whose token sends it.
         sending = try guarded { try store.markAttempted(sending) }
         guard !sending.isEmpty else { return }
+        // Pictures go up before the records that refer to them.
+        sending = try await uploadPictures(sending, &summary, progress: progress)
         let results = try await modify(sending.map(\.operation), attempt: 1)
         // An answer arrived, so every sent state is settled (applied or refused): only a lost
         // answer leaves them as merge ancestors.

@@ -65,6 +65,7 @@ public final class ZoneSynchronizer: @unchecked Sendable {
             if try !store.sendableChanges().isEmpty {
                 try await sendOutbox(&summary, progress: progress, onChange: onChange)
             }
+            try await downloadMissingPictures(&summary, progress: progress)
             try guarded {
                 try store.setSetting(SyncSettingKey.lastSync, ISO8601.string(from: Date()))
                 try store.setSetting(SyncSettingKey.lastError, nil)

@@ -4,7 +4,7 @@ import Scorebook
 struct MatchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "match", abstract: "Start, finish, reopen, show, list and delete matches.",
-        subcommands: [Start.self, Finish.self, Reopen.self, Show.self, List.self, Delete.self])
+        subcommands: [Start.self, Finish.self, Reopen.self, Show.self, List.self, Delete.self, Photo.self, Photos.self])
 
     struct Start: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "start", abstract: "Start a match; prints the new record name.")
@@ -97,6 +97,56 @@ struct MatchCommand: ParsableCommand {
 
         func run() throws {
             emit(Output.deleted(try global.openScorebook().delete(Match.self, reference: reference), json: global.json))
+        }
+    }
+
+    struct Photos: ParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "photos", abstract: "List a match's photos.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The match (REF).") var reference: String
+
+        func run() throws {
+            let book = try global.openScorebook()
+            let photos = try book.matchPhotos(matchReference: reference)
+            emit(Output.photos(photos, held: book.hasPicture, json: global.json))
+        }
+    }
+
+    struct Photo: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "photo", abstract: "Add, save or delete a match photo.", subcommands: [Add.self, Save.self, Delete.self])
+
+        struct Add: ParsableCommand {
+            static let configuration = CommandConfiguration(commandName: "add", abstract: "Add a photo to a match; prints its record name.")
+            @OptionGroup var global: GlobalOptions
+            @Argument(help: "The match (REF).") var match: String
+            @Argument(help: "The picture (at most 50 MB).") var file: String
+
+            func run() throws {
+                emit(Output.created(try global.openScorebook().addMatchPhoto(matchReference: match, file: file), json: global.json))
+            }
+        }
+
+        struct Save: ParsableCommand {
+            static let configuration = CommandConfiguration(commandName: "save", abstract: "Write a match photo to a file.")
+            @OptionGroup var global: GlobalOptions
+            @Argument(help: "The photo (REF).") var reference: String
+            @Option(name: .long, help: "The file to write.") var to: String
+
+            func run() throws {
+                let picture = try global.openScorebook().saveMatchPhoto(reference: reference, to: to)
+                emit(Output.pictureSaved(picture, to: to, json: global.json))
+            }
+        }
+
+        struct Delete: ParsableCommand {
+            static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a match photo.")
+            @OptionGroup var global: GlobalOptions
+            @Argument(help: "The photo (REF).") var reference: String
+
+            func run() throws {
+                emit(Output.deleted(try global.openScorebook().delete(MatchImage.self, reference: reference), json: global.json))
+            }
         }
     }
 }

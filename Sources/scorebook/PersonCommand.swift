@@ -4,7 +4,7 @@ import Scorebook
 struct PersonCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "person", abstract: "Add, list and delete people.",
-        subcommands: [Add.self, Edit.self, List.self, Delete.self])
+        subcommands: [Add.self, Edit.self, List.self, Delete.self, Avatar.self])
 
     struct Add: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "add", abstract: "Add a person; prints the new record name.")
@@ -55,6 +55,35 @@ struct PersonCommand: ParsableCommand {
 
         func run() throws {
             emit(Output.deleted(try global.openScorebook().delete(Person.self, reference: reference), json: global.json))
+        }
+    }
+
+    struct Avatar: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "avatar", abstract: "Set a person's avatar from a picture file, remove it, or save it to a file.",
+            usage: "scorebook person avatar REF FILE | --remove | --save FILE")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The person (REF).") var reference: String
+        @Argument(help: "The picture to set (at most 50 MB).") var file: String?
+        @Flag(name: .long, help: "Remove the avatar.") var remove = false
+        @Option(name: .long, help: "Write the avatar to this file.") var save: String?
+
+        func validate() throws {
+            guard [file != nil, remove, save != nil].filter({ $0 }).count == 1 else {
+                throw ValidationError("give a picture FILE, --remove or --save FILE")
+            }
+        }
+
+        func run() throws {
+            let book = try global.openScorebook()
+            if let save {
+                let picture = try book.saveAvatar(personReference: reference, to: save)
+                emit(Output.pictureSaved(picture, to: save, json: global.json))
+            } else if remove {
+                emit(Output.created(try book.removeAvatar(personReference: reference), json: global.json))
+            } else if let file {
+                emit(Output.created(try book.setAvatar(personReference: reference, file: file), json: global.json))
+            }
         }
     }
 }

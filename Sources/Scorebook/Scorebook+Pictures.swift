@@ -1,0 +1,105 @@
+import Foundation
+import RecordModel
+import SyncEngine
+
+/// Pictures (CONTRACT §4.4): avatars and match photos. A picture is copied into the store's
+/// picture directory when it is added (so it works offline), and goes to the server with the
+/// next sync; pictures of records from elsewhere arrive with the sync that fetches them.
+extension Scorebook {
+    public var pictureFiles: PictureFiles { PictureFiles(storePath: store.path) }
+
+    /// Sets a person's avatar to the picture in `file`.
+    @discardableResult
+    public func setAvatar(personReference: String, file: String) throws -> Person {
+        var person = try resolve(Person.self, personReference)
+        person.avatar = try pictureFiles.add(fileAt: file).fieldValue
+        person.modificationDate = now()
+        try save([person])
+        return person
+    }
+
+    @discardableResult
+    public func removeAvatar(personReference: String) throws -> Person {
+        var person = try resolve(Person.self, personReference)
+        guard person.avatar != nil else { throw ScorebookError(.invalidInput, "\(person.fullName) has no avatar") }
+        person.avatar = nil
+        person.modificationDate = now()
+        try save([person])
+        return person
+    }
+
+    /// Writes a person's avatar to `file`; returns the picture.
+    public func saveAvatar(personReference: String, to file: String) throws -> PictureReference {
+        let person = try resolve(Person.self, personReference)
+        guard let picture = person.avatarPicture else { throw ScorebookError(.invalidInput, "\(person.fullName) has no avatar") }
+        try write(picture, to: file)
+        return picture
+    }
+
+    /// Adds a photo of a match from `file`.
+    @discardableResult
+    public func addMatchPhoto(matchReference: String, file: String) throws -> MatchImage {
+        let match = try resolve(Match.self, matchReference)
+        let picture = try pictureFiles.add(fileAt: file)
+        let photo = MatchImage(match: match.recordName, image: picture.fieldValue, modificationDate: now())
+        try save([photo])
+        return photo
+    }
+
+    /// The photos of a match, oldest first.
+    public func matchPhotos(matchReference: String) throws -> [MatchImage] {
+        let match = try resolve(Match.self, matchReference)
+        return try entities(MatchImage.self, referencing: match.recordName)
+    }
+
+    /// Writes a match photo to `file`; returns the picture.
+    public func saveMatchPhoto(reference: String, to file: String) throws -> PictureReference {
+        let photo = try resolve(MatchImage.self, reference)
+        guard let picture = photo.picture else { throw ScorebookError(.invalidInput, "\(photo.recordName) holds no picture") }
+        try write(picture, to: file)
+        return picture
+    }
+
+    /// Whether this machine holds the picture (it may still be on its way from the server).
+    public func hasPicture(_ picture: PictureReference) -> Bool { pictureFiles.has(picture) }
+
+    func write(_ picture: PictureReference, to file: String) throws {
+        guard pictureFiles.has(picture) else {
+            throw ScorebookError(.invalidInput, "the picture has not been downloaded to this machine yet; run scorebook sync")
+        }
+        let bytes = try pictureFiles.bytes(of: picture)
+        guard SHA256Hasher.hex(SHA256Hasher.digest(bytes)) == picture.checksum else {
+            throw ScorebookError(.invalidInput, "the stored picture is damaged (its checksum differs); run scorebook sync to fetch it again")
+        }
+        guard FileManager.default.createFile(atPath: file, contents: Data(bytes)) else {
+            throw ScorebookError(.invalidInput, "cannot write \(file)")
+        }
+    }
+}
+
+extension Output {
+    /// `person avatar --save`, `match photo save`: what was written where.
+    public static func pictureSaved(_ picture: PictureReference, to file: String, json: Bool) -> String {
+        json ? JSONText.render(["file": .string(file), "sha256": .string(picture.checksum), "size": .int(picture.size)])
+            : "saved \(picture.size) bytes to \(file)"
+    }
+
+    /// `match photos`: each photo, its size, and whether this machine holds the picture yet.
+    public static func photos(_ photos: [MatchImage], held: (PictureReference) -> Bool, json: Bool) -> String {
+        if json {
+            return JSONText.render(.array(photos.map { photo in
+                var entry = photo.json
+                if case .object(var members) = entry, let picture = photo.picture {
+                    members["downloaded"] = .bool(held(picture))
+                    entry = .object(members)
+                }
+                return entry
+            }))
+        }
+        let rows = photos.map { photo -> [String] in
+            guard let picture = photo.picture else { return [photo.recordName, "-", "no picture"] }
+            return [photo.recordName, "\(picture.size)", held(picture) ? "here" : "not downloaded yet"]
+        }
+        return TextTable(headers: ["PHOTO", "BYTES", "PICTURE"], rows: rows).rendered
+    }
+}

@@ -1,0 +1,115 @@
+import Foundation
+import RecordModel
+
+/// A picture an asset field refers to: its SHA-256 (hex, as its file is named) and size.
+public struct PictureReference: Sendable, Equatable {
+    public var checksum: String
+    public var size: Int64
+
+    public init(checksum: String, size: Int64) {
+        self.checksum = checksum
+        self.size = size
+    }
+
+    /// The picture of an asset field value (`{"fileChecksum", "size", …}`), or nil.
+    public init?(_ value: FieldValue?) {
+        guard let value, value.type == .asset, let wire = value.value["fileChecksum"]?.stringValue,
+              let digest = Data(base64Encoded: wire), digest.count == 32
+        else { return nil }
+        checksum = SHA256Hasher.hex(Array(digest))
+        size = value.value["size"]?.int64Value ?? 0
+    }
+
+    /// The field value a local edit saves: the checksum and size (the sync engine uploads the
+    /// bytes and adds the receipt when it sends the record).
+    public var fieldValue: FieldValue {
+        .asset(["fileChecksum": .string(wireChecksum), "size": .int(size)])
+    }
+
+    /// `fileChecksum` on the wire: base64 of the digest.
+    public var wireChecksum: String {
+        var bytes: [UInt8] = []
+        var high: UInt8?
+        for character in checksum.utf8 {
+            let nibble = character <= UInt8(ascii: "9") ? character - UInt8(ascii: "0") : character - UInt8(ascii: "a") + 10
+            if let h = high {
+                bytes.append(h << 4 | nibble)
+                high = nil
+            } else {
+                high = nibble
+            }
+        }
+        return Data(bytes).base64EncodedString()
+    }
+}
+
+/// The pictures of a store file, one file per picture named by its SHA-256, in `<store>.pictures/`
+/// beside it: added by a command or downloaded by sync, identical pictures kept once. Files are
+/// written to a temporary name and renamed, so a picture file is always whole.
+public struct PictureFiles: Sendable {
+    public let directory: String
+    /// The largest picture (CONTRACT §4.4; the server's asset limit).
+    public static let maximumBytes: Int64 = 50 * 1024 * 1024
+
+    public init(storePath: String) {
+        directory = storePath == ":memory:" ? NSTemporaryDirectory() + "scorebook-pictures-\(getpid())" : storePath + ".pictures"
+    }
+
+    public func path(of checksum: String) -> String { (directory as NSString).appendingPathComponent(checksum) }
+
+    public func has(_ picture: PictureReference) -> Bool {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path(of: picture.checksum)) else { return false }
+        return (attributes[.size] as? Int64).map { $0 == picture.size } ?? ((attributes[.size] as? Int).map { Int64($0) == picture.size } ?? false)
+    }
+
+    /// Copies the file at `source` in (a clear error for a missing, unreadable, empty or too large file).
+    public func add(fileAt source: String) throws -> PictureReference {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: source, isDirectory: &isDirectory) else {
+            throw PictureError("\(source): no such file")
+        }
+        guard !isDirectory.boolValue else { throw PictureError("\(source) is a directory, not a picture") }
+        guard let handle = FileHandle(forReadingAtPath: source) else { throw PictureError("\(source) cannot be read") }
+        defer { try? handle.close() }
+        let size = (try? handle.seekToEnd()).map(Int64.init) ?? 0
+        guard size > 0 else { throw PictureError("\(source) is empty") }
+        guard size <= Self.maximumBytes else {
+            throw PictureError("\(source) is \(size) bytes; pictures are at most \(Self.maximumBytes) bytes (50 MB)")
+        }
+        try handle.seek(toOffset: 0)
+        guard let data = try? handle.readToEnd(), Int64(data.count) == size else { throw PictureError("\(source) cannot be read") }
+        let bytes = Array(data)
+        let picture = PictureReference(checksum: SHA256Hasher.hex(SHA256Hasher.digest(bytes)), size: size)
+        try store(bytes, as: picture)
+        return picture
+    }
+
+    /// Keeps `bytes` as `picture` unless it is already there.
+    func store(_ bytes: [UInt8], as picture: PictureReference) throws {
+        guard !has(picture) else { return }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let temporary = path(of: picture.checksum) + ".tmp-\(getpid())"
+        guard FileManager.default.createFile(atPath: temporary, contents: Data(bytes), attributes: [.posixPermissions: 0o600]) else {
+            throw PictureError("cannot write into \(directory)")
+        }
+        try? FileManager.default.removeItem(atPath: path(of: picture.checksum))
+        try FileManager.default.moveItem(atPath: temporary, toPath: path(of: picture.checksum))
+    }
+
+    /// The bytes of a picture held here.
+    public func bytes(of picture: PictureReference) throws -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: path(of: picture.checksum)), Int64(data.count) == picture.size else {
+            throw PictureError("the picture \(picture.checksum.prefix(12)) is not in \(directory) yet; run sync")
+        }
+        return Array(data)
+    }
+
+    /// Where a download in progress keeps what arrived (it resumes from there).
+    func partialPath(of picture: PictureReference) -> String { path(of: picture.checksum) + ".part" }
+}
+
+public struct PictureError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
