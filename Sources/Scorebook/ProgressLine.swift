@@ -18,7 +18,23 @@ public struct ProgressLine: Equatable, Sendable {
     public func text(elapsed: Double, progress: SyncProgress, width: Int) -> String? {
         guard elapsed >= delay, !progress.finished, width > 1 else { return nil }
         let line: String
-        if progress.phase == .sending && progress.toSend > 0 {
+        if progress.pictureTotalBytes > 0 {
+            // A picture on its way: a download counts its bytes (it arrives in ranges); an
+            // upload is one request, so it shows its size and the spinner.
+            let total = Self.megabytes(progress.pictureTotalBytes)
+            if progress.pictureIsUpload {
+                let frame = Self.spinner[Int(max(0, elapsed) * 10) % Self.spinner.count]
+                line = "syncing \(frame) uploading a picture of \(total) MB"
+            } else {
+                let counts = "\(Self.megabytes(progress.pictureBytes))/\(total) MB of a picture"
+                let room = width - 1 - "syncing [".count - "] ".count - counts.count
+                let cells = min(Self.widestBar, max(0, room))
+                let filled = Int((Double(progress.pictureBytes) / Double(progress.pictureTotalBytes) * Double(cells)).rounded(.down))
+                line = room >= 5
+                    ? "syncing [" + String(repeating: "#", count: filled) + String(repeating: ".", count: cells - filled) + "] " + counts
+                    : "syncing " + counts
+            }
+        } else if progress.phase == .sending && progress.toSend > 0 {
             let sent = min(progress.sent, progress.toSend)
             let counts = "\(Self.grouped(sent))/\(Self.grouped(progress.toSend)) records"
             // "syncing [" + bar + "] " + counts, within width - 1.
@@ -38,6 +54,9 @@ public struct ProgressLine: Equatable, Sendable {
         }
         return String(line.prefix(width - 1))
     }
+
+    /// Bytes as megabytes with one decimal ("12.5").
+    static func megabytes(_ bytes: Int64) -> String { String(format: "%.1f", Double(bytes) / 1_048_576) }
 
     /// The indicator a sync shows, or nil for none: shown when standard error is a terminal, or
     /// always with `SCOREBOOK_PROGRESS=always` (never with `never`); after

@@ -118,4 +118,17 @@ final class ProgressLineTests: XCTestCase {
         } catch {}
         XCTAssertEqual(reports.last?.finished, true)
     }
+
+    func testAPictureTransferShowsItsBytes() {
+        var progress = SyncProgress(phase: .receiving, received: 3)
+        progress.pictureIsUpload = false
+        progress.pictureBytes = 8 * 1_048_576
+        progress.pictureTotalBytes = 20 * 1_048_576
+        XCTAssertEqual(line.text(elapsed: 2, progress: progress, width: 80), "syncing [############..................] 8.0/20.0 MB of a picture")
+        progress.pictureIsUpload = true
+        progress.pictureBytes = 0
+        XCTAssertEqual(line.text(elapsed: 2, progress: progress, width: 80), "syncing | uploading a picture of 20.0 MB")
+        progress.pictureTotalBytes = 0
+        XCTAssertEqual(line.text(elapsed: 2, progress: progress, width: 80), "syncing | fetched 3 records", "the counts again once it is done")
+    }
 }
