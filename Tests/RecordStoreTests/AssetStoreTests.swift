@@ -1,6 +1,7 @@
 import Foundation
 import RecordModel
 import RecordStore
+import RecordServer
 import SQLiteDB
 import XCTest
 
@@ -132,5 +133,51 @@ final class AssetStoreTests: StoreTestCase {
         XCTAssertEqual(problems.count, 1, "\(problems)")
         XCTAssertTrue(problems.first?.contains("p1.avatar") ?? false, "\(problems)")
         XCTAssertEqual(FileManager.default.contents(atPath: copied), Data(repeating: 42, count: 1000), "the backup is unaffected")
+    }
+
+    /// A receipt older than a day is refused by the API (the test clock runs a year behind the
+    /// wall clock the API checks receipts against, so the store's upload is long expired), and one
+    /// just issued is taken.
+    func testTheAPIRefusesAnExpiredReceipt() throws {
+        let token = try store.createUser(name: "carol").token
+        let carol = try XCTUnwrap(try store.listUsers().first { $0.name == "carol" })
+        let api = RecordAPI(store: store.base)
+        let scope = DatabaseScope(user: carol, container: Self.container, environment: .development)
+        let binding = AssetBinding(database: .private, zoneName: ZoneID.defaultZoneName, recordName: "p1", fieldName: "avatar")
+        let staging = try store.wait { try $0.assetStagingDirectory() }
+        func upload(uploadedAt clockNow: Int64?) throws -> String {
+            let id = RandomToken.hex(bytes: 16)
+            let assetScope = AssetScope(scope, zone: .default)
+            try store.wait { try await $0.createAssetUploads([AssetUpload(id: id, userID: carol.id, scopeKey: assetScope.key,
+                                                                           bindingKey: binding.key, createdAt: 0)]) }
+            _ = try store.wait { try await $0.claimAssetUpload(id: id, createdAfter: -1) }
+            let path = (staging as NSString).appendingPathComponent(id)
+            FileManager.default.createFile(atPath: path, contents: Data([1, 2, 3]))
+            var digest = AssetDigest()
+            [UInt8]([1, 2, 3]).withUnsafeBytes { digest.update($0) }
+            let receipt = RandomToken.hex(bytes: 16)
+            try store.wait { try await $0.completeAssetUpload(id: id, blob: AssetBlob(scopeKey: assetScope.key, checksum: digest.finish(), size: 3),
+                                                              stagedFile: path, receipt: receipt) }
+            return receipt
+        }
+        func save(receipt: String) async -> JSONValue {
+            let body: JSONValue = ["operations": [["operationType": "forceReplace", "record": [
+                "recordName": "p1", "recordType": "Person", "fields": ["avatar": ["type": "ASSETID", "value": ["receipt": .string(receipt)]]],
+            ]]]]
+            let request = APIRequest(method: .post, path: "/database/1/\(Self.container)/development/private/records/modify",
+                                     authorization: "Bearer \(token)", body: body.serialized())
+            let answer = await api.handle(request)
+            return (try? JSONValue.parse(answer.body)["records"]?.arrayValue?.first) ?? .null
+        }
+        let expired = try upload(uploadedAt: nil)
+        let refused = try BlockingStore.run { await save(receipt: expired) }
+        XCTAssertEqual(refused["serverErrorCode"], "BAD_REQUEST", "\(refused)")
+        XCTAssertTrue(refused["reason"]?.stringValue?.contains("expired") ?? false, "\(refused)")
+        // The same store with its clock at the wall clock's time: a fresh receipt is taken.
+        clock.advance(milliseconds: Int64(Date().timeIntervalSince1970 * 1000) - clock.now)
+        let fresh = try upload(uploadedAt: nil)
+        let taken = try BlockingStore.run { await save(receipt: fresh) }
+        XCTAssertNil(taken["serverErrorCode"], "\(taken)")
+        XCTAssertEqual(taken["fields"]?["avatar"]?["value"]?["size"], 3)
     }
 }

@@ -82,7 +82,7 @@ final class EntityRecordTests: XCTestCase {
     func testAClearedOptionalFieldIsRemovedOnSave() {
         let person = Person(firstName: "Ann")
         let record = Scorebook.localRecord(of: person)
-        XCTAssertEqual(record.removedFieldNames, ["lastName", "emailAddress"])
+        XCTAssertEqual(record.removedFieldNames, ["lastName", "emailAddress", "avatar"])
     }
 
     func testAWrongRecordTypeIsRefused() {
