@@ -65,18 +65,7 @@ extension PostgresRecordStore {
                 RETURNING (xmax = 0)
                 """, logger: self.logger
             ).collect().first?.decode(Bool.self) ?? false
-            if inserted {
-                guard let handle = FileHandle(forReadingAtPath: path) else { throw ServerError(.internalError, "the staged upload is gone") }
-                defer { try? handle.close() }
-                var sequence: Int32 = 0
-                while let data = try handle.read(upToCount: AssetLimits.chunkBytes), !data.isEmpty {
-                    let bytes = ByteBuffer(bytes: data)
-                    try await connection.query(
-                        "INSERT INTO asset_chunks (scope, checksum, seq, data) VALUES (\(blob.scopeKey), \(blob.checksum), \(sequence), \(bytes))",
-                        logger: self.logger)
-                    sequence += 1
-                }
-            }
+            if inserted { try await self.insertChunks(scopeKey: blob.scopeKey, checksum: blob.checksum, fromFile: path, connection) }
             try await connection.query(
                 """
                 UPDATE asset_uploads SET checksum = \(blob.checksum), size = \(blob.size), receipt = \(receipt), uploaded_at = \(now)
@@ -148,16 +137,21 @@ extension PostgresRecordStore {
     package func importAssetFile(scopeKey: String, checksum: String, path: String) async throws {
         try await write { connection in
             try await connection.query("DELETE FROM asset_chunks WHERE scope = \(scopeKey) AND checksum = \(checksum)", logger: self.logger)
-            guard let handle = FileHandle(forReadingAtPath: path) else { throw ServerError(.notFound, "\(path) is missing") }
-            defer { try? handle.close() }
-            var sequence: Int32 = 0
-            while let data = try handle.read(upToCount: AssetLimits.chunkBytes), !data.isEmpty {
-                let bytes = ByteBuffer(bytes: data)
-                try await connection.query(
-                    "INSERT INTO asset_chunks (scope, checksum, seq, data) VALUES (\(scopeKey), \(checksum), \(sequence), \(bytes))",
-                    logger: self.logger)
-                sequence += 1
-            }
+            try await self.insertChunks(scopeKey: scopeKey, checksum: checksum, fromFile: path, connection)
+        }
+    }
+
+    /// Writes the file's bytes as chunk rows, one chunk in memory at a time.
+    func insertChunks(scopeKey: String, checksum: String, fromFile path: String, _ connection: PostgresConnection) async throws {
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw ServerError(.internalError, "\(path) is missing") }
+        defer { try? handle.close() }
+        var sequence: Int32 = 0
+        while let data = try handle.read(upToCount: AssetLimits.chunkBytes), !data.isEmpty {
+            let bytes = ByteBuffer(bytes: data)
+            try await connection.query(
+                "INSERT INTO asset_chunks (scope, checksum, seq, data) VALUES (\(scopeKey), \(checksum), \(sequence), \(bytes))",
+                logger: logger)
+            sequence += 1
         }
     }
 

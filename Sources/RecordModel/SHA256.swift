@@ -89,6 +89,27 @@ public struct SHA256Hasher {
         return hasher.finish()
     }
 
+    /// The bytes of lower-case hex, or nil for anything else.
+    public static func bytes(hex: String) -> [UInt8]? {
+        var bytes: [UInt8] = []
+        var high: UInt8?
+        for character in hex.utf8 {
+            let nibble: UInt8
+            switch character {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): nibble = character - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): nibble = character - UInt8(ascii: "a") + 10
+            default: return nil
+            }
+            if let h = high {
+                bytes.append(h << 4 | nibble)
+                high = nil
+            } else {
+                high = nibble
+            }
+        }
+        return high == nil ? bytes : nil
+    }
+
     /// Lower-case hex of a digest.
     public static func hex(_ digest: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)

@@ -115,45 +115,14 @@ package enum AssetLimits {
 
 /// `fileChecksum` on the wire is the base64 SHA-256 of the bytes; tables and file names hold hex.
 package enum AssetChecksum {
-    package static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for byte in digest {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0xF)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
+    package static func hex<D: Sequence>(_ digest: D) -> String where D.Element == UInt8 { SHA256Hasher.hex(Array(digest)) }
 
-    package static func wire(hex: String) -> String {
-        var bytes: [UInt8] = []
-        var high: UInt8?
-        for character in hex.utf8 {
-            guard let nibble = character.hexNibble else { return "" }
-            if let h = high {
-                bytes.append(h << 4 | nibble)
-                high = nil
-            } else {
-                high = nibble
-            }
-        }
-        return Data(bytes).base64EncodedString()
-    }
+    package static func wire(hex: String) -> String { SHA256Hasher.bytes(hex: hex).map { Data($0).base64EncodedString() } ?? "" }
 
     /// The hex form of a wire checksum, or nil when it is not a base64 SHA-256.
     package static func hex(wire: String) -> String? {
         guard let data = Data(base64Encoded: wire), data.count == 32 else { return nil }
         return hex(data)
-    }
-}
-
-extension UInt8 {
-    fileprivate var hexNibble: UInt8? {
-        switch self {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return self - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return self - UInt8(ascii: "a") + 10
-        default: return nil
-        }
     }
 }
 

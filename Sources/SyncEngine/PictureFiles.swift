@@ -27,20 +27,7 @@ public struct PictureReference: Sendable, Equatable {
     }
 
     /// `fileChecksum` on the wire: base64 of the digest.
-    public var wireChecksum: String {
-        var bytes: [UInt8] = []
-        var high: UInt8?
-        for character in checksum.utf8 {
-            let nibble = character <= UInt8(ascii: "9") ? character - UInt8(ascii: "0") : character - UInt8(ascii: "a") + 10
-            if let h = high {
-                bytes.append(h << 4 | nibble)
-                high = nil
-            } else {
-                high = nibble
-            }
-        }
-        return Data(bytes).base64EncodedString()
-    }
+    public var wireChecksum: String { Data(SHA256Hasher.bytes(hex: checksum) ?? []).base64EncodedString() }
 }
 
 /// The pictures of a store file, one file per picture named by its SHA-256, in `<store>.pictures/`
