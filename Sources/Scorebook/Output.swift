@@ -206,12 +206,18 @@ public enum Output {
                 }),
             ]
             if !summary.booksRemoved.isEmpty { members["booksRemoved"] = .array(summary.booksRemoved.map { .string($0) }) }
+            // Only when pictures moved, so a summary without any reads as before.
+            if summary.picturesUploaded + summary.picturesDownloaded > 0 {
+                members["pictures"] = ["uploaded": .int(Int64(summary.picturesUploaded)), "downloaded": .int(Int64(summary.picturesDownloaded))]
+            }
             return JSONText.render(.object(members))
         }
         return "sent \(summary.sentSaved) saved, \(summary.sentDeleted) deleted; "
             + "received \(summary.receivedSaved) saved, \(summary.receivedDeleted) deleted; \(summary.conflicts) conflicts"
             + droppedText(summary.dropped)
             + summary.booksRemoved.map { "; book \(shown($0)) was deleted on the server and removed here" }.joined()
+            + (summary.picturesUploaded + summary.picturesDownloaded > 0
+                ? "; pictures: \(summary.picturesUploaded) uploaded, \(summary.picturesDownloaded) downloaded" : "")
     }
 
     /// The end of the summary line for local edits dropped because their record or its parent

@@ -11,6 +11,8 @@ extension SyncSummary {
         left.conflicts += right.conflicts
         left.dropped += right.dropped
         left.booksRemoved += right.booksRemoved
+        left.picturesUploaded += right.picturesUploaded
+        left.picturesDownloaded += right.picturesDownloaded
     }
 }
 

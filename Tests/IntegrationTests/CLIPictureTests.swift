@@ -77,9 +77,12 @@ final class CLIPictureTests: XCTestCase {
         XCTAssertTrue(photoName.hasPrefix("MatchImage|~|"), photoName)
         // Offline: the pictures are already there to save, before any sync.
         XCTAssertEqual(try saved(laptop, "person", "avatar", "Ann", "--save", to: "offline.jpg"), avatar.bytes)
-        try laptop.sync()
+        let sent = try laptop.json("sync")
+        XCTAssertEqual(sent["pictures"], ["uploaded": 2, "downloaded": 0], "the summary counts the pictures that went up")
 
-        XCTAssertEqual(try phone.sync().received, 5)
+        let fetched = try phone.json("sync")
+        XCTAssertEqual(fetched["received"]?["saved"], 5)
+        XCTAssertEqual(fetched["pictures"], ["uploaded": 0, "downloaded": 2])
         XCTAssertEqual(try saved(phone, "person", "avatar", "Ann", "--save", to: "phone.jpg"), avatar.bytes)
         XCTAssertEqual(try saved(phone, "match", "photo", "save", photoName, "--to", to: "phone.png"), photo.bytes)
         let photos = try phone.json("match", "photos", match).arrayValue ?? []
