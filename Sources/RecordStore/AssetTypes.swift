@@ -128,27 +128,17 @@ package enum AssetChecksum {
 
 /// The asset values a record's fields hold.
 package enum AssetFields {
-    /// Whether a stored fields dictionary may hold an asset (a cheap test before parsing).
+    /// Whether a stored fields dictionary may hold an asset (a cheap test before parsing: every
+    /// record of every answer passes here, so it is `memmem`, not a loop in Swift).
     package static func mayHoldAssets(_ fieldsJSON: [UInt8]) -> Bool {
-        let marker = Array(#""ASSETID"#.utf8)
-        guard fieldsJSON.count >= marker.count else { return false }
-        return fieldsJSON.withUnsafeBufferPointer { bytes in
-            var index = 0
-            let last = bytes.count - marker.count
-            while index <= last {
-                if bytes[index] == marker[0] && bytes[index + 1] == marker[1] {
-                    var matched = true
-                    for offset in 2..<marker.count where bytes[index + offset] != marker[offset] {
-                        matched = false
-                        break
-                    }
-                    if matched { return true }
-                }
-                index += 1
+        fieldsJSON.withUnsafeBytes { haystack in
+            assetMarker.withUnsafeBytes { needle in
+                cMemmem(haystack.baseAddress, haystack.count, needle.baseAddress, needle.count) != nil
             }
-            return false
         }
     }
+
+    private static let assetMarker = Array(#""ASSETID"#.utf8)
 
     /// (field name, hex checksum) of every asset in a stored fields dictionary.
     package static func checksums(inFieldsJSON fieldsJSON: [UInt8]) -> [(field: String, checksum: String)] {
@@ -219,3 +209,7 @@ package struct AssetLinks: Sendable {
         return .object(members)
     }
 }
+
+/// libc's `memmem` (a GNU extension the Glibc module does not import).
+@_silgen_name("memmem")
+private func cMemmem(_ haystack: UnsafeRawPointer?, _ haystackLength: Int, _ needle: UnsafeRawPointer?, _ needleLength: Int) -> UnsafeMutableRawPointer?
