@@ -315,10 +315,13 @@ func awaitEvent(_ stream: RawHTTPConnection) throws {
 
 /// A real release scorebookd for the push scenarios, with one zone and a query subscription on
 /// it: the waiters and the writer are other processes' sockets, as in production.
-func pushDaemon(_ name: String, _ backend: BenchBackend = .sqlite) throws -> DaemonUnderTest {
+/// `connections`: how many the daemon must accept at once (its default stops at 4,096: beyond it
+/// the fan-out's streams were closed on arrival and the scenario waited out its timeouts).
+func pushDaemon(_ name: String, _ backend: BenchBackend = .sqlite, connections: Int = 0) throws -> DaemonUnderTest {
+    let arguments = ["--rate-limit", "1000000", "--max-connections", String(max(4096, connections + 100))]
     let daemon = backend == .postgres
-        ? try DaemonUnderTest(directory: "", database: BenchPostgres.createDatabase(), extraArguments: ["--rate-limit", "1000000"])
-        : try DaemonUnderTest(directory: temporaryDirectory(name), extraArguments: ["--rate-limit", "1000000"])
+        ? try DaemonUnderTest(directory: "", database: BenchPostgres.createDatabase(), extraArguments: arguments)
+        : try DaemonUnderTest(directory: temporaryDirectory(name), extraArguments: arguments)
     try createZone("Bench", on: daemon, RawHTTPConnection(port: daemon.port))
     try subscribe(daemon, zone: "Bench")
     return daemon
@@ -349,7 +352,7 @@ func pushLatency(_ options: BenchOptions) async throws -> [String: JSONValue] {
 /// has the event.
 func fanOut(_ options: BenchOptions, _ backend: BenchBackend) async throws -> [String: JSONValue] {
     OpenFileLimit.raiseToMaximum()
-    let daemon = try pushDaemon("fanout", backend)
+    let daemon = try pushDaemon("fanout", backend, connections: options.subscribers)
     var streams: [RawHTTPConnection] = []
     for _ in 0..<options.subscribers { streams.append(try openEventStream(daemon)) }
     for stream in streams { _ = stream.drain() }
