@@ -9,7 +9,9 @@ func daemonMemory(_ options: BenchOptions) async throws -> [String: JSONValue] {
     OpenFileLimit.raiseToMaximum()
     let directory = temporaryDirectory("daemon-memory")
     // The rate limit would throttle the bench's burst of 2,000 requests to open 1,000 streams.
-    let daemon = try DaemonUnderTest(directory: directory, extraArguments: ["--rate-limit", "1000000"])
+    let daemon = try DaemonUnderTest(directory: directory, extraArguments: [
+        "--rate-limit", "1000000", "--max-connections", String(max(4096, options.subscribers + 100)),
+    ])
     var figures: [String: JSONValue] = ["records": .int(Int64(options.largeZone)), "subscribers": .int(Int64(options.subscribers))]
     func sample(_ phase: String) {
         guard let memory = Subprocess.memory(of: daemon.process.pid) else { return }
