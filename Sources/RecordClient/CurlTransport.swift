@@ -5,6 +5,15 @@ import Foundation
 /// for why libcurl is not linked). Blocking; `SocketTransport` calls it from a dispatch thread.
 enum CurlTransport {
     static func send(_ request: HTTPRequest) throws -> HTTPResponse {
+        var request = request
+        if let file = request.bodyFile {
+            // libcurl is handed one buffer here: a file body is read whole (HTTPS servers only).
+            var body: [UInt8] = []
+            body.reserveCapacity(Int(file.size))
+            try file.forEachPiece { body += $0 }
+            request.body = body
+            request.bodyFile = nil
+        }
         var headerLines = request.headers.map { name, value in "\(name): \(value.filter { $0 != "\r" && $0 != "\n" })" }
         if request.body != nil, !request.headers.keys.contains(where: { $0.lowercased() == "content-type" }) {
             headerLines.append("Content-Type: application/json")

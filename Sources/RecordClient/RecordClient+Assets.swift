@@ -4,9 +4,11 @@ import RecordModel
 /// Assets (CONTRACT §3.11): an upload URL per record field, the bytes to it, and downloads by
 /// range from the URL a record carries.
 extension RecordClient {
-    /// Uploads `bytes` for one field of one record and returns the `singleFile` dictionary to save
-    /// the field with (`{"type": "ASSETID", "value": singleFile}`).
-    public func uploadAsset(zoneID: ZoneID, recordName: String, recordType: String, fieldName: String, bytes: [UInt8]) async throws -> JSONValue {
+    /// Uploads the file at `path` (`size` bytes, streamed from disk) for one field of one record and
+    /// returns the `singleFile` dictionary to save the field with (`{"type": "ASSETID", "value": singleFile}`).
+    public func uploadAsset(zoneID: ZoneID, recordName: String, recordType: String, fieldName: String,
+                            file path: String, size: Int64) async throws -> JSONValue
+    {
         let answer = try await post("assets/upload", [
             "zoneID": zoneID.json,
             "tokens": [["recordName": .string(recordName), "recordType": .string(recordType), "fieldName": .string(fieldName)]],
@@ -16,7 +18,7 @@ extension RecordClient {
         }
         // The upload URL is the credential; 50 MB over loopback or a LAN takes seconds, not minutes.
         let request = HTTPRequest(method: "POST", url: url, headers: ["Content-Type": "application/octet-stream", "Accept": "application/json"],
-                                  body: bytes, timeout: max(requestTimeout, 300))
+                                  timeout: max(requestTimeout, 300), bodyFile: HTTPBodyFile(path: path, size: size))
         let uploaded = try Self.decode(try await transport.send(request), url: url)
         guard let singleFile = uploaded["singleFile"], singleFile["receipt"]?.stringValue != nil else {
             throw RecordClientError.invalidResponse("an asset upload answer without its receipt")

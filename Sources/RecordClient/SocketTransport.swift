@@ -47,7 +47,7 @@ public final class SocketTransport: HTTPTransport, @unchecked Sendable {
             // fails before any byte of an answer, the server never handled the request, and a
             // fresh connection may resend it.
             do {
-                return try exchange(on: connection, head: head, body: request.body, server: server, deadline: deadline)
+                return try exchange(on: connection, head: head, request: request, server: server, deadline: deadline)
             } catch HTTPConnection.Failure.closedBeforeAnswer {
                 connection.close()
             } catch {
@@ -57,7 +57,7 @@ public final class SocketTransport: HTTPTransport, @unchecked Sendable {
         }
         let connection = try HTTPConnection.open(server, deadline: deadline)
         do {
-            return try exchange(on: connection, head: head, body: request.body, server: server, deadline: deadline)
+            return try exchange(on: connection, head: head, request: request, server: server, deadline: deadline)
         } catch {
             connection.close()
             if case HTTPConnection.Failure.closedBeforeAnswer = error {
@@ -67,10 +67,16 @@ public final class SocketTransport: HTTPTransport, @unchecked Sendable {
         }
     }
 
-    private func exchange(on connection: HTTPConnection, head: [UInt8], body: [UInt8]?, server: HTTPServerAddress,
+    private func exchange(on connection: HTTPConnection, head: [UInt8], request: HTTPRequest, server: HTTPServerAddress,
                           deadline: UInt64) throws -> HTTPResponse
     {
-        try connection.write(head + (body ?? []), deadline: deadline, server: server)
+        if let file = request.bodyFile {
+            // Streamed from disk piece by piece: an upload costs a piece of memory, not its size.
+            try connection.write(head, deadline: deadline, server: server)
+            try file.forEachPiece { try connection.write($0, deadline: deadline, server: server) }
+        } else {
+            try connection.write(head + (request.body ?? []), deadline: deadline, server: server)
+        }
         let answer = try connection.readResponse(deadline: deadline, server: server)
         if answer.keepAlive {
             putIdleConnection(connection, server)
@@ -95,7 +101,10 @@ public final class SocketTransport: HTTPTransport, @unchecked Sendable {
             let clean = value.filter { $0 != "\r" && $0 != "\n" }
             head += "\(name): \(clean)\r\n"
         }
-        if let body = request.body {
+        if let file = request.bodyFile {
+            if !hasContentType { head += "Content-Type: application/octet-stream\r\n" }
+            head += "Content-Length: \(file.size)\r\n"
+        } else if let body = request.body {
             if !hasContentType { head += "Content-Type: application/json\r\n" }
             head += "Content-Length: \(body.count)\r\n"
         } else if request.method != "GET" {

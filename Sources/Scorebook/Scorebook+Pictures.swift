@@ -67,12 +67,13 @@ extension Scorebook {
         guard pictureFiles.has(picture) else {
             throw ScorebookError(.invalidInput, "the picture has not been downloaded to this machine yet; run scorebook sync")
         }
-        let bytes = try pictureFiles.bytes(of: picture)
-        guard SHA256Hasher.hex(SHA256Hasher.digest(bytes)) == picture.checksum else {
+        guard pictureFiles.isIntact(picture) else {
             throw ScorebookError(.invalidInput, "the stored picture is damaged (its checksum differs); run scorebook sync to fetch it again")
         }
-        guard FileManager.default.createFile(atPath: file, contents: Data(bytes)) else {
-            throw ScorebookError(.invalidInput, "cannot write \(file)")
+        do {
+            try pictureFiles.copy(picture, to: file)
+        } catch let error as PictureError {
+            throw ScorebookError(.invalidInput, error.description)
         }
     }
 }

@@ -20,8 +20,10 @@ public protocol CloudDatabase: Sendable {
     /// In the shared database: the share of a zone shared with the user, as the user takes part
     /// in it (its title and whether the user may only read); nil when it cannot be read.
     func shareParticipation(zoneID: ZoneID) async throws -> ShareParticipation?
-    /// Uploads a picture for one field of one record (CONTRACT §3.11); the `singleFile` to save it with.
-    func uploadAsset(zoneID: ZoneID, recordName: String, recordType: String, fieldName: String, bytes: [UInt8]) async throws -> JSONValue
+    /// Uploads a picture (the file at `path`, `size` bytes) for one field of one record (CONTRACT
+    /// §3.11); the `singleFile` to save it with.
+    func uploadAsset(zoneID: ZoneID, recordName: String, recordType: String, fieldName: String, file path: String,
+                     size: Int64) async throws -> JSONValue
     /// `length` bytes from `offset` of the asset at a record's `downloadURL`.
     func downloadAsset(url: String, offset: Int64, length: Int) async throws -> [UInt8]
 }
@@ -51,7 +53,9 @@ extension CloudDatabase {
     public func listZones() async throws -> [ZoneID] { [] }
     public func sharedScope() -> any CloudDatabase { self }
     public func shareParticipation(zoneID: ZoneID) async throws -> ShareParticipation? { nil }
-    public func uploadAsset(zoneID: ZoneID, recordName: String, recordType: String, fieldName: String, bytes: [UInt8]) async throws -> JSONValue {
+    public func uploadAsset(zoneID: ZoneID, recordName: String, recordType: String, fieldName: String, file path: String,
+                            size: Int64) async throws -> JSONValue
+    {
         throw SyncError("this server connection does not move pictures")
     }
     public func downloadAsset(url: String, offset: Int64, length: Int) async throws -> [UInt8] {

@@ -64,32 +64,66 @@ public struct PictureFiles: Sendable {
             throw PictureError("\(source) is \(size) bytes; pictures are at most \(Self.maximumBytes) bytes (50 MB)")
         }
         try handle.seek(toOffset: 0)
-        guard let data = try? handle.readToEnd(), Int64(data.count) == size else { throw PictureError("\(source) cannot be read") }
-        let bytes = Array(data)
-        let picture = PictureReference(checksum: SHA256Hasher.hex(SHA256Hasher.digest(bytes)), size: size)
-        try store(bytes, as: picture)
+        // Copied and hashed in pieces into a temporary file here, then named by its checksum:
+        // a 50 MB picture costs a piece of memory, not its size.
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let temporary = (directory as NSString).appendingPathComponent("adding.tmp-\(getpid())")
+        guard FileManager.default.createFile(atPath: temporary, contents: nil, attributes: [.posixPermissions: 0o600]),
+              let output = FileHandle(forWritingAtPath: temporary)
+        else { throw PictureError("cannot write into \(directory)") }
+        var hasher = SHA256Hasher()
+        var copied: Int64 = 0
+        do {
+            defer { try? output.close() }
+            while copied < size {
+                guard let data = try? handle.read(upToCount: 1 << 20), !data.isEmpty else { break }
+                hasher.update(data)
+                try output.write(contentsOf: data)
+                copied += Int64(data.count)
+            }
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw PictureError("cannot write into \(directory): \(error.localizedDescription)")
+        }
+        guard copied == size else {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw PictureError("\(source) cannot be read")
+        }
+        let picture = PictureReference(checksum: SHA256Hasher.hex(hasher.finish()), size: size)
+        if has(picture) {
+            try? FileManager.default.removeItem(atPath: temporary)
+        } else {
+            try? FileManager.default.removeItem(atPath: path(of: picture.checksum))
+            try FileManager.default.moveItem(atPath: temporary, toPath: path(of: picture.checksum))
+        }
         return picture
     }
 
-    /// Keeps `bytes` as `picture` unless it is already there.
-    func store(_ bytes: [UInt8], as picture: PictureReference) throws {
-        guard !has(picture) else { return }
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        let temporary = path(of: picture.checksum) + ".tmp-\(getpid())"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data(bytes), attributes: [.posixPermissions: 0o600]) else {
-            throw PictureError("cannot write into \(directory)")
-        }
-        try? FileManager.default.removeItem(atPath: path(of: picture.checksum))
-        try FileManager.default.moveItem(atPath: temporary, toPath: path(of: picture.checksum))
+    /// Whether the file held for `picture` has exactly its checksum (read in pieces).
+    public func isIntact(_ picture: PictureReference) -> Bool {
+        guard has(picture), let handle = FileHandle(forReadingAtPath: path(of: picture.checksum)) else { return false }
+        defer { try? handle.close() }
+        var hasher = SHA256Hasher()
+        while let data = try? handle.read(upToCount: 1 << 20), !data.isEmpty { hasher.update(data) }
+        return SHA256Hasher.hex(hasher.finish()) == picture.checksum
     }
 
-    /// The bytes of a picture held here.
-    public func bytes(of picture: PictureReference) throws -> [UInt8] {
-        guard let data = FileManager.default.contents(atPath: path(of: picture.checksum)), Int64(data.count) == picture.size else {
+    /// Writes the picture held here to `file` (replacing what it held), piece by piece.
+    public func copy(_ picture: PictureReference, to file: String) throws {
+        guard let input = FileHandle(forReadingAtPath: path(of: picture.checksum)) else {
             throw PictureError("the picture \(picture.checksum.prefix(12)) is not in \(directory) yet; run sync")
         }
-        return Array(data)
+        defer { try? input.close() }
+        guard FileManager.default.createFile(atPath: file, contents: nil), let output = FileHandle(forWritingAtPath: file) else {
+            throw PictureError("cannot write \(file)")
+        }
+        defer { try? output.close() }
+        do {
+            while let data = try input.read(upToCount: 1 << 20), !data.isEmpty { try output.write(contentsOf: data) }
+        } catch {
+            throw PictureError("cannot write \(file): \(error.localizedDescription)")
+        }
     }
 
     /// Where a download in progress keeps what arrived (it resumes from there).

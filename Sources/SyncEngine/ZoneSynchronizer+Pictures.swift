@@ -29,10 +29,9 @@ extension ZoneSynchronizer {
                 guard let picture = PictureReference(value), try store.setting(uploadedPictureKey(picture)) == nil else { continue }
                 // A picture this machine never had came from the server, which holds it in the field already.
                 guard pictures.has(picture) else { continue }
-                let bytes = try pictures.bytes(of: picture)
                 progress.picture(upload: true, bytes: 0, total: picture.size)
                 let singleFile = try await database.uploadAsset(zoneID: zoneID, recordName: record.recordName, recordType: record.recordType,
-                                                                fieldName: field, bytes: bytes)
+                                                                fieldName: field, file: pictures.path(of: picture.checksum), size: picture.size)
                 progress.picture(upload: true, bytes: picture.size, total: picture.size)
                 guard PictureReference(.asset(singleFile))?.checksum == picture.checksum else {
                     throw SyncError("the server stored the picture \(picture.checksum.prefix(12)) with another checksum")
@@ -43,6 +42,23 @@ extension ZoneSynchronizer {
             }
         }
         return result
+    }
+
+    /// After the server refused `record` (BAD_REQUEST): forgets that this store uploaded the pictures
+    /// the record went without a receipt for, and says whether there were any. The server drops
+    /// bytes no record refers to any more (after the tombstone retention, or an upload never
+    /// attached after 24 h), so a picture uploaded long ago may need uploading again: the change
+    /// stays in the outbox and the next round uploads it with a fresh receipt.
+    func forgetUploadsRefused(in record: Record) throws -> Bool {
+        var forgot = false
+        for value in record.fields.values where value.type == .asset && value.value["receipt"] == nil {
+            guard let picture = PictureReference(value), pictures.has(picture),
+                  try store.setting(uploadedPictureKey(picture)) != nil
+            else { continue }
+            try guarded { try store.setSetting(uploadedPictureKey(picture), nil) }
+            forgot = true
+        }
+        return forgot
     }
 
     /// Downloads every picture a record of the book refers to that this machine lacks. Each

@@ -77,6 +77,11 @@ extension ZoneSynchronizer {
         let unsent = try store.unsentRecordNames()
         var toLookUp: [PendingChange] = []
         for ((change, operation), result) in zip(sending, results) {
+            if case .failed(let error) = result, error.code == .badRequest, try forgetUploadsRefused(in: operation.record) {
+                // Sent without a receipt for a picture the server no longer holds: uploaded again next round.
+                round.problem = "\(change.recordName): \(error.description)"
+                continue
+            }
             let decision = SendDecision.decide(change: change, sent: operation.kind, result: result, unsentRecordNames: unsent)
             switch decision {
             case .acknowledgeSave(let saved):
