@@ -26,8 +26,44 @@ final class FlakyDatabase: CloudDatabase, @unchecked Sendable {
 
     func currentUserRecordName() async throws -> String { try check(); return try await server.currentUserRecordName() }
     func createZone(_ zoneID: ZoneID) async throws { try check(); try await server.createZone(zoneID) }
+    /// Pictures (by `fileChecksum`) the server holds, as §3.11 says: an upload adds its bytes, a
+    /// save without a receipt is refused (BAD_REQUEST) unless the server holds them.
+    var heldPictures: Set<String> = []
+    var uploads: [String] = []
+
+    func uploadAsset(zoneID: ZoneID, recordName: String, recordType: String, fieldName: String, file path: String,
+                     size: Int64) async throws -> JSONValue
+    {
+        try check()
+        let bytes = try XCTUnwrap(FileManager.default.contents(atPath: path))
+        let checksum = Data(SHA256Hasher.digest(bytes)).base64EncodedString()
+        uploads.append(checksum)
+        heldPictures.insert(checksum)
+        return ["fileChecksum": .string(checksum), "size": .int(Int64(bytes.count)), "receipt": .string("receipt-\(uploads.count)")]
+    }
+
     func modifyRecords(zoneID: ZoneID, operations: [RecordOperation], atomic: Bool) async throws -> [RecordOperationResult] {
         try check()
+        var operations = operations
+        var refused: [Int: ServerError] = [:]
+        for index in operations.indices where !operations[index].kind.isDelete {
+            for (field, value) in operations[index].record.fields where value.type == .asset {
+                guard let checksum = value.value["fileChecksum"]?.stringValue else { continue }
+                if value.value["receipt"] == nil, !heldPictures.contains(checksum) {
+                    refused[index] = ServerError(.badRequest, "no asset \(checksum) to attach without a receipt")
+                }
+                operations[index].record.fields[field] = .asset(["fileChecksum": .string(checksum), "size": value.value["size"] ?? .int(0)])
+            }
+        }
+        guard refused.isEmpty else {
+            // Only the refused operations fail; the rest go through as the server would apply them.
+            let passing = operations.indices.filter { refused[$0] == nil }
+            var answers = try await server.modifyRecords(zoneID: zoneID, operations: passing.map { operations[$0] }, atomic: atomic)[...]
+            return operations.indices.map { index in
+                if let error = refused[index] { return .failed(error) }
+                return answers.popFirst()!
+            }
+        }
         let results = try await server.modifyRecords(zoneID: zoneID, operations: operations, atomic: atomic)
         if loseNextModifyAnswer {
             loseNextModifyAnswer = false
