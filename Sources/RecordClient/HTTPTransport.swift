@@ -27,11 +27,16 @@ public struct HTTPRequest: Sendable, Equatable {
 public struct HTTPBodyFile: Sendable, Equatable {
     public var path: String
     public var size: Int64
+    /// Told the bytes sent so far after each piece (from the transport's thread).
+    public var progress: (@Sendable (Int64) -> Void)?
 
-    public init(path: String, size: Int64) {
+    public init(path: String, size: Int64, progress: (@Sendable (Int64) -> Void)? = nil) {
         self.path = path
         self.size = size
+        self.progress = progress
     }
+
+    public static func == (left: HTTPBodyFile, right: HTTPBodyFile) -> Bool { left.path == right.path && left.size == right.size }
 
     /// Reads the file in pieces of `pieceBytes`, handing each to `write`; throws when the file
     /// cannot be read or holds other than `size` bytes (a short body must not be sent as whole).
@@ -45,6 +50,7 @@ public struct HTTPBodyFile: Sendable, Equatable {
             guard let data = try handle.read(upToCount: Int(min(Int64(pieceBytes), size - sent))), !data.isEmpty else { break }
             try write(Array(data))
             sent += Int64(data.count)
+            progress?(sent)
         }
         guard sent == size else { throw RecordClientError.unreachable("\(path) changed while it was being sent") }
     }

@@ -7,7 +7,7 @@ extension RecordClient {
     /// Uploads the file at `path` (`size` bytes, streamed from disk) for one field of one record and
     /// returns the `singleFile` dictionary to save the field with (`{"type": "ASSETID", "value": singleFile}`).
     public func uploadAsset(zoneID: ZoneID, recordName: String, recordType: String, fieldName: String,
-                            file path: String, size: Int64) async throws -> JSONValue
+                            file path: String, size: Int64, progress: (@Sendable (Int64) -> Void)? = nil) async throws -> JSONValue
     {
         let answer = try await post("assets/upload", [
             "zoneID": zoneID.json,
@@ -18,7 +18,7 @@ extension RecordClient {
         }
         // The upload URL is the credential; 50 MB over loopback or a LAN takes seconds, not minutes.
         let request = HTTPRequest(method: "POST", url: url, headers: ["Content-Type": "application/octet-stream", "Accept": "application/json"],
-                                  timeout: max(requestTimeout, 300), bodyFile: HTTPBodyFile(path: path, size: size))
+                                  timeout: max(requestTimeout, 300), bodyFile: HTTPBodyFile(path: path, size: size, progress: progress))
         let uploaded = try Self.decode(try await transport.send(request), url: url)
         guard let singleFile = uploaded["singleFile"], singleFile["receipt"]?.stringValue != nil else {
             throw RecordClientError.invalidResponse("an asset upload answer without its receipt")

@@ -19,21 +19,16 @@ public struct ProgressLine: Equatable, Sendable {
         guard elapsed >= delay, !progress.finished, width > 1 else { return nil }
         let line: String
         if progress.pictureTotalBytes > 0 {
-            // A picture on its way: a download counts its bytes (it arrives in ranges); an
-            // upload is one request, so it shows its size and the spinner.
+            // A picture on its way counts its bytes: a download arrives in ranges, an upload is
+            // streamed from its file in pieces.
             let total = Self.megabytes(progress.pictureTotalBytes)
-            if progress.pictureIsUpload {
-                let frame = Self.spinner[Int(max(0, elapsed) * 10) % Self.spinner.count]
-                line = "syncing \(frame) uploading a picture of \(total) MB"
-            } else {
-                let counts = "\(Self.megabytes(progress.pictureBytes))/\(total) MB of a picture"
-                let room = width - 1 - "syncing [".count - "] ".count - counts.count
-                let cells = min(Self.widestBar, max(0, room))
-                let filled = Int((Double(progress.pictureBytes) / Double(progress.pictureTotalBytes) * Double(cells)).rounded(.down))
-                line = room >= 5
-                    ? "syncing [" + String(repeating: "#", count: filled) + String(repeating: ".", count: cells - filled) + "] " + counts
-                    : "syncing " + counts
-            }
+            let counts = "\(Self.megabytes(progress.pictureBytes))/\(total) MB of a picture" + (progress.pictureIsUpload ? " sent" : "")
+            let room = width - 1 - "syncing [".count - "] ".count - counts.count
+            let cells = min(Self.widestBar, max(0, room))
+            let filled = Int((Double(progress.pictureBytes) / Double(progress.pictureTotalBytes) * Double(cells)).rounded(.down))
+            line = room >= 5
+                ? "syncing [" + String(repeating: "#", count: filled) + String(repeating: ".", count: cells - filled) + "] " + counts
+                : "syncing " + counts
         } else if progress.phase == .sending && progress.toSend > 0 {
             let sent = min(progress.sent, progress.toSend)
             let counts = "\(Self.grouped(sent))/\(Self.grouped(progress.toSend)) records"

@@ -21,9 +21,9 @@ public protocol CloudDatabase: Sendable {
     /// in it (its title and whether the user may only read); nil when it cannot be read.
     func shareParticipation(zoneID: ZoneID) async throws -> ShareParticipation?
     /// Uploads a picture (the file at `path`, `size` bytes) for one field of one record (CONTRACT
-    /// §3.11); the `singleFile` to save it with.
+    /// §3.11); the `singleFile` to save it with. `progress` is told the bytes sent so far.
     func uploadAsset(zoneID: ZoneID, recordName: String, recordType: String, fieldName: String, file path: String,
-                     size: Int64) async throws -> JSONValue
+                     size: Int64, progress: (@Sendable (Int64) -> Void)?) async throws -> JSONValue
     /// `length` bytes from `offset` of the asset at a record's `downloadURL`.
     func downloadAsset(url: String, offset: Int64, length: Int) async throws -> [UInt8]
 }
@@ -54,7 +54,7 @@ extension CloudDatabase {
     public func sharedScope() -> any CloudDatabase { self }
     public func shareParticipation(zoneID: ZoneID) async throws -> ShareParticipation? { nil }
     public func uploadAsset(zoneID: ZoneID, recordName: String, recordType: String, fieldName: String, file path: String,
-                            size: Int64) async throws -> JSONValue
+                            size: Int64, progress: (@Sendable (Int64) -> Void)?) async throws -> JSONValue
     {
         throw SyncError("this server connection does not move pictures")
     }

@@ -30,8 +30,10 @@ extension ZoneSynchronizer {
                 // A picture this machine never had came from the server, which holds it in the field already.
                 guard pictures.has(picture) else { continue }
                 progress.picture(upload: true, bytes: 0, total: picture.size)
+                let relay = UploadProgressRelay(progress, total: picture.size)
                 let singleFile = try await database.uploadAsset(zoneID: zoneID, recordName: record.recordName, recordType: record.recordType,
-                                                                fieldName: field, file: pictures.path(of: picture.checksum), size: picture.size)
+                                                                fieldName: field, file: pictures.path(of: picture.checksum), size: picture.size,
+                                                                progress: { relay.sent($0) })
                 progress.picture(upload: true, bytes: picture.size, total: picture.size)
                 guard PictureReference(.asset(singleFile))?.checksum == picture.checksum else {
                     throw SyncError("the server stored the picture \(picture.checksum.prefix(12)) with another checksum")
@@ -126,5 +128,23 @@ extension ZoneSynchronizer {
         }
         try? FileManager.default.removeItem(atPath: files.path(of: picture.checksum))
         try FileManager.default.moveItem(atPath: partial, toPath: files.path(of: picture.checksum))
+    }
+}
+
+/// Passes an upload's bytes sent, told on the transport's thread, to the sync's progress. The
+/// sync task awaits that very upload meanwhile, so the reporter has no other user until the
+/// upload returns (its last call happens before the await resumes).
+private final class UploadProgressRelay: @unchecked Sendable {
+    private let reporter: SyncProgressReporter
+    private let total: Int64
+
+    init(_ reporter: SyncProgressReporter, total: Int64) {
+        self.reporter = reporter
+        self.total = total
+    }
+
+    func sent(_ bytes: Int64) {
+        // The whole body sent is not yet the upload done (its answer is still to come).
+        reporter.picture(upload: true, bytes: min(bytes, total - 1), total: total)
     }
 }

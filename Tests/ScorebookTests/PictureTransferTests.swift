@@ -77,10 +77,12 @@ final class PictureTransferTests: XCTestCase {
         }
         defer { server.stop() }
         let transport = SocketTransport()
+        let told = SentCounts()
         let request = HTTPRequest(method: "POST", url: server.url("/assets/1/upload/abc"), timeout: 10,
-                                  bodyFile: HTTPBodyFile(path: path, size: Int64(bytes.count)))
+                                  bodyFile: HTTPBodyFile(path: path, size: Int64(bytes.count), progress: { told.append($0) }))
         let response = try await transport.send(request)
         XCTAssertEqual(response.status, 200)
+        XCTAssertEqual(told.values, [1 << 20, Int64(bytes.count)], "the bytes sent are told piece by piece")
         let sent = try XCTUnwrap(server.requests.first)
         XCTAssertTrue(sent.contains("Content-Length: \(bytes.count)\r\n"), String(sent.prefix(300)))
         XCTAssertTrue(sent.contains("Content-Type: application/octet-stream\r\n"), String(sent.prefix(300)))
@@ -161,4 +163,13 @@ private final class CutOnce: @unchecked Sendable {
             return !asked
         }
     }
+}
+
+/// The byte counts an upload's progress was told, in order.
+private final class SentCounts: @unchecked Sendable {
+    private let lock = NSLock()
+    private var counts: [Int64] = []
+
+    func append(_ count: Int64) { lock.withLock { counts.append(count) } }
+    var values: [Int64] { lock.withLock { counts } }
 }

@@ -126,8 +126,9 @@ final class ProgressLineTests: XCTestCase {
         progress.pictureTotalBytes = 20 * 1_048_576
         XCTAssertEqual(line.text(elapsed: 2, progress: progress, width: 80), "syncing [############..................] 8.0/20.0 MB of a picture")
         progress.pictureIsUpload = true
-        progress.pictureBytes = 0
-        XCTAssertEqual(line.text(elapsed: 2, progress: progress, width: 80), "syncing | uploading a picture of 20.0 MB")
+        progress.pictureBytes = 5 * 1_048_576
+        XCTAssertEqual(line.text(elapsed: 2, progress: progress, width: 80), "syncing [#######.......................] 5.0/20.0 MB of a picture sent")
+        XCTAssertEqual(line.text(elapsed: 2, progress: progress, width: 40), "syncing 5.0/20.0 MB of a picture sent")
         progress.pictureTotalBytes = 0
         XCTAssertEqual(line.text(elapsed: 2, progress: progress, width: 80), "syncing | fetched 3 records", "the counts again once it is done")
     }

@@ -32,7 +32,7 @@ final class FlakyDatabase: CloudDatabase, @unchecked Sendable {
     var uploads: [String] = []
 
     func uploadAsset(zoneID: ZoneID, recordName: String, recordType: String, fieldName: String, file path: String,
-                     size: Int64) async throws -> JSONValue
+                     size: Int64, progress: (@Sendable (Int64) -> Void)?) async throws -> JSONValue
     {
         try check()
         let bytes = try XCTUnwrap(FileManager.default.contents(atPath: path))
