@@ -150,6 +150,50 @@ final class PictureTransferTests: XCTestCase {
         let rest = "Range: bytes=\(ZoneSynchronizer.downloadRangeBytes)-\(size - 1)"
         XCTAssertEqual(ranges, [first, rest, rest], "the resumed download asks only for what it lacks")
     }
+
+    func testAnExpiredDownloadURLIsReplacedByLookingTheRecordUpAgain() async throws {
+        let asset = Array("a small avatar, as text so the scripted server can send it".utf8)
+        let picture = PictureReference(checksum: SHA256Hasher.hex(SHA256Hasher.digest(asset)), size: Int64(asset.count))
+        let recordName = "Person|~|6F1C2D4E-0000-4000-8000-000000000001"
+        let server = try ScriptedServer { request, _, _ in
+            let head = String(decoding: request, as: UTF8.self)
+            func answer(_ status: String, _ body: String, _ extra: String = "") -> String {
+                "HTTP/1.1 \(status)\r\n\(extra)Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+            }
+            if head.hasPrefix("GET /assets/stale") {
+                return answer("401 Unauthorized", "{\"serverErrorCode\":\"AUTHENTICATION_FAILED\",\"reason\":\"the download URL expired\"}")
+            }
+            if head.hasPrefix("GET /assets/fresh") {
+                return answer("206 Partial Content", String(decoding: asset, as: UTF8.self), "Content-Range: bytes 0-\(asset.count - 1)/\(asset.count)\r\n")
+            }
+            if head.contains("/records/lookup") {
+                let fresh = "http://127.0.0.1:\(head.split(separator: "\r\n").first { $0.hasPrefix("Host: ") }!.split(separator: ":").last!)/assets/fresh"
+                return answer("200 OK", """
+                    {"records":[{"recordName":"\(recordName)","recordType":"Person","recordChangeTag":"t1","fields":{"avatar":\
+                    {"type":"ASSETID","value":{"fileChecksum":"\(picture.wireChecksum)","size":\(asset.count),"downloadURL":"\(fresh)"}}}}]}
+                    """)
+            }
+            return answer("404 Not Found", "{\"serverErrorCode\":\"NOT_FOUND\",\"reason\":\"?\"}")
+        }
+        defer { server.stop() }
+
+        let store = try LocalRecordStore(path: directory + "/store.sqlite")
+        let avatar = FieldValue.asset(["fileChecksum": .string(picture.wireChecksum), "size": .int(picture.size),
+                                       "downloadURL": .string(server.url("/assets/stale").absoluteString)])
+        try store.edit { try $0.save(Record(recordName: recordName, recordType: "Person", fields: ["firstName": .string("Ann"), "avatar": avatar])) }
+        let client = RecordClient(endpoint: ServerEndpoint(baseURL: server.url(""), token: "t"))
+        let synchronizer = ZoneSynchronizer(store: store, database: client, zoneID: Scorebook.zoneID, sleep: { _ in })
+        var summary = SyncSummary()
+        try await synchronizer.downloadMissingPictures(&summary, progress: SyncProgressReporter(nil))
+        XCTAssertEqual(summary.picturesDownloaded, 1)
+        let files = PictureFiles(storePath: store.path)
+        XCTAssertEqual(FileManager.default.contents(atPath: files.path(of: picture.checksum)), Data(asset))
+        let lines = server.requests.map { String($0.prefix { $0 != "\r" }) }
+        XCTAssertEqual(lines.count, 3, "\(lines)")
+        XCTAssertTrue(lines[0].hasPrefix("GET /assets/stale "), "\(lines)")
+        XCTAssertTrue(lines[1].hasPrefix("POST ") && lines[1].contains("/records/lookup"), "\(lines)")
+        XCTAssertTrue(lines[2].hasPrefix("GET /assets/fresh "), "\(lines)")
+    }
 }
 
 /// True the first time it is asked, false after.
