@@ -68,6 +68,8 @@ extension Scorebook {
             throw ScorebookError(.invalidInput, "the picture has not been downloaded to this machine yet; run scorebook sync")
         }
         guard pictureFiles.isIntact(picture) else {
+            // Removed, so that the next sync downloads it again (sync fetches pictures it lacks).
+            try? FileManager.default.removeItem(atPath: pictureFiles.path(of: picture.checksum))
             throw ScorebookError(.invalidInput, "the stored picture is damaged (its checksum differs); run scorebook sync to fetch it again")
         }
         do {

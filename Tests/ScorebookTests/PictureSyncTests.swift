@@ -40,4 +40,21 @@ final class PictureSyncTests: XCTestCase {
         else { return XCTFail("Cy is not on the server") }
         XCTAssertEqual(PictureReference(onServer.fields["avatar"]), cy.avatarPicture)
     }
+
+    func testADamagedPictureIsRefusedAndRemovedSoThatSyncFetchesItAgain() throws {
+        let machine = try TestMachine(server: MemoryCloudDatabase(), clock: TestClock())
+        let file = machine.directory.appendingPathComponent("ann.jpg").path
+        FileManager.default.createFile(atPath: file, contents: Data(repeating: 7, count: 1000))
+        try machine.book.addPerson(firstName: "Ann")
+        let ann = try machine.book.setAvatar(personReference: "Ann", file: file)
+        let picture = try XCTUnwrap(ann.avatarPicture)
+        let stored = machine.book.pictureFiles.path(of: picture.checksum)
+        FileManager.default.createFile(atPath: stored, contents: Data(repeating: 8, count: 1000))  // same size, other bytes
+        let out = machine.directory.appendingPathComponent("out.jpg").path
+        XCTAssertThrowsError(try machine.book.saveAvatar(personReference: "Ann", to: out)) { error in
+            XCTAssertTrue("\(error)".contains("damaged"), "\(error)")
+        }
+        XCTAssertFalse(machine.book.hasPicture(picture), "the damaged copy is gone, so sync downloads the picture again")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: out))
+    }
 }
