@@ -1,4 +1,3 @@
-import NIOCore
 import RecordModel
 
 /// An HTTP request as the API sees it, independent of the HTTP server that received it, so the
@@ -70,13 +69,6 @@ package struct APIRequest: Sendable {
 /// Where an event stream writes its events; throws when the client has gone.
 package protocol EventStreamWriter {
     mutating func write(_ bytes: [UInt8]) async throws
-    /// Bytes encoded once for every stream they go to (a writer that can send the buffer as it is
-    /// saves a copy per stream).
-    mutating func write(buffer: ByteBuffer) async throws
-}
-
-extension EventStreamWriter {
-    package mutating func write(buffer: ByteBuffer) async throws { try await write(Array(buffer: buffer)) }
 }
 
 /// A JSON answer (a status and a body), or a Server-Sent Events stream.

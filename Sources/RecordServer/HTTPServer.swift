@@ -100,10 +100,6 @@ struct BodyEventWriter: EventStreamWriter {
     mutating func write(_ bytes: [UInt8]) async throws {
         try await writer.write(ByteBuffer(bytes: bytes))
     }
-
-    mutating func write(buffer: ByteBuffer) async throws {
-        try await writer.write(buffer)
-    }
 }
 
 /// The daemon's HTTP server: serves `api` until SIGINT or SIGTERM, then stops accepting, lets

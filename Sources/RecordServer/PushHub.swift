@@ -1,5 +1,4 @@
 import Foundation
-import NIOCore
 import RecordStore
 import Synchronization
 
@@ -12,20 +11,6 @@ package final class PushHub: Sendable {
     package struct Delivery: Sendable {
         package var notifications: [StoredNotification]
         package var generation: Int?
-        /// `notifications` as Server-Sent Events, encoded once per wake for every waiter that
-        /// gets the same ones (with 10,000 streams on one database, once instead of 10,000 times).
-        package var events: ByteBuffer?
-    }
-
-    /// The Server-Sent Events of `notifications`: `id: <cursor>` and `data: <payload>` each.
-    package static func encodeEvents(_ notifications: [StoredNotification]) -> ByteBuffer {
-        var buffer = ByteBufferAllocator().buffer(capacity: notifications.reduce(0) { $0 + $1.payload.count + 40 })
-        for notification in notifications {
-            buffer.writeString("id: \(NotificationCursor.encode(notification.id))\ndata: ")
-            buffer.writeBytes(notification.payload)
-            buffer.writeString("\n\n")
-        }
-        return buffer
     }
 
     static let batchLimit = 500
@@ -106,12 +91,8 @@ package final class PushHub: Sendable {
             }
             return ready
         }
-        // Waiters at one cursor get the same notifications: encoded once for all of them.
-        var encoded: [Int64: ByteBuffer] = [:]
         for (waiter, mine) in ready {
-            let events = encoded[waiter.cursor] ?? PushHub.encodeEvents(mine)
-            encoded[waiter.cursor] = events
-            waiter.continuation.resume(returning: Delivery(notifications: mine, generation: complete ? generation : nil, events: events))
+            waiter.continuation.resume(returning: Delivery(notifications: mine, generation: complete ? generation : nil))
         }
     }
 

@@ -142,8 +142,14 @@ extension RecordAPI {
                 try await writer.write(Array(": heartbeat\n\n".utf8))
                 continue
             }
-            if let last = delivery.notifications.last { cursor = last.id }
-            try await writer.write(buffer: delivery.events ?? PushHub.encodeEvents(delivery.notifications))
+            var bytes: [UInt8] = []
+            for notification in delivery.notifications {
+                bytes.append(contentsOf: "id: \(NotificationCursor.encode(notification.id))\ndata: ".utf8)
+                bytes.append(contentsOf: notification.payload)
+                bytes.append(contentsOf: "\n\n".utf8)
+                cursor = notification.id
+            }
+            try await writer.write(bytes)
         }
     }
 }
