@@ -6,7 +6,8 @@ needed=()
 # postgresql: the PostgreSQL store tests start a throw-away cluster of their own (15 on Debian 12).
 # openssl: the server-to-server key tests make keys and sign requests with it.
 # chromium, chromium-driver: the console's browser tests drive headless Chromium over WebDriver.
-for pkg in libsqlite3-dev libcurl4-openssl-dev sqlite3 curl postgresql openssl chromium chromium-driver; do
+# time: GNU time measures the CLI's peak memory (CLIPictureMemoryTests, scorebook-bench cli-memory).
+for pkg in libsqlite3-dev libcurl4-openssl-dev sqlite3 curl postgresql openssl chromium chromium-driver time; do
     dpkg -s "$pkg" >/dev/null 2>&1 || needed+=("$pkg")
 done
 if [ ${#needed[@]} -gt 0 ]; then
