@@ -437,3 +437,81 @@ func byteOccurrences(of needle: String, in bytes: [UInt8]) -> [Int] {
         return found
     }
 }
+
+/// (6b) One commit, many parked long-polls (`subscribers` of them, on one channel of a real
+/// scorebookd): time until the last one has its answer. Each round parks them all again after
+/// the cursor of the last commit.
+func longPollFanOut(_ options: BenchOptions, _ backend: BenchBackend) async throws -> [String: JSONValue] {
+    OpenFileLimit.raiseToMaximum()
+    let daemon = try pushDaemon("longpoll", backend, connections: options.subscribers)
+    let control = try RawHTTPConnection(port: daemon.port)
+    let (_, created) = try control.request("POST", daemon.environmentPath + "/tokens/create", token: daemon.token,
+                                           body: Array(#"{"apnsEnvironment":"development"}"#.utf8))
+    guard let url = try JSONValue.parse(created)["webcourierURL"]?.stringValue, let path = URL(string: url)?.path else {
+        throw RawHTTPConnection.Failure(description: "tokens/create failed")
+    }
+    let waiters = try (0..<options.subscribers).map { _ in try RawHTTPConnection(port: daemon.port) }
+    let writer = try RawHTTPConnection(port: daemon.port)
+    var cursor: String?
+    var lastArrivals: [Double] = []
+    let rounds = max(5, options.rounds / 10)
+    for round in 0..<rounds {
+        let query = "?timeout=60" + (cursor.map { "&since=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0) } ?? "")
+        for waiter in waiters { try waiter.sendRequest("GET", path + query, token: daemon.token) }
+        // Parked: the daemon counts them as waiters (bounded wait).
+        let parkedBy = now() + 30
+        while now() < parkedBy {
+            let (_, metrics) = try control.request("GET", "/metrics", token: nil)
+            let text = String(decoding: metrics, as: UTF8.self)
+            if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("scorebookd_waiters ") }),
+               let count = Double(line.split(separator: " ").last ?? ""), Int(count) >= waiters.count { break }
+            usleep(50_000)
+        }
+        let body = modifyBody(zone: "Bench", records: [benchRecord(round)], operation: "forceReplace")
+        let start = now()
+        _ = try writer.request("POST", daemon.databasePath + "/records/modify", token: daemon.token, body: body)
+        let answers = try awaitAnswerOnAll(waiters, start: start)
+        lastArrivals.append((now() - start) * 1000)
+        guard let text = answers.first, let range = text.range(of: #""cursor":""#) else {
+            throw RawHTTPConnection.Failure(description: "a long-poll answer without a cursor")
+        }
+        cursor = String(text[range.upperBound...].prefix { $0 != "\"" })
+    }
+    _ = try daemon.stop()
+    if !daemon.directory.isEmpty { try? FileManager.default.removeItem(atPath: daemon.directory) }
+    let last = Stats(samples: lastArrivals)
+    return [
+        "waiters": .int(Int64(waiters.count)), "rounds": .int(Int64(rounds)),
+        "lastAnswerMillisecondsMedian": .double(last.median), "lastAnswerMillisecondsP99": .double(last.p99),
+    ]
+}
+
+/// Waits until every connection holds a whole long-poll answer with a notification (at most
+/// 10 s); returns the answers' bodies.
+func awaitAnswerOnAll(_ connections: [RawHTTPConnection], start: Double) throws -> [String] {
+    var waiting = Set(0..<connections.count)
+    var buffers = [[UInt8]](repeating: [], count: connections.count)
+    let deadline = start + 10
+    while !waiting.isEmpty, now() < deadline {
+        let indices = Array(waiting)
+        var descriptors = indices.map { pollfd(fd: connections[$0].fd, events: Int16(POLLIN), revents: 0) }
+        guard poll(&descriptors, nfds_t(descriptors.count), 1000) > 0 else { continue }
+        for (position, descriptor) in descriptors.enumerated() where descriptor.revents != 0 {
+            let index = indices[position]
+            _ = try connections[index].fill(timeoutMilliseconds: 0)
+            buffers[index] += connections[index].drain()
+            let text = String(decoding: buffers[index], as: UTF8.self)
+            if let split = text.range(of: "\r\n\r\n"), let length = text.range(of: "content-length: ", options: .caseInsensitive),
+               let bytes = Int(text[length.upperBound...].prefix { $0.isNumber }),
+               text.utf8.count - text.utf8.distance(from: text.utf8.startIndex, to: split.upperBound) >= bytes
+            {
+                waiting.remove(index)
+            }
+        }
+    }
+    guard waiting.isEmpty else { throw RawHTTPConnection.Failure(description: "\(waiting.count) long-polls got nothing in 10 s") }
+    return buffers.map { bytes in
+        let text = String(decoding: bytes, as: UTF8.self)
+        return text.range(of: "\r\n\r\n").map { String(text[$0.upperBound...]) } ?? text
+    }
+}

@@ -80,6 +80,7 @@ struct Scenario {
         Scenario(name: "push-latency", run: pushLatency),
         Scenario(name: "ping-pong", backends: [.sqlite, .postgres], run: pingPong),
         Scenario(name: "fan-out", backends: [.sqlite, .postgres], run: fanOut),
+        Scenario(name: "long-poll-fan-out", backends: [.sqlite, .postgres], run: longPollFanOut),
         Scenario(name: "two-daemons", backends: [.postgres], run: { options, _ in try await twoDaemons(options) }),
         Scenario(name: "cli-cold-start", run: cliColdStart),
         Scenario(name: "daemon-memory", run: daemonMemory),
