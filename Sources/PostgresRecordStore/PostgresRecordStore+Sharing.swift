@@ -384,7 +384,9 @@ extension PostgresRecordStore {
         let storeID = self.storeID
         return try await read { connection in
             let access = try await self.sharedAccess(scope, zone, lockOwner: false, connection)
-            return ZoneInfo(zoneID: access.zoneID, syncToken: FeedRules.zoneToken(storeID: storeID, zone: access.zone))
+            var info = ZoneInfo(zoneID: access.zoneID, syncToken: FeedRules.zoneToken(storeID: storeID, zone: access.zone))
+            info.readOnly = access.permission == .readOnly
+            return info
         }
     }
 

@@ -19,7 +19,8 @@ extension RecordAPI {
         case .private: _ = try await store.lookupZone(scope, zoneName: zone.zoneName)
         case .shared:
             guard zone.ownerRecordName != nil else { throw ServerError.badRequest("a shared zone's zoneID needs its ownerRecordName") }
-            _ = try await store.lookupSharedZone(scope, zone: zone)
+            // Uploading is the first half of a write: a read-only participant is refused it too.
+            if try await store.lookupSharedZone(scope, zone: zone).readOnly { throw ShareRules.readOnly(zone) }
         case .public:
             guard zone.zoneName == ZoneID.defaultZoneName else {
                 throw ServerError(.zoneNotFound, "the public database has only _defaultZone")

@@ -361,7 +361,9 @@ extension SQLiteRecordStore {
         try database.readSync { connection in
             try connection.readTransaction {
                 let access = try sharedAccess(scope, zone, connection)
-                return ZoneInfo(zoneID: access.zoneID, syncToken: zoneToken(access.zone))
+                var info = ZoneInfo(zoneID: access.zoneID, syncToken: zoneToken(access.zone))
+                info.readOnly = access.permission == .readOnly
+                return info
             }
         }
     }

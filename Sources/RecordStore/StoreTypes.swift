@@ -307,6 +307,8 @@ package struct ZoneInfo: Sendable {
 
     package var zoneID: ZoneID
     package var syncToken: String
+    /// A shared zone the caller may only read (its writes are `ACCESS_DENIED`).
+    package var readOnly = false
 
     package var json: JSONValue { ["zoneID": zoneID.json, "syncToken": .string(syncToken), "atomic": true] }
 }

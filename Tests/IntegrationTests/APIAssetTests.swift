@@ -257,23 +257,30 @@ class APIAssetTests: DaemonTestCase {
 
     func testAssetsOfASharedBookAreReadByParticipantsOnly() throws {
         let owner = try daemon.createUserInfo("owner-\(UUID().uuidString.prefix(8).lowercased())", email: nil)
-        let friend = try makeUser("friend")
+        let friend = try makeUser("friend"), viewer = try makeUser("viewer")
         try createZone(zone, owner.token)
+        func participant(_ user: (userRecordName: String, token: String), _ permission: String) -> JSONValue {
+            ["type": "USER", "permission": .string(permission), "acceptanceStatus": "INVITED",
+             "userIdentity": ["lookupInfo": ["userRecordName": .string(user.userRecordName)]]]
+        }
         let share: JSONValue = [
             "recordName": "cloudkit.zoneshare", "recordType": "cloudkit.share", "publicPermission": "NONE",
-            "participants": [[
-                "type": "USER", "permission": "READ_WRITE", "acceptanceStatus": "INVITED",
-                "userIdentity": ["lookupInfo": ["userRecordName": .string(friend.userRecordName)]],
-            ]],
+            "participants": [participant(friend, "READ_WRITE"), participant(viewer, "READ_ONLY")],
         ]
         let savedShare = try XCTUnwrap(modify(owner.token, [("create", share)], zone: zone).first)
         let guid = try XCTUnwrap(savedShare["shortGUID"]?.stringValue, savedShare.serializedString())
-        XCTAssertEqual(try daemon.post(path("records/accept", database: "public"), token: friend.token,
-                                       json: (["shortGUIDs": [["value": .string(guid)]]] as JSONValue).serializedString()).status, 200)
+        for user in [friend, viewer] {
+            XCTAssertEqual(try daemon.post(path("records/accept", database: "public"), token: user.token,
+                                           json: (["shortGUIDs": [["value": .string(guid)]]] as JSONValue).serializedString()).status, 200)
+        }
 
         // The participant uploads into the owner's zone and attaches through the shared database.
         let zoneID: JSONValue = ["zoneName": .string(zone), "ownerRecordName": .string(owner.userRecordName)]
         let name = uniqueName("Person")
+        // A read-only participant may not upload (the first half of a write).
+        assertError(try daemon.post(path("assets/upload", database: "shared"), token: viewer.token, json: (
+            ["zoneID": zoneID, "tokens": [["recordName": .string(name), "fieldName": "avatar"]]] as JSONValue).serializedString()),
+                    403, "ACCESS_DENIED")
         let bytes = randomBytes(30_000, seed: 17)
         let file = try upload(friend.token, bytes, record: name, database: "shared", zoneID: zoneID)
         let body: JSONValue = ["zoneID": zoneID, "operations": [["operationType": "create", "record": person(name, avatar: file)]]]

@@ -259,6 +259,11 @@ final class APISharingTests: DaemonTestCase {
         }
         XCTAssertEqual(try sharedModify(rw, owner: alice, [("create", record("rw1", "Game"))]).status, 200)
         assertError(try sharedModify(ro, owner: alice, [("create", record("ro1", "Game"))]), 403, "ACCESS_DENIED")
+        // Asset uploads (CONTRACT §3.11): the owner in its private database, a read-write participant here; not a reader.
+        let upload: JSONValue = ["zoneID": theZone, "tokens": [["recordName": "p1", "recordType": "Person", "fieldName": "avatar"]]]
+        XCTAssertEqual(try call("assets/upload", alice.token, ["zoneID": ["zoneName": .string(zone)], "tokens": upload["tokens"]!]).status, 200)
+        XCTAssertNotNil(entry(try shared("assets/upload", rw, upload), "tokens")?["url"]?.stringValue)
+        assertError(try shared("assets/upload", ro, upload), 403, "ACCESS_DENIED")
 
         // Removed, invited-not-accepted, stranger: the zone does not exist for them.
         for (who, name) in [(removed, "removed"), (invited, "invited"), (stranger, "stranger")] {
@@ -271,6 +276,8 @@ final class APISharingTests: DaemonTestCase {
             assertError(try shared("records/changes", who, ["zoneID": theZone]), 404, "ZONE_NOT_FOUND", name)
             assertError(try shared("records/lookup", who, ["zoneID": theZone, "records": [["recordName": "g1"]]]), 404, "ZONE_NOT_FOUND", name)
             assertError(try shared("records/query", who, ["zoneID": theZone, "query": ["recordType": "Game"]]), 404, "ZONE_NOT_FOUND", name)
+            assertError(try shared("assets/upload", who, ["zoneID": theZone, "tokens": [["recordName": "p1", "fieldName": "avatar"]]]), 404,
+                        "ZONE_NOT_FOUND", name)
             assertError(try sharedModify(who, owner: alice, [("create", record("x-\(name)", "Game"))]), 404, "ZONE_NOT_FOUND", name)
             assertError(try sharedModify(who, owner: alice, [("forceDelete", record("cloudkit.zoneshare"))]), 404, "ZONE_NOT_FOUND", name)
             XCTAssertEqual(entry(try shared("subscriptions/modify", who, zoneSubscription), "subscriptions")?["serverErrorCode"], "ZONE_NOT_FOUND", name)
