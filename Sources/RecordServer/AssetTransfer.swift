@@ -65,7 +65,7 @@ struct AssetTransfer {
             throw TransferFailure(error: ServerError(.limitExceeded, "an asset is at most \(maximum) bytes; this one is \(declared)"),
                                   closeConnection: true)
         }
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let now = RecordAPI.nowMilliseconds()
         guard let upload = try await api.store.claimAssetUpload(id: id, createdAfter: now - AssetLimits.uploadURLMilliseconds) else {
             throw TransferFailure(error: .badRequest("this upload URL is unknown, used or expired; ask assets/upload for another"),
                                   closeConnection: true)
@@ -126,7 +126,7 @@ struct AssetTransfer {
         let key = try await api.assetSigningKey()
         let missing = ServerError(.notFound, "no such asset")
         guard let grant = DownloadGrant(token: token, key: key) else { throw missing }
-        guard grant.expires > Int64(Date().timeIntervalSince1970 * 1000) else {
+        guard grant.expires > RecordAPI.nowMilliseconds() else {
             throw ServerError(.authenticationFailed, "this download URL has expired; fetch the record again for a new one")
         }
         // The caller must still be able to read the record, and the record must still hold the asset.

@@ -28,7 +28,7 @@ extension RecordAPI {
             zone.ownerRecordName = DatabaseScope.publicOwnerRecordName
         }
         let assetScope = AssetScope(scope, zone: zone)
-        let now = clock()
+        let now = RecordAPI.nowMilliseconds()
         var uploads: [AssetUpload] = []
         var answers: [JSONValue] = []
         for entry in entries {
@@ -56,7 +56,8 @@ extension RecordAPI {
         return (request.forwardedProto == "https" ? "https" : "http") + "://" + host
     }
 
-    var clock: @Sendable () -> Int64 { { Int64(Date().timeIntervalSince1970 * 1000) } }
+    /// Milliseconds since 1970 by the wall clock: receipts and download URLs are dated by it.
+    static func nowMilliseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     /// The key that signs download URLs (the store's, read once).
     func assetSigningKey() async throws -> SymmetricKey {
@@ -70,7 +71,7 @@ extension RecordAPI {
     func withAssetLinks<T: Sendable>(_ scope: DatabaseScope, request: APIRequest, _ body: () async throws -> T) async throws -> T {
         let key = try await assetSigningKey()
         let base = baseURL(request)
-        let expires = clock() + AssetLimits.downloadURLMilliseconds
+        let expires = RecordAPI.nowMilliseconds() + AssetLimits.downloadURLMilliseconds
         let links = AssetLinks { record, fieldName, checksum in
             let grant = DownloadGrant(scope: scope, zone: record.zoneID, recordName: record.recordName, fieldName: fieldName,
                                       checksum: checksum, expires: expires)
@@ -114,7 +115,7 @@ extension RecordAPI {
         var uploadsByReceipt: [String: AssetUpload] = [:]
         for upload in try await store.assetUploads(receipts: receipts) { if let receipt = upload.receipt { uploadsByReceipt[receipt] = upload } }
         var currentRecords: [String: StoredRecord?] = [:]
-        let now = clock()
+        let now = RecordAPI.nowMilliseconds()
         var canonical: [Int: [String: [Int?: JSONValue]]] = [:]
         for item in found {
             let recordName = operations[item.operation].record["recordName"]?.stringValue ?? ""

@@ -381,26 +381,33 @@ func fanOut(_ options: BenchOptions, _ backend: BenchBackend) async throws -> [S
 /// Waits until every stream holds one event (at most 10 s); returns the milliseconds from
 /// `start` to the first arrival.
 func awaitEventOnAll(_ streams: [RawHTTPConnection], start: Double) throws -> Double {
-    var waiting = Set(0..<streams.count)
-    var buffers = [[UInt8]](repeating: [], count: streams.count)
+    try awaitOnAll(streams, start: start, what: "subscribers", isComplete: containsCompleteEvent).first
+}
+
+/// Polls every connection until `isComplete` holds for what it received (at most 10 s from
+/// `start`); the milliseconds to the first completion and each connection's bytes.
+func awaitOnAll(_ connections: [RawHTTPConnection], start: Double, what: String,
+                isComplete: ([UInt8]) -> Bool) throws -> (first: Double, received: [[UInt8]]) {
+    var waiting = Set(0..<connections.count)
+    var buffers = [[UInt8]](repeating: [], count: connections.count)
     var first = Double.nan
     let deadline = start + 10
     while !waiting.isEmpty, now() < deadline {
         let indices = Array(waiting)
-        var descriptors = indices.map { pollfd(fd: streams[$0].fd, events: Int16(POLLIN), revents: 0) }
+        var descriptors = indices.map { pollfd(fd: connections[$0].fd, events: Int16(POLLIN), revents: 0) }
         guard poll(&descriptors, nfds_t(descriptors.count), 1000) > 0 else { continue }
         for (position, descriptor) in descriptors.enumerated() where descriptor.revents != 0 {
             let index = indices[position]
-            _ = try streams[index].fill(timeoutMilliseconds: 0)
-            buffers[index] += streams[index].drain()
-            if containsCompleteEvent(buffers[index]) {
+            _ = try connections[index].fill(timeoutMilliseconds: 0)
+            buffers[index] += connections[index].drain()
+            if isComplete(buffers[index]) {
                 waiting.remove(index)
                 if first.isNaN { first = (now() - start) * 1000 }
             }
         }
     }
-    guard waiting.isEmpty else { throw RawHTTPConnection.Failure(description: "\(waiting.count) subscribers got nothing in 10 s") }
-    return first
+    guard waiting.isEmpty else { throw RawHTTPConnection.Failure(description: "\(waiting.count) \(what) got nothing in 10 s") }
+    return (first, buffers)
 }
 
 /// True once the bytes hold a `data:` line ended by the blank line that closes an event (the
@@ -486,31 +493,17 @@ func longPollFanOut(_ options: BenchOptions, _ backend: BenchBackend) async thro
     ]
 }
 
-/// Waits until every connection holds a whole long-poll answer with a notification (at most
-/// 10 s); returns the answers' bodies.
+/// Waits until every connection holds a whole long-poll answer (at most 10 s); returns the
+/// answers' bodies.
 func awaitAnswerOnAll(_ connections: [RawHTTPConnection], start: Double) throws -> [String] {
-    var waiting = Set(0..<connections.count)
-    var buffers = [[UInt8]](repeating: [], count: connections.count)
-    let deadline = start + 10
-    while !waiting.isEmpty, now() < deadline {
-        let indices = Array(waiting)
-        var descriptors = indices.map { pollfd(fd: connections[$0].fd, events: Int16(POLLIN), revents: 0) }
-        guard poll(&descriptors, nfds_t(descriptors.count), 1000) > 0 else { continue }
-        for (position, descriptor) in descriptors.enumerated() where descriptor.revents != 0 {
-            let index = indices[position]
-            _ = try connections[index].fill(timeoutMilliseconds: 0)
-            buffers[index] += connections[index].drain()
-            let text = String(decoding: buffers[index], as: UTF8.self)
-            if let split = text.range(of: "\r\n\r\n"), let length = text.range(of: "content-length: ", options: .caseInsensitive),
-               let bytes = Int(text[length.upperBound...].prefix { $0.isNumber }),
-               text.utf8.count - text.utf8.distance(from: text.utf8.startIndex, to: split.upperBound) >= bytes
-            {
-                waiting.remove(index)
-            }
-        }
-    }
-    guard waiting.isEmpty else { throw RawHTTPConnection.Failure(description: "\(waiting.count) long-polls got nothing in 10 s") }
-    return buffers.map { bytes in
+    let received = try awaitOnAll(connections, start: start, what: "long-polls") { bytes in
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard let split = text.range(of: "\r\n\r\n"), let length = text.range(of: "content-length: ", options: .caseInsensitive),
+              let count = Int(text[length.upperBound...].prefix { $0.isNumber })
+        else { return false }
+        return text.utf8.count - text.utf8.distance(from: text.utf8.startIndex, to: split.upperBound) >= count
+    }.received
+    return received.map { bytes in
         let text = String(decoding: bytes, as: UTF8.self)
         return text.range(of: "\r\n\r\n").map { String(text[$0.upperBound...]) } ?? text
     }
