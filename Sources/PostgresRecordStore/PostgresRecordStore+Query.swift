@@ -11,11 +11,40 @@ extension PostgresRecordStore {
     {
         let limit = StoreLimits.clampLimit(resultsLimit, maximum: StoreLimits.maximumQueryResults)
         let privateDatabaseID = scope.kind != .shared ? try await databaseID(scope) : 0
-        return try await read { connection in
-            let addressed = try await self.addressedZone(scope, zone, privateDatabaseID: privateDatabaseID, connection)
+        enum Outcome: Sendable { case page(QueryPage), indexFirst(zone: Int64, fields: Set<String>) }
+        var indexed = false
+        while true {
+            let checkIndex = !indexed
+            let outcome: Outcome = try await read { connection in
+                let addressed = try await self.addressedZone(scope, zone, privateDatabaseID: privateDatabaseID, connection)
+                var cursor = try QueryCursor(query: query, limit: limit, continuationMarker: continuationMarker, zoneRowID: addressed.row.id)
+                let wanted = cursor.indexedFields
+                if checkIndex, !wanted.isEmpty {
+                    let have = try await connection.query(
+                        "SELECT field FROM query_fields WHERE zone_id = \(addressed.row.id) AND record_type = \(query.recordType)", logger: self.logger
+                    ).collect().map { try $0.decode(String.self) }
+                    let missing = wanted.subtracting(have)
+                    if !missing.isEmpty { return .indexFirst(zone: addressed.row.id, fields: missing) }
+                }
+                return .page(try await self.runQuery(&cursor, addressed, scope: scope, connection))
+            }
+            switch outcome {
+            case .page(let page):
+                return page
+            case .indexFirst(let zoneRowID, let fields):
+                try await indexFields(fields, type: query.recordType, zone: zoneRowID)
+                indexed = true
+            }
+        }
+    }
+
+    /// The scans of a planned query, in the caller's read transaction.
+    private func runQuery(_ cursor: inout QueryCursor, _ addressed: AddressedZone, scope: DatabaseScope,
+                          _ connection: PostgresConnection) async throws -> QueryPage
+    {
             let zoneRow = addressed.row
             let zoneID = addressed.zoneID
-            var cursor = try QueryCursor(query: query, limit: limit, continuationMarker: continuationMarker, zoneRowID: zoneRow.id)
+            let query = cursor.query
             if let field = cursor.coverageField {
                 var byField: [String: Int64] = [:]
                 for row in try await connection.query(
@@ -39,7 +68,65 @@ extension PostgresRecordStore {
             }
             page.records = records
             return page
+    }
+
+    /// Indexes `fields` of `type` in the zone from now on (`QueryIndex`): registers them and adds
+    /// the entries and counts of the type's live records, in one transaction holding the zone's
+    /// row, as every record write does, so no write in between misses the new fields.
+    func indexFields(_ fields: Set<String>, type: String, zone zoneRowID: Int64) async throws {
+        let logger = self.logger
+        try await transaction { connection -> Outcome<Void> in
+            try await connection.query("SELECT id FROM zones WHERE id = \(zoneRowID) FOR UPDATE", logger: logger)
+            var added: Set<String> = []
+            for field in fields.sorted() {
+                let inserted = try await connection.query(
+                    "INSERT INTO query_fields (zone_id, record_type, field) VALUES (\(zoneRowID), \(type), \(field)) ON CONFLICT DO NOTHING RETURNING field",
+                    logger: logger
+                ).collect()
+                if !inserted.isEmpty { added.insert(field) }
+            }
+            var counts: [QueryIndex.CountKey: Int64] = [:]
+            var after = ""
+            while !added.isEmpty {
+                let rows = try await connection.query(
+                    """
+                    SELECT name, fields FROM records WHERE zone_id = \(zoneRowID) AND type = \(type) AND deleted = 0
+                    AND name COLLATE "C" > \(after) ORDER BY name COLLATE "C" LIMIT 1000
+                    """, logger: logger
+                ).collect().map { try $0.decode((String, String).self) }
+                var names: [String] = [], entryFields: [String] = [], keys: [String] = []
+                for (name, fieldsJSON) in rows {
+                    for entry in QueryIndex.entries(Array(fieldsJSON.utf8), indexed: added) {
+                        names.append(name)
+                        entryFields.append(entry.field)
+                        keys.append(entry.key)
+                        counts[QueryIndex.CountKey(recordType: type, field: entry.field), default: 0] += 1
+                    }
+                }
+                if !names.isEmpty {
+                    try await connection.query(
+                        """
+                        INSERT INTO query_index (zone_id, record_type, field, sort_key, record_name)
+                        SELECT \(zoneRowID), \(type), e.field, e.sort_key, e.record_name
+                        FROM unnest(\(entryFields)::text[], \(keys)::text[], \(names)::text[]) AS e(field, sort_key, record_name)
+                        """, logger: logger)
+                }
+                guard rows.count == 1000, let last = rows.last else { break }
+                after = last.0
+            }
+            try await PostgresRecordStore.addIndexCounts(counts, zone: zoneRowID, connection, logger: logger)
+            return .commit(())
         }
+    }
+
+    /// The zone's indexed fields by record type (`query_fields`).
+    func indexedFields(zone zoneRowID: Int64, _ connection: PostgresConnection) async throws -> [String: Set<String>] {
+        var fields: [String: Set<String>] = [:]
+        for row in try await connection.query("SELECT record_type, field FROM query_fields WHERE zone_id = \(zoneRowID)", logger: logger).collect() {
+            let (type, field) = try row.decode((String, String).self)
+            fields[type, default: []].insert(field)
+        }
+        return fields
     }
 
     static let qualifiedRecordColumns = recordColumns.split(separator: ",")
@@ -99,12 +186,12 @@ extension PostgresRecordStore {
     /// Notes a record's new index entries (`old`: the record as it was, nil when it was not live;
     /// `new`: as it is now, nil when deleted) and the count changes; `writeIndex` writes them all
     /// before commit, in a few statements whatever the batch's size.
-    func reindex(_ name: String, old: (type: String, fieldsJSON: [UInt8])?, new: (type: String, fieldsJSON: [UInt8])?,
-                 _ modify: inout ModifyTransaction)
+    func reindex(_ name: String, old oldEntries: (type: String, entries: [QueryIndex.Entry])?,
+                 new newEntries: (type: String, entries: [QueryIndex.Entry])?, _ modify: inout ModifyTransaction)
     {
-        let oldEntries = old.map { (type: $0.type, entries: QueryIndex.entries($0.fieldsJSON)) }
-        let newEntries = new.map { (type: $0.type, entries: QueryIndex.entries($0.fieldsJSON)) }
-        modify.indexedRecords[name] = (newEntries?.type, newEntries?.entries ?? [])
+        // Entries exist only for indexed fields: records of types with none have nothing to replace.
+        let indexed = [oldEntries?.type, newEntries?.type].contains { $0.map { modify.indexedFields[$0] != nil } ?? false }
+        if indexed { modify.indexedRecords[name] = (newEntries?.type, newEntries?.entries ?? []) }
         QueryIndex.countChanges(old: oldEntries, new: newEntries, into: &modify.indexCounts)
     }
 

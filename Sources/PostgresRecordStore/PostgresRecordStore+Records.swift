@@ -37,6 +37,9 @@ extension PostgresRecordStore {
                 let enforcer = SchemaEnforcer(environment: scope.environment, production: self.productionSchema, development: development)
                 var modify = ModifyTransaction(scope: ownerScope, zone: zoneRow, zoneID: addressed.zoneID, now: now,
                                             deviceID: deviceID, sequence: zoneRow.seq, enforcer: enforcer, writer: scope.userRecordName)
+                modify.preloaded = try await self.loadRecords(
+                    zoneRow.id, names: operations.compactMap { $0.record["recordName"]?.stringValue }, connection)
+                modify.indexedFields = try await self.indexedFields(zone: zoneRow.id, connection)
                 var results: [RecordOperationResult] = []
                 results.reserveCapacity(operations.count)
                 for operation in operations {
@@ -127,6 +130,28 @@ extension PostgresRecordStore {
             FROM records WHERE zone_id = \(zoneRowID) AND name = \(name)
             """, logger: logger
         ).collect().first else { return nil }
+        return try PostgresRecordStore.existingRecord(row)
+    }
+
+    /// The records named, in one round trip (`ModifyTransaction.preloaded`).
+    func loadRecords(_ zoneRowID: Int64, names: [String], _ connection: PostgresConnection) async throws -> [String: ExistingRecord?] {
+        var records: [String: ExistingRecord?] = [:]
+        records.reserveCapacity(names.count)
+        for name in names { records[name] = .some(nil) }
+        for try await row in try await connection.query(
+            """
+            SELECT type, tag, deleted, fields, parent, created_at, created_by, created_device, modified_at, modified_by, modified_device, name
+            FROM records WHERE zone_id = \(zoneRowID) AND name = ANY(\(names))
+            """, logger: logger
+        ) {
+            records[try row.makeRandomAccess()[11].decode(String.self)] = try PostgresRecordStore.existingRecord(row)
+        }
+        return records
+    }
+
+    /// Columns `type, tag, deleted, fields, parent, created_at, created_by, created_device,
+    /// modified_at, modified_by, modified_device` of a `records` row.
+    static func existingRecord(_ row: PostgresRow) throws -> ExistingRecord {
         let (type, tag, deleted, fields, parent, createdAt, createdBy, createdDevice) =
             try row.decode((String, String, Int64, String, String?, Int64, String, String?).self)
         let columns = row.makeRandomAccess()
@@ -147,7 +172,12 @@ extension PostgresRecordStore {
         let name = operation.record["recordName"]?.stringValue ?? ""
         try Names.validateRecordName(name)
         let zoneRowID = modify.zone.id
-        let existing = try await loadRecord(zoneRowID, name, connection)
+        let existing: ExistingRecord?
+        if let preloaded = modify.preloaded.removeValue(forKey: name) {
+            existing = preloaded
+        } else {
+            existing = try await loadRecord(zoneRowID, name, connection)
+        }
         let live = existing.flatMap { $0.deleted ? nil : $0 }
         let prepared: RecordRules.PreparedSave
         switch try RecordRules.plan(operation, name: name, live: live, zoneName: modify.zone.name, zoneID: modify.zoneID,
@@ -184,7 +214,8 @@ extension PostgresRecordStore {
         if live != nil {
             try await connection.query("DELETE FROM refs WHERE zone_id = \(zoneRowID) AND source = \(name)", logger: logger)
         }
-        reindex(name, old: live.map { ($0.type, $0.fieldsJSON) }, new: (record.recordType, prepared.fieldsJSON), &modify)
+        reindex(name, old: live.map { modify.indexEntries(type: $0.type, fieldsJSON: $0.fieldsJSON) },
+                new: modify.indexEntries(type: record.recordType, fields: record.fields), &modify)
         for (_, reference) in prepared.references {
             let action: StoredReferenceAction = reference.action == .deleteSelf ? .deleteSelf : .validate
             try await connection.query(
@@ -226,6 +257,7 @@ extension PostgresRecordStore {
             try RecordRules.checkValidateBlockers(target: target, validatingSources: blockers, doomed: seen)
         }
         for name in doomed {
+            modify.preloaded.removeValue(forKey: name)
             guard let previous = try await loadRecord(zoneRowID, name, connection), !previous.deleted else { continue }
             let sequence = modify.nextSequence()
             let tag = RecordRules.changeTag(zoneRowID: zoneRowID, sequence: sequence)
@@ -236,7 +268,7 @@ extension PostgresRecordStore {
                 WHERE zone_id = \(zoneRowID) AND name = \(name)
                 """, logger: logger)
             try await connection.query("DELETE FROM refs WHERE zone_id = \(zoneRowID) AND source = \(name)", logger: logger)
-            reindex(name, old: (previous.type, previous.fieldsJSON), new: nil, &modify)
+            reindex(name, old: modify.indexEntries(type: previous.type, fieldsJSON: previous.fieldsJSON), new: nil, &modify)
             modify.changes.append(CommittedChange(kind: .deleted, recordName: name, recordType: previous.type,
                                                   record: previous.stored(name, zoneID: modify.zoneID)))
         }

@@ -550,6 +550,7 @@ package final class PostgresRecordStore: RecordStorage {
             try await connection.query("DELETE FROM refs WHERE zone_id = \(zone.id)", logger: self.logger)
             try await connection.query("DELETE FROM query_index WHERE zone_id = \(zone.id)", logger: self.logger)
             try await connection.query("DELETE FROM query_counts WHERE zone_id = \(zone.id)", logger: self.logger)
+            try await connection.query("DELETE FROM query_fields WHERE zone_id = \(zone.id)", logger: self.logger)
             try await connection.query("UPDATE zones SET deleted = 1, deleted_at = \(now), db_seq = \(dbSeq) WHERE id = \(zone.id)",
                                        logger: self.logger)
             try await self.notifyCommit(databaseID, connection)

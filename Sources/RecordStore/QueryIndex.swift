@@ -1,9 +1,14 @@
 import RecordModel
 
 /// The query index, kept by both backends in the transaction of every record write: one entry
-/// (zone, record type, field, key, record name) per field of a live record whose value a filter or
-/// sort can compare, plus per-(zone, type, field) entry counts (`query_counts`; the empty field
-/// name counts the live records of the type).
+/// (zone, record type, field, key, record name) per indexed field of a live record whose value a
+/// filter or sort can compare, plus per-(zone, type, field) entry counts (`query_counts`; the empty
+/// field name counts the live records of the type, always kept).
+///
+/// A field is indexed in a zone from the first query that scans it (`query_fields`, filled from
+/// the type's live records then, in one write transaction): a write keeps entries only for its
+/// zone's indexed fields, so fields nobody queries cost writes nothing (three indexed fields took
+/// more than half of a batch write's time), while every query still reads index ranges.
 ///
 /// A key's byte order is `ComparableValue`'s order: numbers ("n" and the double's order-preserving
 /// bits in hex) before text ("t" and the UTF-8 bytes in hex, so SQLite's BINARY and PostgreSQL's
@@ -24,6 +29,11 @@ package enum QueryIndex {
     package struct CountKey: Hashable, Sendable {
         package var recordType: String
         package var field: String
+
+        package init(recordType: String, field: String) {
+            self.recordType = recordType
+            self.field = field
+        }
     }
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
@@ -59,6 +69,23 @@ package enum QueryIndex {
             guard let value = field["value"], let key = key(value) else { return nil }
             return Entry(field: name, key: key)
         }
+    }
+
+    /// The entries of a record's typed fields for the `indexed` ones: what `entries(_:)` finds in
+    /// their stored JSON, without serializing and parsing it again.
+    package static func entries(_ fields: [String: FieldValue], indexed: Set<String>) -> [Entry] {
+        guard !indexed.isEmpty else { return [] }
+        return fields.compactMap { name, field in
+            guard indexed.contains(name) else { return nil }
+            return key(field.value).map { Entry(field: name, key: $0) }
+        }
+    }
+
+    /// The entries of a record's stored fields JSON for the `indexed` ones (nothing is parsed when
+    /// the type has no indexed field).
+    package static func entries(_ fieldsJSON: [UInt8], indexed: Set<String>) -> [Entry] {
+        guard !indexed.isEmpty else { return [] }
+        return entries(fieldsJSON).filter { indexed.contains($0.field) }
     }
 
     /// How the entry counts change when a record goes from `old` to `new` (nil: not live).
@@ -105,7 +132,7 @@ package enum QueryScan: Sendable, Equatable {
 /// about `limit + 1` matching rows. Anything else (several sorts, a system timestamp sort) visits
 /// every candidate in chunks, keeping the best `limit + 1`: memory stays bounded, not time.
 package struct QueryCursor {
-    let query: RecordQuery
+    package let query: RecordQuery
     let limit: Int
     let zoneRowID: Int64
     let after: QueryRules.SortKey?
@@ -204,6 +231,17 @@ package struct QueryCursor {
                 segments = [.byName(after: nil)]
             }
         }
+    }
+
+    /// The fields whose index entries the planned scans read: each must be indexed in the zone
+    /// (`query_fields`) before the scans run.
+    package var indexedFields: Set<String> {
+        Set(segments.compactMap { segment in
+            switch segment {
+            case .byName: return nil
+            case .byKey(let field, _, _, _, _), .withoutKey(let field, _): return field
+            }
+        })
     }
 
     /// Whether the key range of a scan over `field` already answers every filter exactly.

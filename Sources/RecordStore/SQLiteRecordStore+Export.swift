@@ -36,6 +36,7 @@ extension SQLiteRecordStore {
         ("share_participants", ["zone_id", "participant_id", "user_id", "email", "permission", "status", "database_id"]),
         ("query_index", ["zone_id", "record_type", "field", "sort_key", "record_name"]),
         ("query_counts", ["zone_id", "record_type", "field", "entries"]),
+        ("query_fields", ["zone_id", "record_type", "field"]),
         // The assets' bookkeeping; their bytes follow from the files (`importAssetFile`).
         ("asset_blobs", ["scope", "checksum", "size", "created_at", "attached", "unreferenced_since"]),
         ("asset_uploads", ["upload_id", "user_id", "scope", "binding", "created_at", "claimed_at", "checksum", "size", "receipt",

@@ -31,6 +31,9 @@ extension SQLiteRecordStore {
                 if addressed.access?.permission == .readOnly, !leaving { throw ShareRules.readOnly(addressed.zoneID) }
                 var transaction = ModifyTransaction(scope: ownerScope, zone: zoneRow, zoneID: addressed.zoneID, now: clock(),
                                                     deviceID: deviceID, sequence: zoneRow.seq, enforcer: enforcer, writer: scope.userRecordName)
+                transaction.preloaded = try loadRecords(zoneRow.id, names: operations.compactMap { $0.record["recordName"]?.stringValue },
+                                                        connection)
+                transaction.indexedFields = try indexedFields(zone: zoneRow.id, connection)
                 var results: [RecordOperationResult] = []
                 var recipients = Set<Int64>()
                 results.reserveCapacity(operations.count)
@@ -91,18 +94,29 @@ extension SQLiteRecordStore {
         return outcome.results
     }
 
+    /// The records named, in one query (`ModifyTransaction.preloaded`).
+    func loadRecords(_ zoneRowID: Int64, names: [String], _ connection: SQLiteConnection) throws -> [String: ExistingRecord?] {
+        var records: [String: ExistingRecord?] = [:]
+        records.reserveCapacity(names.count)
+        for name in names { records[name] = .some(nil) }
+        try connection.query(
+            """
+            SELECT type, tag, deleted, fields, parent, created_at, created_by, created_device, modified_at, modified_by, modified_device, name
+            FROM records WHERE zone_id = ? AND name IN (SELECT value FROM json_each(?))
+            """, [.int(zoneRowID), .text(JSONValue.array(names.map { .string($0) }).serializedString())]
+        ) { row in
+            records[row.text(11)] = ExistingRecord(row)
+        }
+        return records
+    }
+
     func loadRecord(_ zoneRowID: Int64, _ name: String, _ connection: SQLiteConnection) throws -> ExistingRecord? {
         try connection.first(
             """
             SELECT type, tag, deleted, fields, parent, created_at, created_by, created_device, modified_at, modified_by, modified_device
             FROM records WHERE zone_id = ? AND name = ?
             """, [.int(zoneRowID), .text(name)]
-        ) { row in
-            ExistingRecord(type: row.text(0), tag: row.text(1), deleted: row.int64(2) != 0, fieldsJSON: row.blob(3),
-                           parent: row.optionalText(4),
-                           created: ChangeStamp(timestamp: row.int64(5), userRecordName: row.text(6), deviceID: row.optionalText(7)),
-                           modified: ChangeStamp(timestamp: row.int64(8), userRecordName: row.text(9), deviceID: row.optionalText(10)))
-        }
+        ) { row in ExistingRecord(row) }
     }
 
     private func apply(_ operation: RecordOperation, _ transaction: inout ModifyTransaction,
@@ -111,7 +125,7 @@ extension SQLiteRecordStore {
         let name = operation.record["recordName"]?.stringValue ?? ""
         try Names.validateRecordName(name)
         let zoneRowID = transaction.zone.id
-        let existing = try loadRecord(zoneRowID, name, connection)
+        let existing = try transaction.preloaded.removeValue(forKey: name) ?? loadRecord(zoneRowID, name, connection)
         let live = existing.flatMap { $0.deleted ? nil : $0 }
         let prepared: RecordRules.PreparedSave
         switch try RecordRules.plan(operation, name: name, live: live, zoneName: transaction.zone.name, zoneID: transaction.zoneID,
@@ -146,7 +160,8 @@ extension SQLiteRecordStore {
         if live != nil {
             try connection.run("DELETE FROM refs WHERE zone_id = ? AND source = ?", [.int(zoneRowID), .text(name)])
         }
-        try reindex(name, old: live.map { ($0.type, $0.fieldsJSON) }, new: (record.recordType, fieldsJSON), &transaction, connection)
+        try reindex(name, old: live.map { transaction.indexEntries(type: $0.type, fieldsJSON: $0.fieldsJSON) },
+                    new: transaction.indexEntries(type: record.recordType, fields: record.fields), &transaction, connection)
         for (_, reference) in prepared.references {
             let action: StoredReferenceAction = reference.action == .deleteSelf ? .deleteSelf : .validate
             try connection.run("INSERT OR IGNORE INTO refs (zone_id, target, source, action) VALUES (?, ?, ?, ?)",
@@ -185,6 +200,7 @@ extension SQLiteRecordStore {
             try RecordRules.checkValidateBlockers(target: target, validatingSources: blockers, doomed: seen)
         }
         for name in doomed {
+            transaction.preloaded.removeValue(forKey: name)
             guard let previous = try loadRecord(zoneRowID, name, connection), !previous.deleted else { continue }
             let sequence = transaction.nextSequence()
             try connection.run(
@@ -196,9 +212,20 @@ extension SQLiteRecordStore {
                  .int(transaction.now), .text(transaction.writer), transaction.deviceID.sqlValue,
                  .int(zoneRowID), .text(name)])
             try connection.run("DELETE FROM refs WHERE zone_id = ? AND source = ?", [.int(zoneRowID), .text(name)])
-            try reindex(name, old: (previous.type, previous.fieldsJSON), new: nil, &transaction, connection)
+            try reindex(name, old: transaction.indexEntries(type: previous.type, fieldsJSON: previous.fieldsJSON), new: nil, &transaction, connection)
             transaction.changes.append(CommittedChange(kind: .deleted, recordName: name, recordType: previous.type,
                                                        record: previous.stored(name, zoneID: transaction.zoneID)))
         }
+    }
+}
+
+extension ExistingRecord {
+    /// Columns `type, tag, deleted, fields, parent, created_at, created_by, created_device,
+    /// modified_at, modified_by, modified_device` of a `records` row.
+    init(_ row: SQLiteStatement) {
+        self.init(type: row.text(0), tag: row.text(1), deleted: row.int64(2) != 0, fieldsJSON: row.blob(3),
+                  parent: row.optionalText(4),
+                  created: ChangeStamp(timestamp: row.int64(5), userRecordName: row.text(6), deviceID: row.optionalText(7)),
+                  modified: ChangeStamp(timestamp: row.int64(8), userRecordName: row.text(9), deviceID: row.optionalText(10)))
     }
 }

@@ -87,12 +87,40 @@ extension SQLiteRecordStore {
                              continuationMarker: String?) throws -> QueryPage
     {
         let limit = SQLiteRecordStore.clampLimit(resultsLimit, maximum: SQLiteRecordStore.maximumQueryResults)
-        return try database.readSync { connection in
-            try connection.readTransaction {
-                let addressed = try addressedZone(scope, zone, privateDatabaseID: scope.kind != .shared ? try databaseID(scope) : 0, connection)
+        enum Outcome { case page(QueryPage), indexFirst(zone: Int64, fields: Set<String>) }
+        var indexed = false
+        while true {
+            let outcome: Outcome = try database.readSync { connection in
+                try connection.readTransaction {
+                    let addressed = try addressedZone(scope, zone, privateDatabaseID: scope.kind != .shared ? try databaseID(scope) : 0, connection)
+                    var cursor = try QueryCursor(query: query, limit: limit, continuationMarker: continuationMarker, zoneRowID: addressed.row.id)
+                    let wanted = cursor.indexedFields
+                    if !indexed, !wanted.isEmpty {
+                        let missing = wanted.subtracting(try connection.map(
+                            "SELECT field FROM query_fields WHERE zone_id = ? AND record_type = ?", [.int(addressed.row.id), .text(query.recordType)]
+                        ) { $0.text(0) })
+                        if !missing.isEmpty { return .indexFirst(zone: addressed.row.id, fields: missing) }
+                    }
+                    return .page(try runQuery(&cursor, addressed, scope: scope, type: query.recordType, connection))
+                }
+            }
+            switch outcome {
+            case .page(let page):
+                return page
+            case .indexFirst(let zoneRowID, let fields):
+                try indexFields(fields, type: query.recordType, zone: zoneRowID)
+                indexed = true
+            }
+        }
+    }
+
+    /// The scans of a planned query, in the caller's read transaction.
+    private func runQuery(_ cursor: inout QueryCursor, _ addressed: AddressedZone, scope: DatabaseScope, type: String,
+                          _ connection: SQLiteConnection) throws -> QueryPage
+    {
                 let zoneRow = addressed.row
                 let zoneID = addressed.zoneID
-                var cursor = try QueryCursor(query: query, limit: limit, continuationMarker: continuationMarker, zoneRowID: zoneRow.id)
+                let query = cursor.query
                 if let field = cursor.coverageField {
                     let counts = try connection.map(
                         "SELECT field, entries FROM query_counts WHERE zone_id = ? AND record_type = ? AND field IN (?, ?)",
@@ -107,8 +135,54 @@ extension SQLiteRecordStore {
                 var page = cursor.page()
                 page.records = try page.records.map { try attachShare($0, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection) }
                 return page
+    }
+
+    /// Indexes `fields` of `type` in the zone from now on (`QueryIndex`): registers them and adds
+    /// the entries and counts of the type's live records, in one write transaction, so every
+    /// later write keeps them.
+    func indexFields(_ fields: Set<String>, type: String, zone zoneRowID: Int64) throws {
+        try database.writeSync { connection in
+            try connection.execute("BEGIN IMMEDIATE")
+            do {
+                var added: Set<String> = []
+                for field in fields.sorted()
+                where try connection.run("INSERT OR IGNORE INTO query_fields (zone_id, record_type, field) VALUES (?, ?, ?)",
+                                         [.int(zoneRowID), .text(type), .text(field)]) > 0 {
+                    added.insert(field)
+                }
+                var counts: [QueryIndex.CountKey: Int64] = [:]
+                var after = ""
+                while !added.isEmpty {
+                    let rows = try connection.map(
+                        "SELECT name, fields FROM records WHERE zone_id = ? AND type = ? AND deleted = 0 AND name > ? ORDER BY name LIMIT 1000",
+                        [.int(zoneRowID), .text(type), .text(after)]
+                    ) { (name: $0.text(0), fields: $0.blob(1)) }
+                    for row in rows {
+                        for entry in QueryIndex.entries(row.fields, indexed: added) {
+                            try connection.run("INSERT INTO query_index (zone_id, record_type, field, sort_key, record_name) VALUES (?, ?, ?, ?, ?)",
+                                               [.int(zoneRowID), .text(type), .text(entry.field), .text(entry.key), .text(row.name)])
+                            counts[QueryIndex.CountKey(recordType: type, field: entry.field), default: 0] += 1
+                        }
+                    }
+                    guard rows.count == 1000, let last = rows.last else { break }
+                    after = last.name
+                }
+                try writeIndexCounts(counts, zone: zoneRowID, connection)
+                try connection.execute("COMMIT")
+            } catch {
+                try? connection.execute("ROLLBACK")
+                throw error
             }
         }
+    }
+
+    /// The zone's indexed fields by record type (`query_fields`).
+    func indexedFields(zone zoneRowID: Int64, _ connection: SQLiteConnection) throws -> [String: Set<String>] {
+        var fields: [String: Set<String>] = [:]
+        try connection.query("SELECT record_type, field FROM query_fields WHERE zone_id = ?", [.int(zoneRowID)]) { row in
+            fields[row.text(0), default: []].insert(row.text(1))
+        }
+        return fields
     }
 
     static let qualifiedRecordColumns = recordColumns.split(separator: ",")
@@ -169,13 +243,13 @@ extension SQLiteRecordStore {
 
     /// Replaces a record's index entries (`old`: the record as it was, nil when it was not live;
     /// `new`: as it is now, nil when deleted) and notes the count changes in the transaction.
-    func reindex(_ name: String, old: (type: String, fieldsJSON: [UInt8])?, new: (type: String, fieldsJSON: [UInt8])?,
+    func reindex(_ name: String, old oldEntries: (type: String, entries: [QueryIndex.Entry])?,
+                 new newEntries: (type: String, entries: [QueryIndex.Entry])?,
                  _ transaction: inout ModifyTransaction, _ connection: SQLiteConnection) throws
     {
         let zoneRowID = transaction.zone.id
-        let oldEntries = old.map { (type: $0.type, entries: QueryIndex.entries($0.fieldsJSON)) }
-        let newEntries = new.map { (type: $0.type, entries: QueryIndex.entries($0.fieldsJSON)) }
-        if old != nil {
+        // Entries exist only for indexed fields: a type with none has nothing to delete.
+        if let oldEntries, transaction.indexedFields[oldEntries.type] != nil {
             try connection.run("DELETE FROM query_index WHERE zone_id = ? AND record_name = ?", [.int(zoneRowID), .text(name)])
         }
         if let newEntries {

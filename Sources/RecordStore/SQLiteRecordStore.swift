@@ -310,6 +310,7 @@ package final class SQLiteRecordStore: Sendable {
             try connection.run("DELETE FROM refs WHERE zone_id = ?", [.int(zone.id)])
             try connection.run("DELETE FROM query_index WHERE zone_id = ?", [.int(zone.id)])
             try connection.run("DELETE FROM query_counts WHERE zone_id = ?", [.int(zone.id)])
+            try connection.run("DELETE FROM query_fields WHERE zone_id = ?", [.int(zone.id)])
             try connection.run("UPDATE zones SET deleted = 1, deleted_at = ?, db_seq = ? WHERE id = ?",
                                [.int(clock()), .int(dbSeq), .int(zone.id)])
         }

@@ -134,6 +134,25 @@ package struct StoreMigration: Sendable {
                 // Pictures do not compress: PostgreSQL would try (pglz) on every chunk for nothing.
                 "ALTER TABLE asset_chunks ALTER COLUMN data SET STORAGE EXTERNAL",
             ]),
+        // Fields are indexed from their first query (QueryIndex): `query_fields` lists a zone's
+        // indexed fields. A store made before keeps indexing every field it already counts.
+        StoreMigration(
+            version: 6,
+            sqlite: [
+                """
+                CREATE TABLE query_fields (
+                    zone_id INTEGER NOT NULL, record_type TEXT NOT NULL, field TEXT NOT NULL,
+                    PRIMARY KEY (zone_id, record_type, field)) WITHOUT ROWID
+                """,
+                "INSERT INTO query_fields (zone_id, record_type, field) SELECT zone_id, record_type, field FROM query_counts WHERE field != ''",
+            ],
+            postgres: [
+                """
+                CREATE TABLE query_fields (
+                    zone_id BIGINT NOT NULL, record_type TEXT NOT NULL, field TEXT NOT NULL, PRIMARY KEY (zone_id, record_type, field))
+                """,
+                "INSERT INTO query_fields (zone_id, record_type, field) SELECT zone_id, record_type, field FROM query_counts WHERE field != ''",
+            ]),
     ]
 
     package static var latestVersion: Int { all.last!.version }

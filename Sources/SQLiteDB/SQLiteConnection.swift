@@ -5,7 +5,7 @@ import Foundation
 /// thread at a time.
 public final class SQLiteConnection {
     let handle: OpaquePointer
-    private var statementCache: [String: SQLiteStatement] = [:]
+    private var statementCache: [StatementKey: SQLiteStatement] = [:]
     public let path: String
 
     public enum Synchronous: String, Sendable { case off = "OFF", normal = "NORMAL", full = "FULL" }
@@ -75,11 +75,12 @@ public final class SQLiteConnection {
     /// A cached prepared statement for `sql`, bound to `arguments`.
     public func statement(_ sql: String, _ arguments: [SQLValue] = []) throws -> SQLiteStatement {
         let statement: SQLiteStatement
-        if let cached = statementCache[sql] {
+        let key = StatementKey(sql: sql)
+        if let cached = statementCache[key] {
             statement = cached
         } else {
             statement = try SQLiteStatement(connection: self, sql: sql)
-            statementCache[sql] = statement
+            statementCache[key] = statement
         }
         try statement.bind(arguments)
         return statement
@@ -157,4 +158,22 @@ public final class SQLiteConnection {
         sqlite3_backup_finish(backup)
         guard rc == SQLITE_DONE else { throw destination.error(rc) }
     }
+}
+
+/// A statement cache key that hashes only the SQL's length and its last 64 bytes: a batch looks
+/// statements up several times per record, and hashing whole statements of a few hundred bytes
+/// showed in write profiles. Equality still compares the whole text (at once for the same literal).
+struct StatementKey: Hashable {
+    let sql: String
+
+    func hash(into hasher: inout Hasher) {
+        let utf8 = sql.utf8
+        hasher.combine(utf8.count)
+        let hashed = utf8.withContiguousStorageIfAvailable { bytes in
+            hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes.suffix(64))))
+        }
+        if hashed == nil { for byte in utf8.suffix(64) { hasher.combine(byte) } }
+    }
+
+    static func == (lhs: StatementKey, rhs: StatementKey) -> Bool { lhs.sql == rhs.sql }
 }

@@ -23,7 +23,7 @@ final class MigrationTests: StoreTestCase {
     }
 
     /// Turns this test's store back into exactly what the version-1 code made: the same tables
-    /// and indexes as `StoreMigration` step 1 creates, `schema_version` 1 (undoing steps 2 to 5).
+    /// and indexes as `StoreMigration` step 1 creates, `schema_version` 1 (undoing steps 2 to 6).
     func downgradeToVersion1() throws {
         var statements = [
             "DROP TABLE query_index", "DROP TABLE query_counts", "UPDATE meta SET value = '1' WHERE key = 'schema_version'",
@@ -33,6 +33,8 @@ final class MigrationTests: StoreTestCase {
             "DROP TABLE server_keys",
             // Step 5 (assets).
             "DROP TABLE asset_uploads", "DROP TABLE asset_blobs",
+            // Step 6 (fields indexed from their first query).
+            "DROP TABLE query_fields",
         ]
         if Self.backend == .postgres {
             statements += ["DROP TABLE asset_chunks", "DROP INDEX records_type_name", "CREATE INDEX records_type ON records (zone_id, type) WHERE deleted = 0"]

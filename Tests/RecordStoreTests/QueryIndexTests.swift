@@ -191,6 +191,39 @@ final class QueryIndexTests: StoreTestCase {
         XCTAssertEqual(all.names, ["changed", "kept"])
     }
 
+    /// Issue 13: a field is indexed from the first query that scans it. Records written before
+    /// are found through the index that query builds, records written after keep it current, and
+    /// fields no query used cost a write nothing (no entries on SQLite's disk).
+    func testAFieldIsIndexedFromItsFirstQueryAndKeptFromThenOn() throws {
+        func entries() throws -> Int64? {
+            guard let sqlite = (store.base as? SQLiteStorage)?.store else { return nil }
+            return try SQLiteConnection(path: sqlite.path).scalarInt("SELECT COUNT(*) FROM query_index WHERE record_type = 'Tally'")
+        }
+        try modify(dev, (0..<30).map { (.create, record(String(format: "tally-%02d", $0), "Tally", [
+            "points": field(.int(Int64($0 % 10)), "INT64"), "label": field(.string("t\($0)"), "STRING"),
+        ])) })
+        if let count = try entries() { XCTAssertEqual(count, 0, "no query has used a Tally field yet") }
+
+        let threes: JSONValue = ["recordType": "Tally", "filterBy": [["comparator": "EQUALS", "fieldName": "points", "fieldValue": ["value": 3]]]]
+        let first = try pages(threes, limit: 2)
+        XCTAssertEqual(first.names, ["tally-03", "tally-13", "tally-23"])
+        XCTAssertLessThanOrEqual(first.mostRowsRead, 3, "the first query already reads an index range")
+        if let count = try entries() { XCTAssertEqual(count, 30, "one entry per record for `points`, none for `label`") }
+
+        try modify(dev, [(.create, record("tally-30", "Tally", ["points": field(.int(3), "INT64")])),
+                         (.forceUpdate, record("tally-13", "Tally", ["points": field(.int(4), "INT64")])),
+                         (.forceDelete, record("tally-23"))])
+        XCTAssertEqual(try pages(threes, limit: 2).names, ["tally-03", "tally-30"], "later writes keep the index")
+        let descending = try pages(["recordType": "Tally", "sortBy": [["fieldName": "points", "ascending": false]]], limit: 7)
+        XCTAssertEqual(descending.names.prefix(4), ["tally-09", "tally-19", "tally-29", "tally-08"])
+        XCTAssertEqual(descending.names.count, 30)
+        let labelled = try pages(["recordType": "Tally", "filterBy": [["comparator": "EQUALS", "fieldName": "label", "fieldValue": ["value": "t7"]]]],
+                                 limit: 5)
+        XCTAssertEqual(labelled.names, ["tally-07"], "a second field is indexed by its own first query")
+        if let count = try entries() { XCTAssertEqual(count, 59, "29 live records with both fields, tally-30 with points only") }
+        if let sqlite = (store.base as? SQLiteStorage)?.store { XCTAssertEqual(try sqlite.checkIntegrity(), []) }
+    }
+
     /// Text keys keep a bounded prefix: strings longer than it still filter exactly.
     func testLongStringsSharingAPrefixFilterExactly() throws {
         let prefix = String(repeating: "p", count: 400)
@@ -226,6 +259,7 @@ final class QueryIndexTests: StoreTestCase {
     /// in every write's transaction, so a store that passed the suite has none of these problems).
     func testCheckFindsAnIndexThatDisagreesWithTheRecords() throws {
         guard let sqlite = (store.base as? SQLiteStorage)?.store else { throw XCTSkip("scorebookd check runs on SQLite") }
+        _ = try query(["recordType": "Score", "sortBy": [["fieldName": "value"]]], limit: 1)  // indexes `value`
         try modify(dev, [(.forceDelete, record("score-010"))])
         try save(dev, .forceUpdate, record("score-011", "Score", ["value": field(.double(3), "DOUBLE")]))
         XCTAssertEqual(try sqlite.checkIntegrity(), [])
