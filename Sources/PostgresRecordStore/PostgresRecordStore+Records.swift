@@ -24,7 +24,7 @@ extension PostgresRecordStore {
                 let databaseID = addressed.databaseID
                 let ownerScope = addressed.access?.ownerScope(scope) ?? scope
                 let leaving = scope.kind == .shared && operations.allSatisfy {
-                    $0.record["recordName"]?.stringValue == ShareRules.recordName && $0.type.isDelete
+                    $0.recordName == ShareRules.recordName && $0.type.isDelete
                 }
                 if addressed.access?.permission == .readOnly, !leaving { throw ShareRules.readOnly(addressed.zoneID) }
                 var development = Schema()
@@ -38,7 +38,7 @@ extension PostgresRecordStore {
                 var modify = ModifyTransaction(scope: ownerScope, zone: zoneRow, zoneID: addressed.zoneID, now: now,
                                             deviceID: deviceID, sequence: zoneRow.seq, enforcer: enforcer, writer: scope.userRecordName)
                 modify.preloaded = try await self.loadRecords(
-                    zoneRow.id, names: operations.compactMap { $0.record["recordName"]?.stringValue }, connection)
+                    zoneRow.id, names: operations.compactMap { $0.recordName }, connection)
                 modify.indexedFields = try await self.indexedFields(zone: zoneRow.id, connection)
                 var results: [RecordOperationResult] = []
                 results.reserveCapacity(operations.count)
@@ -48,7 +48,7 @@ extension PostgresRecordStore {
                     if savepoints { try await connection.query("SAVEPOINT operation", logger: self.logger) }
                     let before = modify
                     do {
-                        if operation.record["recordName"]?.stringValue == ShareRules.recordName {
+                        if operation.recordName == ShareRules.recordName {
                             if scope.kind == .shared {
                                 // Only the owner changes the share; a participant deletes it to leave.
                                 guard operation.type.isDelete else { throw ServerError(.accessDenied, "only the zone's owner changes its share") }
@@ -65,7 +65,7 @@ extension PostgresRecordStore {
                         guard savepoints else { return .rollback(nil) }
                         try await connection.query("ROLLBACK TO SAVEPOINT operation", logger: self.logger)
                         modify = before
-                        results.append(.failed(error.with(recordName: operation.record["recordName"]?.stringValue)))
+                        results.append(.failed(error.with(recordName: operation.recordName)))
                     }
                 }
                 let failed = results.contains { if case .failed = $0 { return true } else { return false } }
@@ -169,7 +169,7 @@ extension PostgresRecordStore {
     private func apply(_ operation: RecordOperation, _ modify: inout ModifyTransaction, _ connection: PostgresConnection) async throws
         -> RecordOperationResult
     {
-        let name = operation.record["recordName"]?.stringValue ?? ""
+        let name = operation.recordName ?? ""
         try Names.validateRecordName(name)
         let zoneRowID = modify.zone.id
         let existing: ExistingRecord?

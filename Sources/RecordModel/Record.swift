@@ -79,6 +79,7 @@ extension Record {
         self.fields = [:]
         if let fieldsJSON = json["fields"], !fieldsJSON.isNull {
             guard let members = fieldsJSON.objectValue else { throw ServerError.badRequest("record.fields must be an object") }
+            fields.reserveCapacity(members.count)
             for (fieldName, fieldJSON) in members {
                 try Names.validateIdentifier(fieldName, what: "field name")
                 if fieldJSON["value"]?.isNull == true || fieldJSON.isNull {

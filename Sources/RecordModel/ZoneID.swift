@@ -56,9 +56,9 @@ public enum Names {
 
     /// Record types and field names: an identifier of letters, digits and `_`, starting with a letter.
     public static func validateIdentifier(_ name: String, what: String) throws {
-        let utf8 = Array(name.utf8)
+        let utf8 = name.utf8
         let valid = (1...255).contains(utf8.count)
-            && utf8[0].isASCIILetter
+            && utf8.first!.isASCIILetter
             && utf8.allSatisfy { $0.isASCIILetter || ($0 >= 0x30 && $0 <= 0x39) || $0 == UInt8(ascii: "_") }
         guard valid else {
             throw ServerError.badRequest("\(what) must be 1-255 letters, digits or '_', starting with a letter")

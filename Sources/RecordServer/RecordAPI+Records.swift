@@ -32,7 +32,7 @@ extension RecordAPI {
             results = operations.indices.map { index in
                 prepared.refused[index].map { .failed($0) }
                     ?? .failed(ServerError(.atomicError, "another operation of this atomic batch failed")
-                        .with(recordName: operations[index].record["recordName"]?.stringValue))
+                        .with(recordName: operations[index].recordName))
             }
         } else {
             let kept = prepared.operations.indices.filter { prepared.refused[$0] == nil }.map { prepared.operations[$0] }

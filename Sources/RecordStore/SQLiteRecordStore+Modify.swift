@@ -26,12 +26,12 @@ extension SQLiteRecordStore {
                 databaseID = addressed.databaseID
                 let ownerScope = addressed.access?.ownerScope(scope) ?? scope
                 let leaving = scope.kind == .shared && operations.allSatisfy {
-                    $0.record["recordName"]?.stringValue == ShareRules.recordName && $0.type.isDelete
+                    $0.recordName == ShareRules.recordName && $0.type.isDelete
                 }
                 if addressed.access?.permission == .readOnly, !leaving { throw ShareRules.readOnly(addressed.zoneID) }
                 var transaction = ModifyTransaction(scope: ownerScope, zone: zoneRow, zoneID: addressed.zoneID, now: clock(),
                                                     deviceID: deviceID, sequence: zoneRow.seq, enforcer: enforcer, writer: scope.userRecordName)
-                transaction.preloaded = try loadRecords(zoneRow.id, names: operations.compactMap { $0.record["recordName"]?.stringValue },
+                transaction.preloaded = try loadRecords(zoneRow.id, names: operations.compactMap { $0.recordName },
                                                         connection)
                 transaction.indexedFields = try indexedFields(zone: zoneRow.id, connection)
                 var results: [RecordOperationResult] = []
@@ -39,7 +39,7 @@ extension SQLiteRecordStore {
                 results.reserveCapacity(operations.count)
                 for operation in operations {
                     do {
-                        if operation.record["recordName"]?.stringValue == ShareRules.recordName {
+                        if operation.recordName == ShareRules.recordName {
                             if scope.kind == .shared {
                                 // Only the owner changes the share; a participant deletes it to leave.
                                 guard operation.type.isDelete else { throw ServerError(.accessDenied, "only the zone's owner changes its share") }
@@ -52,7 +52,7 @@ extension SQLiteRecordStore {
                         }
                         results.append(try apply(operation, &transaction, connection))
                     } catch let error as ServerError where !AccessRules.failsWholeRequest(error, in: scope) {
-                        results.append(.failed(error.with(recordName: operation.record["recordName"]?.stringValue)))
+                        results.append(.failed(error.with(recordName: operation.recordName)))
                     }
                 }
                 let failed = results.contains { if case .failed = $0 { return true } else { return false } }
@@ -122,7 +122,7 @@ extension SQLiteRecordStore {
     private func apply(_ operation: RecordOperation, _ transaction: inout ModifyTransaction,
                        _ connection: SQLiteConnection) throws -> RecordOperationResult
     {
-        let name = operation.record["recordName"]?.stringValue ?? ""
+        let name = operation.recordName ?? ""
         try Names.validateRecordName(name)
         let zoneRowID = transaction.zone.id
         let existing = try transaction.preloaded.removeValue(forKey: name) ?? loadRecord(zoneRowID, name, connection)

@@ -88,7 +88,7 @@ package enum RecordRules {
         }
         var names = Set<String>()
         for operation in operations {
-            guard let name = operation.record["recordName"]?.stringValue else {
+            guard let name = operation.recordName else {
                 throw ServerError.badRequest("every operation needs a record with a string recordName")
             }
             guard names.insert(name).inserted else {
@@ -173,8 +173,11 @@ package enum RecordRules {
             break
         }
 
+        var declared: (recordType: String, fields: SchemaEnforcer.TypeFields)?
         var record = try Record(requestJSON: operation.record) { type, field in
-            transactionEnforcer.declaredType(recordType: type.isEmpty ? (live?.type ?? "") : type, field: field)
+            let recordType = type.isEmpty ? (live?.type ?? "") : type
+            if declared?.recordType != recordType { declared = (recordType, transactionEnforcer.declaredFields(recordType: recordType)) }
+            return declared!.fields.type(field)
         }
         if record.recordType.isEmpty {
             guard let live else { throw ServerError.badRequest("record '\(name)' needs a recordType") }

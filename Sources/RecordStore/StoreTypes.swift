@@ -119,11 +119,15 @@ package enum RecordOperationType: String, Sendable, CaseIterable {
 /// because the types of fields sent without `type` come from the schema the store owns.
 package struct RecordOperation: Sendable {
     package var type: RecordOperationType
-    package var record: JSONValue
+    package var record: JSONValue { didSet { recordName = record["recordName"]?.stringValue } }
+    /// The record's `recordName` when it is a string, read once: a batch asks for it several times
+    /// an operation.
+    package private(set) var recordName: String?
 
     package init(type: RecordOperationType, record: JSONValue) {
         self.type = type
         self.record = record
+        self.recordName = record["recordName"]?.stringValue
     }
 }
 

@@ -168,8 +168,7 @@ private func uploadFile(port: Int, path: String, file: String, prefix: UInt64) t
 }
 
 /// GETs the path and writes the body to `file` as it arrives; returns the bytes written. Reads
-/// the socket itself with a buffer of its own (RawHTTPConnection's scratch buffer is shared, and
-/// these clients run on parallel threads).
+/// the socket itself with a buffer of its own (RawHTTPConnection collects a whole body in memory).
 private func downloadToFile(port: Int, path: String, file: String) throws -> Int {
     let connection = try RawHTTPConnection(port: port)
     try connection.send(Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))

@@ -33,7 +33,23 @@ final class RawHTTPConnection {
 
     deinit { close(fd) }
 
-    private static var scratch = [UInt8](repeating: 0, count: 65_536)
+    /// One 64 KiB read buffer per thread, for every connection that thread reads: a fresh array
+    /// per read cost the fan-out client ~60 MB of zeroing per round at 1,000 streams, and one
+    /// buffer for the whole process was raced by the writer lanes' threads (`runWriters`), which
+    /// corrupted answers now and then ("connection closed").
+    private static let scratchSize = 65_536
+    private static let scratchKey: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key) { free($0) }
+        return key
+    }()
+
+    private static var threadScratch: UnsafeMutableRawPointer {
+        if let scratch = pthread_getspecific(scratchKey) { return scratch }
+        let scratch = malloc(scratchSize)!
+        pthread_setspecific(scratchKey, scratch)
+        return scratch
+    }
 
     func send(_ bytes: [UInt8]) throws {
         var offset = 0
@@ -48,12 +64,10 @@ final class RawHTTPConnection {
     func fill(timeoutMilliseconds: Int32 = 30_000) throws -> Bool {
         var descriptor = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         guard poll(&descriptor, 1, timeoutMilliseconds) > 0 else { throw Failure(description: "read timed out") }
-        // One scratch buffer for every connection: a fresh 64 KiB array per read cost the
-        // fan-out client ~60 MB of zeroing per round at 1,000 streams. The bench reads from one
-        // thread at a time.
-        let count = Self.scratch.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        let scratch = Self.threadScratch
+        let count = read(fd, scratch, Self.scratchSize)
         guard count > 0 else { return false }
-        buffer.append(contentsOf: Self.scratch[0..<count])
+        buffer.append(contentsOf: UnsafeRawBufferPointer(start: scratch, count: count))
         return true
     }
 
