@@ -65,11 +65,17 @@ public struct FieldValue: Equatable, Sendable {
     /// Reads a wire field `{"value": …, "type"?: …}`. Without `type`, `schemaType` decides, else
     /// the type is inferred from the JSON (CONTRACT §3.1).
     public init(json: JSONValue, fieldName: String, schemaType: FieldType?) throws {
-        guard case .object = json, let rawValue = json["value"] else {
+        guard case .object = json else { throw ServerError.badRequest("field '\(fieldName)' must be an object with a 'value'") }
+        try self.init(value: json["value"], typeJSON: json["type"], fieldName: fieldName, schemaType: schemaType)
+    }
+
+    /// The same from a wire field's `value` and `type` members (nil: absent).
+    init(value: JSONValue?, typeJSON: JSONValue?, fieldName: String, schemaType: FieldType?) throws {
+        guard let rawValue = value else {
             throw ServerError.badRequest("field '\(fieldName)' must be an object with a 'value'")
         }
         var type: FieldType
-        if let typeJSON = json["type"], !typeJSON.isNull {
+        if let typeJSON, !typeJSON.isNull {
             guard let name = typeJSON.stringValue, let parsed = FieldType(wireName: name) else {
                 throw ServerError.badRequest("field '\(fieldName)' has an unknown type \(typeJSON.serializedString())")
             }

@@ -124,14 +124,18 @@ struct JSONParser {
         index += 1  // opening quote
         let start = index
         // Fast path: no escapes.
+        var highBits: UInt8 = 0
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<index])
                 index += 1
+                // ASCII needs no validation (and most keys and values are ASCII).
+                if highBits & 0x80 == 0 { return String(decoding: slice, as: UTF8.self) }
                 guard let string = String(validating: slice, as: UTF8.self) else { throw fail("invalid UTF-8 in string") }
                 return string
             }
+            highBits |= byte
             if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 { throw fail("control character in string") }
             index += 1
