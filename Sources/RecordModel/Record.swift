@@ -53,7 +53,14 @@ public struct Record: Equatable, Sendable {
 
     /// Every reference the record holds, with the name of the field holding it.
     public var references: [(field: String, reference: Reference)] {
-        fields.flatMap { name, value in value.references.map { (name, $0) } }
+        var found: [(field: String, reference: Reference)] = []
+        for (name, value) in fields {
+            switch value.type {
+            case .reference, .list(.reference): found += value.references.map { (name, $0) }
+            default: continue  // most fields: no array built
+            }
+        }
+        return found
     }
 }
 

@@ -66,6 +66,8 @@ package struct SchemaEnforcer {
         let development: [String: FieldSchema]?
         let production: [String: FieldSchema]?
 
+        static let none = TypeFields(additions: nil, development: nil, production: nil)
+
         package func type(_ field: String) -> FieldType? {
             additions?[field] ?? development?[field]?.type ?? production?[field]?.type
         }

@@ -173,11 +173,16 @@ package enum RecordRules {
             break
         }
 
-        var declared: (recordType: String, fields: SchemaEnforcer.TypeFields)?
+        // The record's type is the same for all its fields: its declared fields are fetched once.
+        var declaredFor: String?
+        var declared = SchemaEnforcer.TypeFields.none
         var record = try Record(requestJSON: operation.record) { type, field in
             let recordType = type.isEmpty ? (live?.type ?? "") : type
-            if declared?.recordType != recordType { declared = (recordType, transactionEnforcer.declaredFields(recordType: recordType)) }
-            return declared!.fields.type(field)
+            if declaredFor != recordType {
+                declaredFor = recordType
+                declared = transactionEnforcer.declaredFields(recordType: recordType)
+            }
+            return declared.type(field)
         }
         if record.recordType.isEmpty {
             guard let live else { throw ServerError.badRequest("record '\(name)' needs a recordType") }
@@ -202,10 +207,11 @@ package enum RecordRules {
         guard fieldsJSON.count <= StoreLimits.maximumRecordBytes else {
             throw ServerError(.limitExceeded, "record '\(name)' is \(fieldsJSON.count) bytes; the limit is \(StoreLimits.maximumRecordBytes)")
         }
-        for (field, reference) in record.references where reference.zoneName.map({ $0 != zoneName }) ?? false {
+        let allReferences = record.references
+        for (field, reference) in allReferences where reference.zoneName.map({ $0 != zoneName }) ?? false {
             throw ServerError.badRequest("field '\(field)' references a record in zone '\(reference.zoneName ?? "")'; a reference points to a record in the same zone")
         }
-        let references = record.references.filter { $0.reference.action != .none }
+        let references = allReferences.filter { $0.reference.action != .none }
         var mustBeLive: [(recordName: String, error: ServerError)] = []
         for (field, reference) in references where reference.recordName != name {
             mustBeLive.append((reference.recordName, ServerError(.validatingReferenceError,
