@@ -31,6 +31,12 @@ package final class PushHub: Sendable {
 
     private let store: any RecordStorage
     private let state = Mutex(State())
+    /// Monotonic nanoseconds (`DispatchTime.uptimeNanoseconds`) when the last commit reached the
+    /// hub and when the last delivery (an event written to a stream, a long-poll answer handed to
+    /// the server) finished: their difference is the server's own fan-out time for one commit, so
+    /// the bench can tell it from its client's reading time.
+    private let lastCommitNanoseconds = Atomic<UInt64>(0)
+    private let lastDeliveryNanoseconds = Atomic<UInt64>(0)
     /// Commits to wake for, handled one at a time in order by the wake task: a wake that reads
     /// before a later commit puts its waiters back before that commit's wake takes them.
     private let commits: AsyncStream<Set<Int64>>.Continuation
@@ -57,7 +63,20 @@ package final class PushHub: Sendable {
 
     /// Called by the store after every commit.
     package func commitLanded(_ databaseIDs: Set<Int64>) {
+        lastCommitNanoseconds.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
         commits.yield(databaseIDs)
+    }
+
+    /// Called after a delivery of notifications has been written (not for heartbeats or empty answers).
+    package func deliveryWritten() {
+        lastDeliveryNanoseconds.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+    }
+
+    /// Seconds from the last commit to the last delivery written after it (0 when none followed it).
+    package var lastCommitToLastDeliverySeconds: Double {
+        let commit = lastCommitNanoseconds.load(ordering: .relaxed)
+        let delivery = lastDeliveryNanoseconds.load(ordering: .relaxed)
+        return delivery > commit ? Double(delivery - commit) / 1e9 : 0
     }
 
     private func wake(_ databaseID: Int64) async {

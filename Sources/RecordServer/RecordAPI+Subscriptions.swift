@@ -109,6 +109,7 @@ extension RecordAPI {
             if remaining <= .zero { break }
             let delivery = await pushHub.wait(databaseID: channel.databaseID, after: cursor, knownGeneration: generation, timeout: remaining)
             if !delivery.notifications.isEmpty {
+                pushHub.deliveryWritten()
                 return APIResponse(status: 200, json: RecordAPI.notificationsAnswer(delivery.notifications, cursor: cursor))
             }
             if pushHub.isClosed { break }
@@ -150,6 +151,7 @@ extension RecordAPI {
                 cursor = notification.id
             }
             try await writer.write(bytes)
+            hub.deliveryWritten()
         }
     }
 }

@@ -157,6 +157,9 @@ package final class RecordAPI: Sendable {
             ("scorebookd_notifications_stored", "Notifications kept for delivery.", Double(statistics.notifications)),
             ("scorebookd_subscribers_connected", "Open event streams.", Double(metrics.connectedEventStreams)),
             ("scorebookd_waiters", "Long-polls and event streams waiting for a commit.", Double(pushHub.waiterCount)),
+            ("scorebookd_push_last_delivery_seconds",
+             "From the last commit reaching the push hub to the last delivery written after it (the server's fan-out time).",
+             pushHub.lastCommitToLastDeliverySeconds),
         ])
         return APIResponse(status: 200, text: text, contentType: "text/plain; version=0.0.4")
     }

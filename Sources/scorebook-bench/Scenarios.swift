@@ -359,6 +359,7 @@ func fanOut(_ options: BenchOptions, _ backend: BenchBackend) async throws -> [S
     let writer = try RawHTTPConnection(port: daemon.port)
     var lastArrivals: [Double] = []
     var firstArrivals: [Double] = []
+    var serverLastWrites: [Double] = []
     let rounds = max(20, options.rounds / 2)
     for round in 0..<rounds {
         let body = modifyBody(zone: "Bench", records: [benchRecord(round)], operation: "forceReplace")
@@ -367,15 +368,31 @@ func fanOut(_ options: BenchOptions, _ backend: BenchBackend) async throws -> [S
         let first = try awaitEventOnAll(streams, start: start)
         lastArrivals.append((now() - start) * 1000)
         firstArrivals.append(first)
+        serverLastWrites.append(try serverLastDeliveryMilliseconds(writer))
     }
     _ = try daemon.stop()
     if !daemon.directory.isEmpty { try? FileManager.default.removeItem(atPath: daemon.directory) }
     let last = Stats(samples: lastArrivals), firstStats = Stats(samples: firstArrivals)
+    let server = Stats(samples: serverLastWrites)
     return [
         "subscribers": .int(Int64(streams.count)), "rounds": .int(Int64(rounds)),
         "lastDeliveryMillisecondsMedian": .double(last.median), "lastDeliveryMillisecondsP99": .double(last.p99),
         "firstDeliveryMillisecondsMedian": .double(firstStats.median),
+        "serverLastWriteMillisecondsMedian": .double(server.median), "serverLastWriteMillisecondsP99": .double(server.p99),
     ]
+}
+
+/// The daemon's own figure for the last commit: milliseconds from the commit reaching its push hub
+/// to the last delivery it wrote (`scorebookd_push_last_delivery_seconds`), read after the client
+/// has seen every delivery, so the client's reading time can be told from the server's fan-out.
+func serverLastDeliveryMilliseconds(_ connection: RawHTTPConnection) throws -> Double {
+    let (_, metrics) = try connection.request("GET", "/metrics", token: nil)
+    let text = String(decoding: metrics, as: UTF8.self)
+    guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("scorebookd_push_last_delivery_seconds ") }),
+          let seconds = Double(line.split(separator: " ").last ?? "") else {
+        throw RawHTTPConnection.Failure(description: "/metrics has no scorebookd_push_last_delivery_seconds")
+    }
+    return seconds * 1000
 }
 
 /// Waits until every stream holds one event (at most 10 s); returns the milliseconds from
@@ -461,6 +478,7 @@ func longPollFanOut(_ options: BenchOptions, _ backend: BenchBackend) async thro
     let writer = try RawHTTPConnection(port: daemon.port)
     var cursor: String?
     var lastArrivals: [Double] = []
+    var serverLastWrites: [Double] = []
     let rounds = max(5, options.rounds / 10)
     for round in 0..<rounds {
         let query = "?timeout=60" + (cursor.map { "&since=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0) } ?? "")
@@ -479,6 +497,7 @@ func longPollFanOut(_ options: BenchOptions, _ backend: BenchBackend) async thro
         _ = try writer.request("POST", daemon.databasePath + "/records/modify", token: daemon.token, body: body)
         let answers = try awaitAnswerOnAll(waiters, start: start)
         lastArrivals.append((now() - start) * 1000)
+        serverLastWrites.append(try serverLastDeliveryMilliseconds(control))
         guard let text = answers.first, let range = text.range(of: #""cursor":""#) else {
             throw RawHTTPConnection.Failure(description: "a long-poll answer without a cursor")
         }
@@ -486,10 +505,11 @@ func longPollFanOut(_ options: BenchOptions, _ backend: BenchBackend) async thro
     }
     _ = try daemon.stop()
     if !daemon.directory.isEmpty { try? FileManager.default.removeItem(atPath: daemon.directory) }
-    let last = Stats(samples: lastArrivals)
+    let last = Stats(samples: lastArrivals), server = Stats(samples: serverLastWrites)
     return [
         "waiters": .int(Int64(waiters.count)), "rounds": .int(Int64(rounds)),
         "lastAnswerMillisecondsMedian": .double(last.median), "lastAnswerMillisecondsP99": .double(last.p99),
+        "serverLastAnswerMillisecondsMedian": .double(server.median), "serverLastAnswerMillisecondsP99": .double(server.p99),
     ]
 }
 
