@@ -66,9 +66,11 @@ package struct APIRequest: Sendable {
     }
 }
 
-/// Where an event stream writes its events; throws when the client has gone.
-package protocol EventStreamWriter {
-    mutating func write(_ bytes: [UInt8]) async throws
+/// An event stream's start: its database and the cursor its client has seen up to. The HTTP
+/// server parks the connection in the push hub from there.
+package struct EventStreamStart: Sendable {
+    package var databaseID: Int64
+    package var cursor: Int64
 }
 
 /// A JSON answer (a status and a body), or a Server-Sent Events stream.
@@ -78,8 +80,8 @@ package struct APIResponse: Sendable {
     package var contentType = "application/json"
     /// Extra response headers (name, value).
     package var headers: [(String, String)] = []
-    /// Set for `text/event-stream` answers: writes events until the client leaves or the server stops.
-    package var eventStream: (@Sendable (inout any EventStreamWriter) async throws -> Void)?
+    /// Set for `text/event-stream` answers: events are written until the client leaves or the server stops.
+    package var eventStream: EventStreamStart?
 
     package init(status: Int, json: JSONValue) {
         self.status = status
@@ -92,7 +94,7 @@ package struct APIResponse: Sendable {
         self.contentType = contentType
     }
 
-    package init(eventStream: @escaping @Sendable (inout any EventStreamWriter) async throws -> Void) {
+    package init(eventStream: EventStreamStart) {
         self.status = 200
         self.body = []
         self.eventStream = eventStream

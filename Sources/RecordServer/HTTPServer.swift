@@ -29,7 +29,7 @@ package struct HTTPServerConfiguration: Sendable {
 /// Adapts Hummingbird's requests to `RecordAPI`. Every request reaches the API (no framework
 /// routing), so every answer, even for an unknown path, is the API's JSON.
 struct APIResponder: HTTPResponder {
-    typealias Context = BasicRequestContext
+    typealias Context = ConnectionRequestContext
     let api: RecordAPI
     let maximumBodyBytes: Int
 
@@ -58,7 +58,7 @@ struct APIResponder: HTTPResponder {
         apiRequest.serverKeyID = request.headers[APIResponder.serverKeyIDHeader]
         apiRequest.signatureDate = request.headers[APIResponder.signatureDateHeader]
         apiRequest.signature = request.headers[APIResponder.signatureHeader]
-        return Self.response(await api.handle(apiRequest))
+        return Self.response(await api.handle(apiRequest), channel: context.channel, api: api)
     }
 
     static let deviceIDHeader = HTTPField.Name("X-Device-ID")!
@@ -68,16 +68,23 @@ struct APIResponder: HTTPResponder {
     static let signatureHeader = HTTPField.Name("X-Apple-CloudKit-Request-SignatureV1")!
     static let forwardedProtoHeader = HTTPField.Name("X-Forwarded-Proto")!
 
-    static func response(_ answer: APIResponse) -> Response {
-        if let stream = answer.eventStream {
+    static func response(_ answer: APIResponse, channel: (any Channel)? = nil, api: RecordAPI? = nil) -> Response {
+        if let start = answer.eventStream, let channel, let api {
             var headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-cache"]
             appendHeaders(answer.headers, to: &headers)
             return Response(
                 status: .ok, headers: headers,
-                body: ResponseBody { writer in
-                    var events: any EventStreamWriter = BodyEventWriter(writer: writer)
-                    try await stream(&events)
-                    if let body = events as? BodyEventWriter { try await body.writer.finish(nil) }
+                body: ResponseBody { _ in
+                    // The head is written (the framework awaited it, and the handler's writes
+                    // queue behind it on the event loop). From here the connection's handler
+                    // writes the events, and the body is deliberately left open: returning
+                    // without `finish` frees the framework's task to wait for a next request.
+                    try await channel.eventLoop.submit {
+                        let connection = try channel.pipeline.syncOperations.handler(type: EventStreamConnection.self)
+                        _ = connection.adopt(hub: api.pushHub, databaseID: start.databaseID, after: start.cursor,
+                                             onOpen: { api.metrics.eventStreamOpened() },
+                                             onClose: { api.metrics.eventStreamClosed() })
+                    }.get()
                 })
         }
         var headers: HTTPFields = [.contentType: answer.contentType]
@@ -93,12 +100,14 @@ struct APIResponder: HTTPResponder {
     }
 }
 
-/// Hands event-stream bytes to Hummingbird's body writer.
-struct BodyEventWriter: EventStreamWriter {
-    var writer: any ResponseBodyWriter
+/// The framework's basic context plus the connection, which an event stream takes over.
+struct ConnectionRequestContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    let channel: any Channel
 
-    mutating func write(_ bytes: [UInt8]) async throws {
-        try await writer.write(ByteBuffer(bytes: bytes))
+    init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.channel = source.channel
     }
 }
 
@@ -128,6 +137,7 @@ package struct HTTPServer {
             server: .http1(configuration: .init(
                 additionalChannelHandlers: [
                     ConnectionLimiter(open: openConnections, maximum: maximumConnections), MalformedRequestResponder(),
+                    EventStreamConnection(),
                 ],
                 idleTimeout: .seconds(configuration.idleTimeoutSeconds),
                 // Room for long CloudKit-style query strings and tokens; beyond this the HTTP

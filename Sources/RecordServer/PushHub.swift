@@ -1,10 +1,26 @@
 import Foundation
+import NIOCore
 import RecordStore
 import Synchronization
+
+/// Where the hub writes one event stream's bytes: a connection parked on its event loop (see
+/// `EventStreamConnection`). The hub calls these on `eventLoop` only.
+package protocol PushStreamSink: AnyObject, Sendable {
+    var eventLoop: any EventLoop { get }
+    /// Writes events (or a heartbeat comment) to the client.
+    func deliver(_ bytes: ByteBuffer)
+    /// Ends the stream (the daemon is shutting down).
+    func finish()
+}
 
 /// Wakes waiting deliveries (long-polls and event streams) when a commit lands. Nothing polls
 /// the database on a timer: a waiter sleeps until a commit of its database wakes it, and one read
 /// per wake serves every waiter of that database.
+///
+/// Event streams are not waiting tasks: they are registrations the hub writes to on their
+/// connection's event loop. A commit is read once, encoded once per distinct cursor (usually
+/// once), and handed to each event loop in one job that writes the same bytes to all of its
+/// streams, so 10,000 idle streams hold no suspended tasks and a wake costs no task hops.
 package final class PushHub: Sendable {
     /// What a wait returns: the notifications after the waiter's cursor and the commit generation
     /// they reflect (nil when the batch was cut at the limit, so the next wait must read again).
@@ -20,13 +36,28 @@ package final class PushHub: Sendable {
         var continuation: CheckedContinuation<Delivery, Never>
     }
 
+    /// One event stream: its sink and how far it has been sent. `cursor` is read and written only
+    /// by the wake task (after registration publishes it through the state lock).
+    private final class StreamRegistration: @unchecked Sendable {
+        let sink: any PushStreamSink
+        var cursor: Int64
+        init(sink: any PushStreamSink, cursor: Int64) {
+            self.sink = sink
+            self.cursor = cursor
+        }
+    }
+
     private struct State {
         var waiters: [Int64: [UUID: Waiter]] = [:]
+        var streams: [Int64: [ObjectIdentifier: StreamRegistration]] = [:]
+        /// Databases with a commit (or a new stream) not yet handled by the wake task.
+        var pendingWakes: Set<Int64> = []
         /// Per database, how many commits have landed; lets a waiter skip its read when nothing
         /// happened since its last delivery.
         var generations: [Int64: Int] = [:]
         var closed = false
         var wakeTask: Task<Void, Never>?
+        var heartbeatTask: Task<Void, Never>?
     }
 
     private let store: any RecordStorage
@@ -37,34 +68,125 @@ package final class PushHub: Sendable {
     /// the bench can tell it from its client's reading time.
     private let lastCommitNanoseconds = Atomic<UInt64>(0)
     private let lastDeliveryNanoseconds = Atomic<UInt64>(0)
-    /// Commits to wake for, handled one at a time in order by the wake task: a wake that reads
-    /// before a later commit puts its waiters back before that commit's wake takes them.
-    private let commits: AsyncStream<Set<Int64>>.Continuation
+    /// Nudges the wake task, which handles `pendingWakes` one database at a time, in order: a wake
+    /// that reads before a later commit puts its waiters back before that commit's wake takes
+    /// them. Nudges coalesce (the task takes every pending database at once).
+    private let wakeSignal: AsyncStream<Void>.Continuation
+    /// Events streams get a comment at this interval, so clients and proxies see the stream alive.
+    private let heartbeatInterval: Duration
 
-    package init(store: any RecordStorage) {
+    package init(store: any RecordStorage, heartbeatInterval: Duration = .seconds(10)) {
         self.store = store
-        let (stream, continuation) = AsyncStream<Set<Int64>>.makeStream()
-        self.commits = continuation
+        self.heartbeatInterval = heartbeatInterval
+        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        self.wakeSignal = continuation
         let wakeTask = Task { [weak self] in
-            for await databaseIDs in stream {
+            for await _ in stream {
                 guard let self else { return }
-                for databaseID in databaseIDs { await self.wake(databaseID) }
+                while let databaseIDs = self.takePendingWakes() {
+                    for databaseID in databaseIDs.sorted() { await self.wake(databaseID) }
+                }
             }
         }
         state.withLock { $0.wakeTask = wakeTask }
     }
 
-    deinit { commits.finish() }
+    deinit { wakeSignal.finish() }
 
     package var isClosed: Bool { state.withLock { $0.closed } }
 
-    /// How many deliveries are waiting right now (for metrics and tests).
-    package var waiterCount: Int { state.withLock { $0.waiters.values.reduce(0) { $0 + $1.count } } }
+    /// How many deliveries are waiting right now, long-polls and event streams (for metrics and tests).
+    package var waiterCount: Int {
+        state.withLock { state in
+            state.waiters.values.reduce(0) { $0 + $1.count } + state.streams.values.reduce(0) { $0 + $1.count }
+        }
+    }
 
     /// Called by the store after every commit.
     package func commitLanded(_ databaseIDs: Set<Int64>) {
         lastCommitNanoseconds.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
-        commits.yield(databaseIDs)
+        requestWakes(databaseIDs)
+    }
+
+    private func requestWakes(_ databaseIDs: Set<Int64>) {
+        state.withLock { $0.pendingWakes.formUnion(databaseIDs) }
+        wakeSignal.yield()
+    }
+
+    private func takePendingWakes() -> Set<Int64>? {
+        state.withLock { state in
+            guard !state.pendingWakes.isEmpty else { return nil }
+            defer { state.pendingWakes.removeAll(keepingCapacity: true) }
+            return state.pendingWakes
+        }
+    }
+
+    /// Parks an event stream of `databaseID` whose client has seen everything up to `cursor`.
+    /// What is already pending after `cursor` is sent at once (by a wake of its database); from
+    /// then on every commit with something for it. False when the hub has closed.
+    package func register(_ sink: any PushStreamSink, databaseID: Int64, after cursor: Int64) -> Bool {
+        let registered = state.withLock { state -> Bool in
+            if state.closed { return false }
+            state.streams[databaseID, default: [:]][ObjectIdentifier(sink)] = StreamRegistration(sink: sink, cursor: cursor)
+            if state.heartbeatTask == nil { state.heartbeatTask = startHeartbeats() }
+            return true
+        }
+        if registered { requestWakes([databaseID]) }
+        return registered
+    }
+
+    /// Forgets an event stream (its client has gone).
+    package func unregister(_ sink: any PushStreamSink, databaseID: Int64) {
+        state.withLock { state in
+            state.streams[databaseID]?.removeValue(forKey: ObjectIdentifier(sink))
+            if state.streams[databaseID]?.isEmpty == true { state.streams.removeValue(forKey: databaseID) }
+        }
+    }
+
+    private static let heartbeatBytes = ByteBuffer(string: ": heartbeat\n\n")
+
+    /// One task for all streams: every interval, each event loop gets one job writing the comment
+    /// to its streams (the contract asks for one at least every 15 s on an idle stream).
+    private func startHeartbeats() -> Task<Void, Never> {
+        let interval = heartbeatInterval
+        return Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                guard let self, !self.isClosed else { return }
+                let sinks = self.state.withLock { $0.streams.values.flatMap { $0.values.map(\.sink) } }
+                PushHub.writeOnTheirLoops(sinks.map { ($0, PushHub.heartbeatBytes) }, then: nil)
+            }
+        }
+    }
+
+    /// Groups writes by event loop and hands each loop one job (not one per stream).
+    private static func writeOnTheirLoops(_ writes: [(any PushStreamSink, ByteBuffer)], then done: (@Sendable () -> Void)?) {
+        var byLoop: [ObjectIdentifier: (any EventLoop, [(any PushStreamSink, ByteBuffer)])] = [:]
+        for write in writes {
+            let loop = write.0.eventLoop
+            byLoop[ObjectIdentifier(loop), default: (loop, [])].1.append(write)
+        }
+        for (loop, batch) in byLoop.values {
+            loop.execute {
+                for (sink, bytes) in batch { sink.deliver(bytes) }
+                done?()
+            }
+        }
+    }
+
+    /// The bytes of `notifications` as events, each with its cursor as `id:`. Events have no
+    /// `event:` name, so they are plain `message` events an `EventSource`'s `onmessage` sees.
+    package static func encodeEvents(_ notifications: [StoredNotification]) -> ByteBuffer {
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(notifications.reduce(0) { $0 + $1.payload.count + 40 })
+        for notification in notifications {
+            buffer.writeString("id: ")
+            buffer.writeString(NotificationCursor.encode(notification.id))
+            buffer.writeString("\ndata: ")
+            buffer.writeBytes(notification.payload)
+            buffer.writeString("\n\n")
+        }
+        return buffer
     }
 
     /// Called after a delivery of notifications has been written (not for heartbeats or empty answers).
@@ -80,12 +202,14 @@ package final class PushHub: Sendable {
     }
 
     private func wake(_ databaseID: Int64) async {
-        let (generation, taken) = state.withLock { state -> (Int, [UUID: Waiter]) in
+        let (generation, taken, streams) = state.withLock { state -> (Int, [UUID: Waiter], [StreamRegistration]) in
             let generation = (state.generations[databaseID] ?? 0) + 1
             state.generations[databaseID] = generation
-            return (generation, state.waiters.removeValue(forKey: databaseID) ?? [:])
+            return (generation, state.waiters.removeValue(forKey: databaseID) ?? [:], state.streams[databaseID].map { Array($0.values) } ?? [])
         }
-        guard let lowest = taken.values.map(\.cursor).min() else { return }
+        var cursors = Set(taken.values.map(\.cursor))
+        for stream in streams { cursors.insert(stream.cursor) }
+        guard let lowest = cursors.min() else { return }
         let batch = (try? await store.notifications(databaseID: databaseID, after: lowest, limit: PushHub.batchLimit)) ?? []
         let complete = batch.count < PushHub.batchLimit
         // A full batch read from the lowest cursor may end before a waiter further ahead: such a
@@ -93,7 +217,7 @@ package final class PushHub: Sendable {
         // notifications pending.
         var aheadReads: [Int64: [StoredNotification]] = [:]
         if !complete, let last = batch.last?.id {
-            for cursor in Set(taken.values.map(\.cursor)) where cursor >= last {
+            for cursor in cursors where cursor >= last {
                 aheadReads[cursor] = (try? await store.notifications(databaseID: databaseID, after: cursor, limit: PushHub.batchLimit)) ?? []
             }
         }
@@ -113,6 +237,33 @@ package final class PushHub: Sendable {
         for (waiter, mine) in ready {
             waiter.continuation.resume(returning: Delivery(notifications: mine, generation: complete ? generation : nil))
         }
+        deliver(to: streams, batch: batch, aheadReads: aheadReads, complete: complete, databaseID: databaseID)
+    }
+
+    /// Encodes each distinct cursor's share once and writes it to every stream at that cursor.
+    private func deliver(to streams: [StreamRegistration], batch: [StoredNotification], aheadReads: [Int64: [StoredNotification]],
+                         complete: Bool, databaseID: Int64) {
+        guard !streams.isEmpty, !batch.isEmpty || !aheadReads.isEmpty else { return }
+        var encoded: [Int64: (bytes: ByteBuffer, last: Int64)?] = [:]
+        var writes: [(any PushStreamSink, ByteBuffer)] = []
+        writes.reserveCapacity(streams.count)
+        for stream in streams {
+            let share: (bytes: ByteBuffer, last: Int64)?
+            if let known = encoded[stream.cursor] {
+                share = known
+            } else {
+                let mine = aheadReads[stream.cursor] ?? batch.filter { $0.id > stream.cursor }
+                share = mine.last.map { (PushHub.encodeEvents(mine), $0.id) }
+                encoded[stream.cursor] = share
+            }
+            guard let share else { continue }
+            stream.cursor = share.last
+            writes.append((stream.sink, share.bytes))
+        }
+        guard !writes.isEmpty else { return }
+        PushHub.writeOnTheirLoops(writes) { [weak self] in self?.deliveryWritten() }
+        // A stream cut at the batch limit has more waiting: read on for it.
+        if !complete || aheadReads.values.contains(where: { $0.count >= PushHub.batchLimit }) { requestWakes([databaseID]) }
     }
 
     /// Waits until there are notifications after `cursor`, or `timeout` passes (empty result),
@@ -150,15 +301,19 @@ package final class PushHub: Sendable {
         state.withLock { $0.waiters[databaseID]?.removeValue(forKey: id) }
     }
 
-    /// Ends every wait (on shutdown) and refuses new ones.
+    /// Ends every wait and stream (on shutdown) and refuses new ones.
     package func close() {
-        let all = state.withLock { state in
+        let (all, sinks, heartbeats) = state.withLock { state in
             state.closed = true
             let all = state.waiters.values.flatMap(\.values)
             state.waiters.removeAll()
-            return all
+            let sinks = state.streams.values.flatMap { $0.values.map(\.sink) }
+            state.streams.removeAll()
+            return (all, sinks, state.heartbeatTask)
         }
-        commits.finish()
+        wakeSignal.finish()
+        heartbeats?.cancel()
         for waiter in all { waiter.continuation.resume(returning: Delivery(notifications: [], generation: nil)) }
+        for sink in sinks { sink.eventLoop.execute { sink.finish() } }
     }
 }

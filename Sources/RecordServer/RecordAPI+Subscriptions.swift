@@ -88,11 +88,7 @@ extension RecordAPI {
         let resumeFrom = request.lastEventID ?? request.query["since"]
         let cursor = try resumeFrom.map(NotificationCursor.decode) ?? channel.startCursor
         if request.accept?.contains("text/event-stream") == true {
-            return APIResponse(eventStream: { [pushHub, metrics] writer in
-                metrics.eventStreamOpened()
-                defer { metrics.eventStreamClosed() }
-                try await RecordAPI.streamEvents(hub: pushHub, databaseID: channel.databaseID, from: cursor, to: &writer)
-            })
+            return APIResponse(eventStream: EventStreamStart(databaseID: channel.databaseID, cursor: cursor))
         }
         var timeout = 30
         if let text = request.query["timeout"] {
@@ -121,37 +117,5 @@ extension RecordAPI {
     static func notificationsAnswer(_ notifications: [StoredNotification], cursor: Int64) -> JSONValue {
         let last = notifications.last?.id ?? cursor
         return ["notifications": .array(notifications.map { .raw($0.payload) }), "cursor": .string(NotificationCursor.encode(last))]
-    }
-
-    /// Under the contract's 15 s, with room for a slow write and the client's clock.
-    static let heartbeatSeconds = 10
-
-    /// Writes each notification as an event whose `id:` is its cursor, and a comment heartbeat
-    /// when nothing happened for 10 s, until the client leaves or the server shuts down. Events
-    /// have no `event:` name, so they are plain `message` events: an `EventSource`'s `onmessage`
-    /// sees them.
-    static func streamEvents(hub: PushHub, databaseID: Int64, from start: Int64, to writer: inout any EventStreamWriter) async throws {
-        var cursor = start
-        var generation: Int?
-        try await writer.write(Array(": connected\n\n".utf8))
-        while !hub.isClosed {
-            let delivery = await hub.wait(databaseID: databaseID, after: cursor, knownGeneration: generation,
-                                          timeout: .seconds(heartbeatSeconds))
-            generation = delivery.generation
-            if delivery.notifications.isEmpty {
-                if hub.isClosed { break }
-                try await writer.write(Array(": heartbeat\n\n".utf8))
-                continue
-            }
-            var bytes: [UInt8] = []
-            for notification in delivery.notifications {
-                bytes.append(contentsOf: "id: \(NotificationCursor.encode(notification.id))\ndata: ".utf8)
-                bytes.append(contentsOf: notification.payload)
-                bytes.append(contentsOf: "\n\n".utf8)
-                cursor = notification.id
-            }
-            try await writer.write(bytes)
-            hub.deliveryWritten()
-        }
     }
 }
