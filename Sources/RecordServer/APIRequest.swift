@@ -20,6 +20,9 @@ package struct APIRequest: Sendable {
     package var accept: String?
     /// `Last-Event-ID`, where a reconnecting event stream resumes.
     package var lastEventID: String?
+    /// The server can park this request's connection in the push hub (`PushParking`); without
+    /// it a long-poll waits in its own task.
+    package var connectionCanPark = false
     /// A server-to-server request's `X-Apple-CloudKit-Request-KeyID`, `-ISO8601Date` and `-SignatureV1`.
     package var serverKeyID: String?
     package var signatureDate: String?
@@ -66,11 +69,19 @@ package struct APIRequest: Sendable {
     }
 }
 
-/// An event stream's start: its database and the cursor its client has seen up to. The HTTP
-/// server parks the connection in the push hub from there.
-package struct EventStreamStart: Sendable {
+/// A courier answer the HTTP server hands to the push hub after the response head: the
+/// connection is parked as an event stream, or as a long-poll answered once.
+package struct PushParking: Sendable {
+    package enum Kind: Sendable {
+        case eventStream
+        /// `emptyAnswer` is written if nothing comes within `timeoutSeconds`.
+        case longPoll(timeoutSeconds: Int, emptyAnswer: [UInt8])
+    }
+
     package var databaseID: Int64
+    /// The client has seen every notification up to this one.
     package var cursor: Int64
+    package var kind: Kind
 }
 
 /// A JSON answer (a status and a body), or a Server-Sent Events stream.
@@ -80,8 +91,8 @@ package struct APIResponse: Sendable {
     package var contentType = "application/json"
     /// Extra response headers (name, value).
     package var headers: [(String, String)] = []
-    /// Set for `text/event-stream` answers: events are written until the client leaves or the server stops.
-    package var eventStream: EventStreamStart?
+    /// Set for answers the push hub writes (event streams, parked long-polls).
+    package var parking: PushParking?
 
     package init(status: Int, json: JSONValue) {
         self.status = status
@@ -94,10 +105,11 @@ package struct APIResponse: Sendable {
         self.contentType = contentType
     }
 
-    package init(eventStream: EventStreamStart) {
+    package init(parking: PushParking) {
         self.status = 200
         self.body = []
-        self.eventStream = eventStream
+        self.parking = parking
+        if case .eventStream = parking.kind { contentType = "text/event-stream" }
     }
 
     package static func error(_ error: ServerError, uuid: String) -> APIResponse {

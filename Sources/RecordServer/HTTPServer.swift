@@ -58,6 +58,7 @@ struct APIResponder: HTTPResponder {
         apiRequest.serverKeyID = request.headers[APIResponder.serverKeyIDHeader]
         apiRequest.signatureDate = request.headers[APIResponder.signatureDateHeader]
         apiRequest.signature = request.headers[APIResponder.signatureHeader]
+        apiRequest.connectionCanPark = true
         return Self.response(await api.handle(apiRequest), channel: context.channel, api: api)
     }
 
@@ -69,21 +70,27 @@ struct APIResponder: HTTPResponder {
     static let forwardedProtoHeader = HTTPField.Name("X-Forwarded-Proto")!
 
     static func response(_ answer: APIResponse, channel: (any Channel)? = nil, api: RecordAPI? = nil) -> Response {
-        if let start = answer.eventStream, let channel, let api {
-            var headers: HTTPFields = [.contentType: "text/event-stream", .cacheControl: "no-cache"]
+        if let parking = answer.parking, let channel, let api {
+            var headers: HTTPFields = [.contentType: answer.contentType]
+            if case .eventStream = parking.kind { headers[.cacheControl] = "no-cache" }
             appendHeaders(answer.headers, to: &headers)
             return Response(
                 status: .ok, headers: headers,
                 body: ResponseBody { _ in
-                    // The head is written (the framework awaited it, and the handler's writes
-                    // queue behind it on the event loop). From here the connection's handler
-                    // writes the events, and the body is deliberately left open: returning
-                    // without `finish` frees the framework's task to wait for a next request.
+                    // The head is written (the framework awaited it, so what the connection's
+                    // handler writes queues behind it on the event loop). The body is left
+                    // open on purpose: the push hub writes it (see `PushConnection`).
                     try await channel.eventLoop.submit {
-                        let connection = try channel.pipeline.syncOperations.handler(type: EventStreamConnection.self)
-                        _ = connection.adopt(hub: api.pushHub, databaseID: start.databaseID, after: start.cursor,
-                                             onOpen: { api.metrics.eventStreamOpened() },
-                                             onClose: { api.metrics.eventStreamClosed() })
+                        let push = try channel.pipeline.syncOperations.handler(type: PushConnection.self)
+                        switch parking.kind {
+                        case .eventStream:
+                            push.parkEventStream(hub: api.pushHub, databaseID: parking.databaseID, after: parking.cursor,
+                                                 onOpen: { api.metrics.eventStreamOpened() },
+                                                 onClose: { api.metrics.eventStreamClosed() })
+                        case .longPoll(let seconds, let empty):
+                            push.parkLongPoll(hub: api.pushHub, databaseID: parking.databaseID, after: parking.cursor,
+                                              timeout: .seconds(Int64(seconds)), emptyAnswer: ByteBuffer(bytes: empty))
+                        }
                     }.get()
                 })
         }
@@ -134,10 +141,9 @@ package struct HTTPServer {
         let maximumConnections = configuration.maximumConnections
         let app = Application(
             responder: responder,
-            server: .http1(configuration: .init(
+            server: .pushHTTP1(configuration: .init(
                 additionalChannelHandlers: [
                     ConnectionLimiter(open: openConnections, maximum: maximumConnections), MalformedRequestResponder(),
-                    EventStreamConnection(),
                 ],
                 idleTimeout: .seconds(configuration.idleTimeoutSeconds),
                 // Room for long CloudKit-style query strings and tokens; beyond this the HTTP

@@ -7,10 +7,11 @@ import Synchronization
 /// `EventStreamConnection`). The hub calls these on `eventLoop` only.
 package protocol PushStreamSink: AnyObject, Sendable {
     var eventLoop: any EventLoop { get }
-    /// Writes events (or a heartbeat comment) to the client.
-    func deliver(_ bytes: ByteBuffer)
-    /// Ends the stream (the daemon is shutting down).
-    func finish()
+    /// Writes events (or a heartbeat comment, or a long-poll's answer) to the client, if it is
+    /// still parked as `parking` (the number it registered with).
+    func deliver(_ bytes: ByteBuffer, parking: UInt64)
+    /// Ends the stream, or answers the long-poll empty (the daemon is shutting down).
+    func finish(parking: UInt64)
 }
 
 /// Wakes waiting deliveries (long-polls and event streams) when a commit lands. Nothing polls
@@ -40,9 +41,14 @@ package final class PushHub: Sendable {
     /// by the wake task (after registration publishes it through the state lock).
     private final class StreamRegistration: @unchecked Sendable {
         let sink: any PushStreamSink
+        let parking: UInt64
+        /// A long-poll: answered once (a JSON answer), then forgotten.
+        let answersOnce: Bool
         var cursor: Int64
-        init(sink: any PushStreamSink, cursor: Int64) {
+        init(sink: any PushStreamSink, parking: UInt64, answersOnce: Bool, cursor: Int64) {
             self.sink = sink
+            self.parking = parking
+            self.answersOnce = answersOnce
             self.cursor = cursor
         }
     }
@@ -121,13 +127,15 @@ package final class PushHub: Sendable {
         }
     }
 
-    /// Parks an event stream of `databaseID` whose client has seen everything up to `cursor`.
-    /// What is already pending after `cursor` is sent at once (by a wake of its database); from
-    /// then on every commit with something for it. False when the hub has closed.
-    package func register(_ sink: any PushStreamSink, databaseID: Int64, after cursor: Int64) -> Bool {
+    /// Parks a connection of `databaseID` whose client has seen everything up to `cursor`: an
+    /// event stream, or with `answersOnce` a long-poll. What is already pending after `cursor`
+    /// is sent at once (by a wake of its database); from then on every commit with something
+    /// for it. `parking` is passed back with every delivery. False when the hub has closed.
+    package func register(_ sink: any PushStreamSink, parking: UInt64, databaseID: Int64, after cursor: Int64, answersOnce: Bool) -> Bool {
         let registered = state.withLock { state -> Bool in
             if state.closed { return false }
-            state.streams[databaseID, default: [:]][ObjectIdentifier(sink)] = StreamRegistration(sink: sink, cursor: cursor)
+            state.streams[databaseID, default: [:]][ObjectIdentifier(sink)] =
+                StreamRegistration(sink: sink, parking: parking, answersOnce: answersOnce, cursor: cursor)
             if state.heartbeatTask == nil { state.heartbeatTask = startHeartbeats() }
             return true
         }
@@ -135,10 +143,12 @@ package final class PushHub: Sendable {
         return registered
     }
 
-    /// Forgets an event stream (its client has gone).
-    package func unregister(_ sink: any PushStreamSink, databaseID: Int64) {
+    /// Forgets a parked connection (its client has gone, or its long-poll was answered).
+    package func unregister(_ sink: any PushStreamSink, parking: UInt64, databaseID: Int64) {
         state.withLock { state in
-            state.streams[databaseID]?.removeValue(forKey: ObjectIdentifier(sink))
+            let key = ObjectIdentifier(sink)
+            guard state.streams[databaseID]?[key]?.parking == parking else { return }
+            state.streams[databaseID]?.removeValue(forKey: key)
             if state.streams[databaseID]?.isEmpty == true { state.streams.removeValue(forKey: databaseID) }
         }
     }
@@ -153,22 +163,24 @@ package final class PushHub: Sendable {
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)
                 guard let self, !self.isClosed else { return }
-                let sinks = self.state.withLock { $0.streams.values.flatMap { $0.values.map(\.sink) } }
-                PushHub.writeOnTheirLoops(sinks.map { ($0, PushHub.heartbeatBytes) }, then: nil)
+                let writes = self.state.withLock { state in
+                    state.streams.values.flatMap { $0.values.filter { !$0.answersOnce }.map { ($0.sink, $0.parking, PushHub.heartbeatBytes) } }
+                }
+                PushHub.writeOnTheirLoops(writes, then: nil)
             }
         }
     }
 
     /// Groups writes by event loop and hands each loop one job (not one per stream).
-    private static func writeOnTheirLoops(_ writes: [(any PushStreamSink, ByteBuffer)], then done: (@Sendable () -> Void)?) {
-        var byLoop: [ObjectIdentifier: (any EventLoop, [(any PushStreamSink, ByteBuffer)])] = [:]
+    private static func writeOnTheirLoops(_ writes: [(any PushStreamSink, UInt64, ByteBuffer)], then done: (@Sendable () -> Void)?) {
+        var byLoop: [ObjectIdentifier: (any EventLoop, [(any PushStreamSink, UInt64, ByteBuffer)])] = [:]
         for write in writes {
             let loop = write.0.eventLoop
             byLoop[ObjectIdentifier(loop), default: (loop, [])].1.append(write)
         }
         for (loop, batch) in byLoop.values {
             loop.execute {
-                for (sink, bytes) in batch { sink.deliver(bytes) }
+                for (sink, parking, bytes) in batch { sink.deliver(bytes, parking: parking) }
                 done?()
             }
         }
@@ -244,23 +256,43 @@ package final class PushHub: Sendable {
     private func deliver(to streams: [StreamRegistration], batch: [StoredNotification], aheadReads: [Int64: [StoredNotification]],
                          complete: Bool, databaseID: Int64) {
         guard !streams.isEmpty, !batch.isEmpty || !aheadReads.isEmpty else { return }
-        var encoded: [Int64: (bytes: ByteBuffer, last: Int64)?] = [:]
-        var writes: [(any PushStreamSink, ByteBuffer)] = []
+        struct ShareKey: Hashable {
+            var cursor: Int64
+            var answersOnce: Bool
+        }
+        var encoded: [ShareKey: (bytes: ByteBuffer, last: Int64)?] = [:]
+        var writes: [(any PushStreamSink, UInt64, ByteBuffer)] = []
+        var answered: [StreamRegistration] = []
         writes.reserveCapacity(streams.count)
         for stream in streams {
+            let key = ShareKey(cursor: stream.cursor, answersOnce: stream.answersOnce)
             let share: (bytes: ByteBuffer, last: Int64)?
-            if let known = encoded[stream.cursor] {
+            if let known = encoded[key] {
                 share = known
             } else {
                 let mine = aheadReads[stream.cursor] ?? batch.filter { $0.id > stream.cursor }
-                share = mine.last.map { (PushHub.encodeEvents(mine), $0.id) }
-                encoded[stream.cursor] = share
+                share = mine.last.map { last in
+                    let bytes = stream.answersOnce
+                        ? ByteBuffer(bytes: RecordAPI.notificationsAnswer(mine, cursor: stream.cursor).serialized())
+                        : PushHub.encodeEvents(mine)
+                    return (bytes, last.id)
+                }
+                encoded[key] = share
             }
             guard let share else { continue }
             stream.cursor = share.last
-            writes.append((stream.sink, share.bytes))
+            writes.append((stream.sink, stream.parking, share.bytes))
+            if stream.answersOnce { answered.append(stream) }
         }
         guard !writes.isEmpty else { return }
+        if !answered.isEmpty {
+            // A long-poll is answered once: forget it now, so a later wake cannot answer it again.
+            state.withLock { state in
+                for stream in answered where state.streams[databaseID]?[ObjectIdentifier(stream.sink)] === stream {
+                    state.streams[databaseID]?.removeValue(forKey: ObjectIdentifier(stream.sink))
+                }
+            }
+        }
         PushHub.writeOnTheirLoops(writes) { [weak self] in self?.deliveryWritten() }
         // A stream cut at the batch limit has more waiting: read on for it.
         if !complete || aheadReads.values.contains(where: { $0.count >= PushHub.batchLimit }) { requestWakes([databaseID]) }
@@ -307,13 +339,13 @@ package final class PushHub: Sendable {
             state.closed = true
             let all = state.waiters.values.flatMap(\.values)
             state.waiters.removeAll()
-            let sinks = state.streams.values.flatMap { $0.values.map(\.sink) }
+            let sinks = state.streams.values.flatMap { $0.values.map { ($0.sink, $0.parking) } }
             state.streams.removeAll()
             return (all, sinks, state.heartbeatTask)
         }
         wakeSignal.finish()
         heartbeats?.cancel()
         for waiter in all { waiter.continuation.resume(returning: Delivery(notifications: [], generation: nil)) }
-        for sink in sinks { sink.eventLoop.execute { sink.finish() } }
+        for (sink, parking) in sinks { sink.eventLoop.execute { sink.finish(parking: parking) } }
     }
 }

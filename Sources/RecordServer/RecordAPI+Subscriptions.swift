@@ -88,7 +88,7 @@ extension RecordAPI {
         let resumeFrom = request.lastEventID ?? request.query["since"]
         let cursor = try resumeFrom.map(NotificationCursor.decode) ?? channel.startCursor
         if request.accept?.contains("text/event-stream") == true {
-            return APIResponse(eventStream: EventStreamStart(databaseID: channel.databaseID, cursor: cursor))
+            return APIResponse(parking: PushParking(databaseID: channel.databaseID, cursor: cursor, kind: .eventStream))
         }
         var timeout = 30
         if let text = request.query["timeout"] {
@@ -98,6 +98,11 @@ extension RecordAPI {
         // Answer at once when something is already waiting (also for timeout=0).
         let pending = try await self.store.notifications(databaseID: channel.databaseID, after: cursor, limit: PushHub.batchLimit)
         if !pending.isEmpty { return APIResponse(status: 200, json: RecordAPI.notificationsAnswer(pending, cursor: cursor)) }
+        if request.connectionCanPark && timeout > 0 {
+            let empty = RecordAPI.notificationsAnswer([], cursor: cursor).serialized()
+            return APIResponse(parking: PushParking(databaseID: channel.databaseID, cursor: cursor,
+                                                    kind: .longPoll(timeoutSeconds: timeout, emptyAnswer: empty)))
+        }
         let deadline = ContinuousClock.now + .seconds(timeout)
         var generation: Int?
         while true {

@@ -25,7 +25,7 @@ final class InProcessTransport: HTTPTransport, @unchecked Sendable {
         apiRequest.host = Self.host
         apiRequest.accept = header("Accept", in: request)
         let response = await api.handle(apiRequest)
-        guard response.eventStream == nil else {
+        guard response.parking == nil else {
             throw RecordClientError.invalidResponse("the in-process transport does not carry event streams")
         }
         return HTTPResponse(status: response.status, body: response.body)
