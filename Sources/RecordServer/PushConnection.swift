@@ -26,6 +26,9 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
 
     // Confined to the event loop.
     private var context: ChannelHandlerContext?
+    /// An event stream's chunks are written here, at the front of the pipeline: they are framed
+    /// once for all streams (`PushHub.chunk`), so each write skips the HTTP handlers and encoder.
+    private var rawOutput: ChannelHandlerContext?
     private var mode = Mode.serving
     private var registration: (hub: PushHub, databaseID: Int64, onClose: (@Sendable () -> Void)?)?
     /// Numbers each parking, so a delivery meant for an earlier long-poll is not taken as the answer to the next.
@@ -108,7 +111,16 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
     /// Parks an event stream after its head: writes the opening comment and registers with `hub`.
     func parkEventStream(hub: PushHub, databaseID: Int64, after cursor: Int64, onOpen: () -> Void, onClose: @escaping @Sendable () -> Void) {
         guard let context, context.channel.isActive, case .serving = mode else { return }
-        context.writeAndFlush(wrapOutboundOut(.body(PushConnection.connectedBytes)), promise: nil)
+        // The head went out through the HTTP encoder with `Transfer-Encoding: chunked` (the
+        // framework answers as HTTP/1.1 and sets no length), so the body continues as chunks.
+        let front = FrontOfPipeline()
+        guard (try? context.pipeline.syncOperations.addHandler(front, position: .first)) != nil,
+              let raw = try? context.pipeline.syncOperations.context(handler: front) else {
+            context.close(promise: nil)
+            return
+        }
+        rawOutput = raw
+        raw.writeAndFlush(NIOAny(PushConnection.connectedBytes), promise: nil)
         parking += 1
         guard hub.register(self, parking: parking, databaseID: databaseID, after: cursor, answersOnce: false) else {
             finishEventStream(context)
@@ -141,7 +153,8 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
         mode = .longPoll(emptyAnswer: emptyAnswer, deadline: deadline)
     }
 
-    private static let connectedBytes = ByteBuffer(string: ": connected\n\n")
+    private static let connectedBytes = PushHub.chunk(ByteBuffer(string: ": connected\n\n"))
+    private static let lastChunk = ByteBuffer(string: "0\r\n\r\n")
 
     // MARK: PushStreamSink (on the event loop)
 
@@ -152,11 +165,11 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
         case .eventStream:
             // A client that stopped reading (64 KB unsent) is dropped rather than buffered
             // without bound; it resumes from its `Last-Event-ID` when it reconnects.
-            guard context.channel.isWritable else {
+            guard context.channel.isWritable, let rawOutput else {
                 context.close(promise: nil)
                 return
             }
-            context.writeAndFlush(wrapOutboundOut(.body(bytes)), promise: nil)
+            rawOutput.writeAndFlush(NIOAny(bytes), promise: nil)
         case .longPoll:
             answer(bytes, context)
         }
@@ -175,7 +188,11 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
         unregister()
         mode = .serving
         let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+        guard let rawOutput else {
+            context.close(promise: nil)
+            return
+        }
+        rawOutput.writeAndFlush(NIOAny(PushConnection.lastChunk)).whenComplete { _ in channel.close(promise: nil) }
     }
 
     /// Writes a long-poll's answer and returns the connection to serving requests.
@@ -199,4 +216,10 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
         registration.hub.unregister(self, parking: parking, databaseID: registration.databaseID)
         registration.onClose?()
     }
+}
+
+/// Passes writes straight to the socket: the place in the pipeline a parked event stream writes
+/// its pre-framed chunks from.
+private final class FrontOfPipeline: ChannelOutboundHandler, RemovableChannelHandler, Sendable {
+    typealias OutboundIn = ByteBuffer
 }

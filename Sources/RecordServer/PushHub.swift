@@ -153,7 +153,7 @@ package final class PushHub: Sendable {
         }
     }
 
-    private static let heartbeatBytes = ByteBuffer(string: ": heartbeat\n\n")
+    private static let heartbeatBytes = PushHub.chunk(ByteBuffer(string: ": heartbeat\n\n"))
 
     /// One task for all streams: every interval, each event loop gets one job writing the comment
     /// to its streams (the contract asks for one at least every 15 s on an idle stream).
@@ -164,30 +164,36 @@ package final class PushHub: Sendable {
                 try? await Task.sleep(for: interval)
                 guard let self, !self.isClosed else { return }
                 let writes = self.state.withLock { state in
-                    state.streams.values.flatMap { $0.values.filter { !$0.answersOnce }.map { ($0.sink, $0.parking, PushHub.heartbeatBytes) } }
+                    state.streams.values.flatMap { $0.values.filter { !$0.answersOnce }.map { (sink: $0.sink, parking: $0.parking, share: 0) } }
                 }
-                PushHub.writeOnTheirLoops(writes, then: nil)
+                PushHub.writeOnTheirLoops(writes, shares: [PushHub.heartbeatBytes], then: nil)
             }
         }
     }
 
-    /// Groups writes by event loop and hands each loop one job (not one per stream).
-    private static func writeOnTheirLoops(_ writes: [(any PushStreamSink, UInt64, ByteBuffer)], then done: (@Sendable () -> Void)?) {
-        var byLoop: [ObjectIdentifier: (any EventLoop, [(any PushStreamSink, UInt64, ByteBuffer)])] = [:]
+    /// Groups writes by event loop and hands each loop one job (not one per stream). A write
+    /// names its bytes by index in `shares`; each loop gets its own copy of them: thousands of
+    /// writes retaining one buffer from two threads would fight over its reference count.
+    private static func writeOnTheirLoops(_ writes: [(sink: any PushStreamSink, parking: UInt64, share: Int)], shares: [ByteBuffer],
+                                          then done: (@Sendable () -> Void)?) {
+        var byLoop: [ObjectIdentifier: (any EventLoop, [(sink: any PushStreamSink, parking: UInt64, share: Int)])] = [:]
         for write in writes {
-            let loop = write.0.eventLoop
+            let loop = write.sink.eventLoop
             byLoop[ObjectIdentifier(loop), default: (loop, [])].1.append(write)
         }
         for (loop, batch) in byLoop.values {
+            let local = byLoop.count > 1 ? shares.map { ByteBuffer(bytes: $0.readableBytesView) } : shares
             loop.execute {
-                for (sink, parking, bytes) in batch { sink.deliver(bytes, parking: parking) }
+                for write in batch { write.sink.deliver(local[write.share], parking: write.parking) }
                 done?()
             }
         }
     }
 
-    /// The bytes of `notifications` as events, each with its cursor as `id:`. Events have no
-    /// `event:` name, so they are plain `message` events an `EventSource`'s `onmessage` sees.
+    /// The bytes of `notifications` as events, each with its cursor as `id:`, framed as one
+    /// HTTP/1.1 chunk (event streams are written below the HTTP encoder, see `PushConnection`).
+    /// Events have no `event:` name, so they are plain `message` events an `EventSource`'s
+    /// `onmessage` sees.
     package static func encodeEvents(_ notifications: [StoredNotification]) -> ByteBuffer {
         var buffer = ByteBuffer()
         buffer.reserveCapacity(notifications.reduce(0) { $0 + $1.payload.count + 40 })
@@ -198,7 +204,18 @@ package final class PushHub: Sendable {
             buffer.writeBytes(notification.payload)
             buffer.writeString("\n\n")
         }
-        return buffer
+        return chunk(buffer)
+    }
+
+    /// `payload` as one chunk of a `Transfer-Encoding: chunked` body.
+    package static func chunk(_ payload: ByteBuffer) -> ByteBuffer {
+        var framed = ByteBuffer()
+        framed.reserveCapacity(payload.readableBytes + 12)
+        framed.writeString(String(payload.readableBytes, radix: 16))
+        framed.writeString("\r\n")
+        framed.writeImmutableBuffer(payload)
+        framed.writeString("\r\n")
+        return framed
     }
 
     /// Called after a delivery of notifications has been written (not for heartbeats or empty answers).
@@ -260,28 +277,29 @@ package final class PushHub: Sendable {
             var cursor: Int64
             var answersOnce: Bool
         }
-        var encoded: [ShareKey: (bytes: ByteBuffer, last: Int64)?] = [:]
-        var writes: [(any PushStreamSink, UInt64, ByteBuffer)] = []
+        var encoded: [ShareKey: (index: Int, last: Int64)?] = [:]
+        var shares: [ByteBuffer] = []
+        var writes: [(sink: any PushStreamSink, parking: UInt64, share: Int)] = []
         var answered: [StreamRegistration] = []
         writes.reserveCapacity(streams.count)
         for stream in streams {
             let key = ShareKey(cursor: stream.cursor, answersOnce: stream.answersOnce)
-            let share: (bytes: ByteBuffer, last: Int64)?
+            let share: (index: Int, last: Int64)?
             if let known = encoded[key] {
                 share = known
             } else {
                 let mine = aheadReads[stream.cursor] ?? batch.filter { $0.id > stream.cursor }
                 share = mine.last.map { last in
-                    let bytes = stream.answersOnce
+                    shares.append(stream.answersOnce
                         ? ByteBuffer(bytes: RecordAPI.notificationsAnswer(mine, cursor: stream.cursor).serialized())
-                        : PushHub.encodeEvents(mine)
-                    return (bytes, last.id)
+                        : PushHub.encodeEvents(mine))
+                    return (shares.count - 1, last.id)
                 }
                 encoded[key] = share
             }
             guard let share else { continue }
             stream.cursor = share.last
-            writes.append((stream.sink, stream.parking, share.bytes))
+            writes.append((stream.sink, stream.parking, share.index))
             if stream.answersOnce { answered.append(stream) }
         }
         guard !writes.isEmpty else { return }
@@ -293,7 +311,7 @@ package final class PushHub: Sendable {
                 }
             }
         }
-        PushHub.writeOnTheirLoops(writes) { [weak self] in self?.deliveryWritten() }
+        PushHub.writeOnTheirLoops(writes, shares: shares) { [weak self] in self?.deliveryWritten() }
         // A stream cut at the batch limit has more waiting: read on for it.
         if !complete || aheadReads.values.contains(where: { $0.count >= PushHub.batchLimit }) { requestWakes([databaseID]) }
     }

@@ -33,7 +33,7 @@ func daemonMemory(_ options: BenchOptions) async throws -> [String: JSONValue] {
 
     try subscribe(daemon, zone: "Bench")
     var streams: [RawHTTPConnection] = []
-    for _ in 0..<options.subscribers { streams.append(try openEventStream(daemon)) }
+    for _ in 0..<options.subscribers { streams.append(try openEventStream(daemon, control: connection)) }
     for stream in streams { _ = stream.drain() }
     var lastArrivals: [Double] = []
     for round in 0..<5 {

@@ -282,8 +282,11 @@ func incrementalSync(_ options: BenchOptions, _ backend: BenchBackend) async thr
 }
 
 /// Opens an SSE connection on a new courier token of the target's user.
-func openEventStream(_ server: any BenchTarget) throws -> RawHTTPConnection {
-    let control = try RawHTTPConnection(port: server.port)
+/// `control` makes the channel (a fresh connection when nil). Opening many streams, pass one
+/// control connection: a fresh one per stream would take every other connection the daemon
+/// accepts, and its round-robin would then put all the streams on one of its event loops.
+func openEventStream(_ server: any BenchTarget, control: RawHTTPConnection? = nil) throws -> RawHTTPConnection {
+    let control = try control ?? RawHTTPConnection(port: server.port)
     let (_, answer) = try control.request("POST", server.environmentPath + "/tokens/create", token: server.token,
                                           body: Array(#"{"apnsEnvironment":"development"}"#.utf8))
     guard let url = try JSONValue.parse(answer)["webcourierURL"]?.stringValue, let path = URL(string: url)?.path else {
@@ -354,9 +357,9 @@ func fanOut(_ options: BenchOptions, _ backend: BenchBackend) async throws -> [S
     OpenFileLimit.raiseToMaximum()
     let daemon = try pushDaemon("fanout", backend, connections: options.subscribers)
     var streams: [RawHTTPConnection] = []
-    for _ in 0..<options.subscribers { streams.append(try openEventStream(daemon)) }
-    for stream in streams { _ = stream.drain() }
     let writer = try RawHTTPConnection(port: daemon.port)
+    for _ in 0..<options.subscribers { streams.append(try openEventStream(daemon, control: writer)) }
+    for stream in streams { _ = stream.drain() }
     var lastArrivals: [Double] = []
     var firstArrivals: [Double] = []
     var serverLastWrites: [Double] = []
