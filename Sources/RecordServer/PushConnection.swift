@@ -21,13 +21,14 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
     private enum Mode {
         case serving
         case eventStream
-        case longPoll(emptyAnswer: ByteBuffer, deadline: Scheduled<Void>?)
+        /// `emptyAnswer` is already a chunk (see `answer`).
+        case longPoll(emptyAnswer: ByteBuffer)
     }
 
     // Confined to the event loop.
     private var context: ChannelHandlerContext?
-    /// An event stream's chunks are written here, at the front of the pipeline: they are framed
-    /// once for all streams (`PushHub.chunk`), so each write skips the HTTP handlers and encoder.
+    /// Parked answers are written here, at the front of the pipeline: they are framed once for
+    /// all connections (`PushHub.chunk`), so each write skips the HTTP handlers and encoder.
     private var rawOutput: ChannelHandlerContext?
     private var mode = Mode.serving
     private var registration: (hub: PushHub, databaseID: Int64, onClose: (@Sendable () -> Void)?)?
@@ -111,15 +112,10 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
     /// Parks an event stream after its head: writes the opening comment and registers with `hub`.
     func parkEventStream(hub: PushHub, databaseID: Int64, after cursor: Int64, onOpen: () -> Void, onClose: @escaping @Sendable () -> Void) {
         guard let context, context.channel.isActive, case .serving = mode else { return }
-        // The head went out through the HTTP encoder with `Transfer-Encoding: chunked` (the
-        // framework answers as HTTP/1.1 and sets no length), so the body continues as chunks.
-        let front = FrontOfPipeline()
-        guard (try? context.pipeline.syncOperations.addHandler(front, position: .first)) != nil,
-              let raw = try? context.pipeline.syncOperations.context(handler: front) else {
+        guard let raw = frontOfPipeline(context) else {
             context.close(promise: nil)
             return
         }
-        rawOutput = raw
         raw.writeAndFlush(NIOAny(PushConnection.connectedBytes), promise: nil)
         parking += 1
         guard hub.register(self, parking: parking, databaseID: databaseID, after: cursor, answersOnce: false) else {
@@ -137,20 +133,38 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
     /// What the framework's request loop reads once its connection became an event stream.
     struct ConnectionParked: Error {}
 
+    /// The head went out through the HTTP encoder with `Transfer-Encoding: chunked` (the
+    /// framework answers as HTTP/1.1 and sets no length), so the body continues as chunks
+    /// written from a handler placed at the front of the pipeline, once per connection.
+    private func frontOfPipeline(_ context: ChannelHandlerContext) -> ChannelHandlerContext? {
+        if let rawOutput { return rawOutput }
+        let front = FrontOfPipeline()
+        guard (try? context.pipeline.syncOperations.addHandler(front, position: .first)) != nil else { return nil }
+        rawOutput = try? context.pipeline.syncOperations.context(handler: front)
+        return rawOutput
+    }
+
     /// Parks a long-poll after its head until the hub answers it or `timeout` passes.
     func parkLongPoll(hub: PushHub, databaseID: Int64, after cursor: Int64, timeout: TimeAmount, emptyAnswer: ByteBuffer) {
         guard let context, case .serving = mode else { return }
+        let empty = PushHub.chunk(emptyAnswer)
         parking += 1
-        guard context.channel.isActive, hub.register(self, parking: parking, databaseID: databaseID, after: cursor, answersOnce: true) else {
-            answer(emptyAnswer, context)
+        guard context.channel.isActive, frontOfPipeline(context) != nil,
+              hub.register(self, parking: parking, databaseID: databaseID, after: cursor, answersOnce: true) else {
+            mode = .longPoll(emptyAnswer: empty)
+            answer(empty, context)
             return
         }
         registration = (hub, databaseID, nil)
-        let deadline = context.eventLoop.assumeIsolatedUnsafeUnchecked().scheduleTask(in: timeout) { [self] in
-            guard case .longPoll(let empty, _) = mode, let context = self.context else { return }
-            answer(empty, context)
-        }
-        mode = .longPoll(emptyAnswer: emptyAnswer, deadline: deadline)
+        mode = .longPoll(emptyAnswer: empty)
+        // Not a scheduled task per poll: cancelling one searches the loop's whole timer heap.
+        hub.pollDeadlines(on: context.eventLoop).add(self, parking: parking, deadline: .now() + timeout)
+    }
+
+    /// The long-poll parked as `parking` reached its deadline: answer it empty if still parked.
+    func pollTimedOut(parking: UInt64) {
+        guard parking == self.parking, case .longPoll(let empty) = mode, let context else { return }
+        answer(empty, context)
     }
 
     private static let connectedBytes = PushHub.chunk(ByteBuffer(string: ": connected\n\n"))
@@ -171,6 +185,8 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
             }
             rawOutput.writeAndFlush(NIOAny(bytes), promise: nil)
         case .longPoll:
+            // The hub has already forgotten a long-poll it answers.
+            registration = nil
             answer(bytes, context)
         }
     }
@@ -180,7 +196,7 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
         switch mode {
         case .serving: return
         case .eventStream: finishEventStream(context)
-        case .longPoll(let empty, _): answer(empty, context)
+        case .longPoll(let empty): answer(empty, context)
         }
     }
 
@@ -195,12 +211,17 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
         rawOutput.writeAndFlush(NIOAny(PushConnection.lastChunk)).whenComplete { _ in channel.close(promise: nil) }
     }
 
-    /// Writes a long-poll's answer and returns the connection to serving requests.
-    private func answer(_ bytes: ByteBuffer, _ context: ChannelHandlerContext) {
-        if case .longPoll(_, let deadline) = mode { deadline?.cancel() }
+    /// Writes a long-poll's answer (one chunk) and returns the connection to serving requests.
+    /// The end of the body goes through the HTTP handlers, so the framework's idle timeout
+    /// counts the response as finished.
+    private func answer(_ chunk: ByteBuffer, _ context: ChannelHandlerContext) {
         unregister()
         mode = .serving
-        context.write(wrapOutboundOut(.body(bytes)), promise: nil)
+        if let rawOutput {
+            rawOutput.write(NIOAny(chunk), promise: nil)
+        } else {
+            context.write(wrapOutboundOut(.body(chunk)), promise: nil)  // unframed only if no raw output could be added
+        }
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         let reads = heldReads, closes = heldCloses
         heldReads = []
@@ -222,4 +243,33 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
 /// its pre-framed chunks from.
 private final class FrontOfPipeline: ChannelOutboundHandler, RemovableChannelHandler, Sendable {
     typealias OutboundIn = ByteBuffer
+}
+
+/// The deadlines of the long-polls parked on one event loop, in 100 ms buckets checked by one
+/// repeated task while any are pending. Confined to its loop.
+final class PollDeadlines: @unchecked Sendable {
+    private static let tickNanoseconds: UInt64 = 100_000_000
+    private let loop: any EventLoop
+    private var buckets: [UInt64: [(PushConnection, UInt64)]] = [:]
+    private var ticking: RepeatedTask?
+
+    init(loop: any EventLoop) { self.loop = loop }
+
+    func add(_ connection: PushConnection, parking: UInt64, deadline: NIODeadline) {
+        let tick = PollDeadlines.tickNanoseconds
+        buckets[(deadline.uptimeNanoseconds + tick - 1) / tick, default: []].append((connection, parking))
+        guard ticking == nil else { return }
+        ticking = loop.scheduleRepeatedTask(initialDelay: .milliseconds(100), delay: .milliseconds(100)) { [self] _ in expire() }
+    }
+
+    private func expire() {
+        let now = NIODeadline.now().uptimeNanoseconds / PollDeadlines.tickNanoseconds
+        for key in buckets.keys where key <= now {
+            for (connection, parking) in buckets.removeValue(forKey: key) ?? [] { connection.pollTimedOut(parking: parking) }
+        }
+        if buckets.isEmpty {
+            ticking?.cancel()
+            ticking = nil
+        }
+    }
 }

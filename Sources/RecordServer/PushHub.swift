@@ -64,6 +64,7 @@ package final class PushHub: Sendable {
         var closed = false
         var wakeTask: Task<Void, Never>?
         var heartbeatTask: Task<Void, Never>?
+        var pollDeadlines: [ObjectIdentifier: PollDeadlines] = [:]
     }
 
     private let store: any RecordStorage
@@ -141,6 +142,16 @@ package final class PushHub: Sendable {
         }
         if registered { requestWakes([databaseID]) }
         return registered
+    }
+
+    /// The long-poll deadlines of connections on `loop` (one timer for them all).
+    func pollDeadlines(on loop: any EventLoop) -> PollDeadlines {
+        state.withLock { state in
+            if let known = state.pollDeadlines[ObjectIdentifier(loop)] { return known }
+            let deadlines = PollDeadlines(loop: loop)
+            state.pollDeadlines[ObjectIdentifier(loop)] = deadlines
+            return deadlines
+        }
     }
 
     /// Forgets a parked connection (its client has gone, or its long-poll was answered).
@@ -291,7 +302,7 @@ package final class PushHub: Sendable {
                 let mine = aheadReads[stream.cursor] ?? batch.filter { $0.id > stream.cursor }
                 share = mine.last.map { last in
                     shares.append(stream.answersOnce
-                        ? ByteBuffer(bytes: RecordAPI.notificationsAnswer(mine, cursor: stream.cursor).serialized())
+                        ? PushHub.chunk(ByteBuffer(bytes: RecordAPI.notificationsAnswer(mine, cursor: stream.cursor).serialized()))
                         : PushHub.encodeEvents(mine))
                     return (shares.count - 1, last.id)
                 }

@@ -35,12 +35,13 @@ func daemonMemory(_ options: BenchOptions) async throws -> [String: JSONValue] {
     var streams: [RawHTTPConnection] = []
     for _ in 0..<options.subscribers { streams.append(try openEventStream(daemon, control: connection)) }
     for stream in streams { _ = stream.drain() }
+    let readiness = try ReadinessSet(streams)
     var lastArrivals: [Double] = []
     for round in 0..<5 {
         let body = modifyBody(zone: "Bench", records: [benchRecord(round)], operation: "forceReplace")
         let sent = now()
         try post(body, to: "/records/modify", on: daemon, connection)
-        _ = try awaitEventOnAll(streams, start: sent)
+        _ = try awaitEventOnAll(streams, readiness: readiness, start: sent)
         lastArrivals.append((now() - sent) * 1000)
     }
     figures["fanOutLastDeliveryMillisecondsMedian"] = .double(Stats(samples: lastArrivals).median)
