@@ -21,7 +21,7 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
     private enum Mode {
         case serving
         case eventStream
-        /// `emptyAnswer` is already a chunk (see `answer`).
+        /// `emptyAnswer` is already a complete body (see `answer`).
         case longPoll(emptyAnswer: ByteBuffer)
     }
 
@@ -30,6 +30,9 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
     /// Parked answers are written here, at the front of the pipeline: they are framed once for
     /// all connections (`PushHub.chunk`), so each write skips the HTTP handlers and encoder.
     private var rawOutput: ChannelHandlerContext?
+    private var front: FrontOfPipeline?
+    /// A long-poll's body is written but the end of its response has not yet passed the HTTP handlers.
+    private var endPending = false
     private var mode = Mode.serving
     private var registration: (hub: PushHub, databaseID: Int64, onClose: (@Sendable () -> Void)?)?
     /// Numbers each parking, so a delivery meant for an earlier long-poll is not taken as the answer to the next.
@@ -140,6 +143,7 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
         if let rawOutput { return rawOutput }
         let front = FrontOfPipeline()
         guard (try? context.pipeline.syncOperations.addHandler(front, position: .first)) != nil else { return nil }
+        self.front = front
         rawOutput = try? context.pipeline.syncOperations.context(handler: front)
         return rawOutput
     }
@@ -147,12 +151,15 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
     /// Parks a long-poll after its head until the hub answers it or `timeout` passes.
     func parkLongPoll(hub: PushHub, databaseID: Int64, after cursor: Int64, timeout: TimeAmount, emptyAnswer: ByteBuffer) {
         guard let context, case .serving = mode else { return }
-        let empty = PushHub.chunk(emptyAnswer)
+        let empty = PushHub.completeBody(emptyAnswer)
         parking += 1
-        guard context.channel.isActive, frontOfPipeline(context) != nil,
-              hub.register(self, parking: parking, databaseID: databaseID, after: cursor, answersOnce: true) else {
+        guard frontOfPipeline(context) != nil else {
+            context.close(promise: nil)
+            return
+        }
+        guard context.channel.isActive, hub.register(self, parking: parking, databaseID: databaseID, after: cursor, answersOnce: true) else {
             mode = .longPoll(emptyAnswer: empty)
-            answer(empty, context)
+            answer(empty, context, settleNow: true)
             return
         }
         registration = (hub, databaseID, nil)
@@ -164,7 +171,7 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
     /// The long-poll parked as `parking` reached its deadline: answer it empty if still parked.
     func pollTimedOut(parking: UInt64) {
         guard parking == self.parking, case .longPoll(let empty) = mode, let context else { return }
-        answer(empty, context)
+        answer(empty, context, settleNow: true)
     }
 
     private static let connectedBytes = PushHub.chunk(ByteBuffer(string: ": connected\n\n"))
@@ -187,7 +194,7 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
         case .longPoll:
             // The hub has already forgotten a long-poll it answers.
             registration = nil
-            answer(bytes, context)
+            answer(bytes, context, settleNow: false)
         }
     }
 
@@ -196,7 +203,7 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
         switch mode {
         case .serving: return
         case .eventStream: finishEventStream(context)
-        case .longPoll(let empty): answer(empty, context)
+        case .longPoll(let empty): answer(empty, context, settleNow: true)
         }
     }
 
@@ -211,18 +218,33 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
         rawOutput.writeAndFlush(NIOAny(PushConnection.lastChunk)).whenComplete { _ in channel.close(promise: nil) }
     }
 
-    /// Writes a long-poll's answer (one chunk) and returns the connection to serving requests.
-    /// The end of the body goes through the HTTP handlers, so the framework's idle timeout
-    /// counts the response as finished.
-    private func answer(_ chunk: ByteBuffer, _ context: ChannelHandlerContext) {
+    /// Writes a long-poll's answer: its whole remaining body (`PushHub.completeBody`), then at
+    /// once or, for answers the hub delivers, after the hub's other writes on this loop
+    /// (`settle`), the end of the response through the HTTP handlers, so the framework's idle
+    /// timeout counts the response as finished (the encoder's duplicate last chunk is dropped).
+    private func answer(_ body: ByteBuffer, _ context: ChannelHandlerContext, settleNow: Bool) {
         unregister()
         mode = .serving
-        if let rawOutput {
-            rawOutput.write(NIOAny(chunk), promise: nil)
-        } else {
-            context.write(wrapOutboundOut(.body(chunk)), promise: nil)  // unframed only if no raw output could be added
+        guard let rawOutput, let front else {
+            context.close(promise: nil)
+            return
         }
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        rawOutput.writeAndFlush(NIOAny(body), promise: nil)
+        front.dropNextWrite()
+        endPending = true
+        if settleNow { settle(context) }
+    }
+
+    func settle(parking: UInt64) {
+        guard let context else { return }
+        settle(context)
+    }
+
+    private func settle(_ context: ChannelHandlerContext) {
+        guard endPending else { return }
+        endPending = false
+        // With a promise the encoder always writes once (an empty write when not chunked).
+        context.write(wrapOutboundOut(.end(nil)), promise: context.eventLoop.makePromise())
         let reads = heldReads, closes = heldCloses
         heldReads = []
         heldCloses = []
@@ -241,8 +263,27 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
 
 /// Passes writes straight to the socket: the place in the pipeline a parked event stream writes
 /// its pre-framed chunks from.
-private final class FrontOfPipeline: ChannelOutboundHandler, RemovableChannelHandler, Sendable {
-    typealias OutboundIn = ByteBuffer
+private final class FrontOfPipeline: ChannelOutboundHandler, RemovableChannelHandler, @unchecked Sendable {
+    typealias OutboundIn = IOData
+
+    /// Confined to the event loop.
+    private var dropsLastChunk = false
+    private static let lastChunk = ByteBuffer(string: "0\r\n\r\n")
+
+    /// Drops the next write from the HTTP handlers if it is the last chunk (or empty): the
+    /// response's end was already sent from here.
+    func dropNextWrite() { dropsLastChunk = true }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if dropsLastChunk {
+            dropsLastChunk = false
+            if case .byteBuffer(let bytes) = unwrapOutboundIn(data), bytes.readableBytes == 0 || bytes == FrontOfPipeline.lastChunk {
+                promise?.succeed()
+                return
+            }
+        }
+        context.write(data, promise: promise)
+    }
 }
 
 /// The deadlines of the long-polls parked on one event loop, in 100 ms buckets checked by one

@@ -12,6 +12,9 @@ package protocol PushStreamSink: AnyObject, Sendable {
     func deliver(_ bytes: ByteBuffer, parking: UInt64)
     /// Ends the stream, or answers the long-poll empty (the daemon is shutting down).
     func finish(parking: UInt64)
+    /// After a batch of deliveries on this loop: bookkeeping a delivery left for later, so the
+    /// batch's writes reach the clients first.
+    func settle(parking: UInt64)
 }
 
 /// Wakes waiting deliveries (long-polls and event streams) when a commit lands. Nothing polls
@@ -197,6 +200,7 @@ package final class PushHub: Sendable {
             loop.execute {
                 for write in batch { write.sink.deliver(local[write.share], parking: write.parking) }
                 done?()
+                for write in batch { write.sink.settle(parking: write.parking) }
             }
         }
     }
@@ -216,6 +220,13 @@ package final class PushHub: Sendable {
             buffer.writeString("\n\n")
         }
         return chunk(buffer)
+    }
+
+    /// `payload` as the whole of a `Transfer-Encoding: chunked` body: one chunk and the last chunk.
+    package static func completeBody(_ payload: ByteBuffer) -> ByteBuffer {
+        var framed = chunk(payload)
+        framed.writeString("0\r\n\r\n")
+        return framed
     }
 
     /// `payload` as one chunk of a `Transfer-Encoding: chunked` body.
@@ -302,7 +313,7 @@ package final class PushHub: Sendable {
                 let mine = aheadReads[stream.cursor] ?? batch.filter { $0.id > stream.cursor }
                 share = mine.last.map { last in
                     shares.append(stream.answersOnce
-                        ? PushHub.chunk(ByteBuffer(bytes: RecordAPI.notificationsAnswer(mine, cursor: stream.cursor).serialized()))
+                        ? PushHub.completeBody(ByteBuffer(bytes: RecordAPI.notificationsAnswer(mine, cursor: stream.cursor).serialized()))
                         : PushHub.encodeEvents(mine))
                     return (shares.count - 1, last.id)
                 }

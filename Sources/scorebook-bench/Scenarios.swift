@@ -558,12 +558,14 @@ func longPollFanOut(_ options: BenchOptions, _ backend: BenchBackend) async thro
 /// answers' bodies (still chunk-framed when the daemon sent them chunked, as parked long-polls
 /// are: the JSON inside is one chunk).
 func awaitAnswerOnAll(_ connections: [RawHTTPConnection], readiness: ReadinessSet? = nil, start: Double) throws -> [String] {
+    let lastChunk = Array("\r\n0\r\n\r\n".utf8)
     let received = try awaitOnAll(connections, readiness: readiness, start: start, what: "long-polls") { bytes in
+        // Bytes first (the client must stay cheaper than the server it measures): a chunked
+        // answer is whole once the last chunk arrived; a JSON body never ends that way.
+        if bytes.count > lastChunk.count, bytes.suffix(lastChunk.count).elementsEqual(lastChunk) { return true }
         let text = String(decoding: bytes, as: UTF8.self)
-        guard let split = text.range(of: "\r\n\r\n") else { return false }
-        if text[..<split.lowerBound].range(of: "transfer-encoding: chunked", options: .caseInsensitive) != nil {
-            return text.hasSuffix("\r\n0\r\n\r\n")
-        }
+        guard let split = text.range(of: "\r\n\r\n"),
+              text[..<split.lowerBound].range(of: "transfer-encoding: chunked", options: .caseInsensitive) == nil else { return false }
         guard let length = text.range(of: "content-length: ", options: .caseInsensitive),
               let count = Int(text[length.upperBound...].prefix { $0.isNumber })
         else { return false }
