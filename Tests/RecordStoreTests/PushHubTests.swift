@@ -1,7 +1,10 @@
 import Foundation
+import NIOCore
+import NIOPosix
 import RecordModel
 import RecordServer
 import RecordStore
+import Synchronization
 import XCTest
 
 /// The push hub over a real store: one read per commit serves every waiter of a database, and a
@@ -42,6 +45,58 @@ final class PushHubTests: SubscriptionStoreTestCase {
         hub.close()
     }
 
+    /// Parked connections (event streams and long-polls) on two event loops: one commit is read
+    /// once and encoded once per kind of answer, every stream on a loop gets the same bytes, a
+    /// long-poll is answered once and forgotten, a stream stays registered for the next commit.
+    func testOneCommitIsEncodedOnceForEveryParkedConnection() throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        defer { try? group.syncShutdownGracefully() }
+        let hub = PushHub(store: store.base)
+        defer { hub.close() }
+        try subscribe(querySubscription("things", type: "Thing"))
+        let streams = (0..<6).map { _ in RecordingSink(eventLoop: group.next()) }
+        let polls = (0..<4).map { _ in RecordingSink(eventLoop: group.next()) }
+        for sink in streams { XCTAssertTrue(hub.register(sink, parking: 1, databaseID: databaseID, after: cursor, answersOnce: false)) }
+        for sink in polls { XCTAssertTrue(hub.register(sink, parking: 7, databaseID: databaseID, after: cursor, answersOnce: true)) }
+        XCTAssertEqual(hub.waiterCount, 10)
+
+        let thing = newName("Thing")
+        try create(ZoneID.defaultZoneName, thing, "Thing")
+        hub.commitLanded([databaseID])
+        for sink in streams + polls { XCTAssertTrue(sink.waitForDeliveries(1), "every parked connection is written to") }
+
+        // Events: one HTTP chunk holding an `id:`/`data:` event naming the record.
+        let event = try XCTUnwrap(streams[0].deliveries.first)
+        let eventText = String(decoding: event.bytes.readableBytesView, as: UTF8.self)
+        XCTAssertTrue(eventText.contains("\r\nid: ") && eventText.contains("\ndata: ") && eventText.contains(thing), eventText)
+        XCTAssertEqual(event.parking, 1)
+        // Long-polls: the whole chunked body of a JSON answer.
+        let answer = try XCTUnwrap(polls[0].deliveries.first)
+        let answerText = String(decoding: answer.bytes.readableBytesView, as: UTF8.self)
+        XCTAssertTrue(answerText.contains(#""notifications":["#) && answerText.contains(thing) && answerText.hasSuffix("\r\n0\r\n\r\n"),
+                      answerText)
+        XCTAssertEqual(answer.parking, 7)
+        // Encoded once: the streams of one loop hold one and the same buffer.
+        for loop in [streams[0].eventLoop, streams[1].eventLoop] {
+            let onLoop = streams.filter { $0.eventLoop === loop }.compactMap { $0.deliveries.first?.bytes }
+            XCTAssertGreaterThan(onLoop.count, 1)
+            let addresses = Set(onLoop.map { $0.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) } })
+            XCTAssertEqual(addresses.count, 1, "one buffer per loop, not one per stream")
+        }
+        // The long-polls are forgotten once answered; the streams wait for the next commit.
+        XCTAssertEqual(hub.waiterCount, 6)
+        for sink in polls { XCTAssertEqual(sink.settled, 1, "settled after the loop's writes") }
+
+        let second = newName("Thing")
+        try create(ZoneID.defaultZoneName, second, "Thing")
+        hub.commitLanded([databaseID])
+        for sink in streams { XCTAssertTrue(sink.waitForDeliveries(2)) }
+        let next = String(decoding: try XCTUnwrap(streams[3].deliveries.last).bytes.readableBytesView, as: UTF8.self)
+        XCTAssertTrue(next.contains(second) && !next.contains(thing), "a stream gets only what came after its last event")
+        Thread.sleep(forTimeInterval: 0.2)
+        XCTAssertEqual(polls.map(\.deliveries.count), [1, 1, 1, 1], "an answered long-poll is not written to again")
+    }
+
     private func blockingResult(of task: Task<PushHub.Delivery, Never>) throws -> PushHub.Delivery {
         let box = DeliveryBox()
         let done = DispatchSemaphore(value: 0)
@@ -56,4 +111,30 @@ final class PushHubTests: SubscriptionStoreTestCase {
 
 private final class DeliveryBox: @unchecked Sendable {
     var delivery: PushHub.Delivery?
+}
+
+/// A parked connection that records what the hub writes to it.
+private final class RecordingSink: PushStreamSink, @unchecked Sendable {
+    let eventLoop: any EventLoop
+    private let recorded = Mutex<(deliveries: [(bytes: ByteBuffer, parking: UInt64)], settled: Int)>(([], 0))
+
+    init(eventLoop: any EventLoop) { self.eventLoop = eventLoop }
+
+    var deliveries: [(bytes: ByteBuffer, parking: UInt64)] { recorded.withLock { $0.deliveries } }
+    var settled: Int { recorded.withLock { $0.settled } }
+
+    func deliver(_ bytes: ByteBuffer, parking: UInt64) {
+        XCTAssertTrue(eventLoop.inEventLoop, "the hub writes on the connection's own loop")
+        recorded.withLock { $0.deliveries.append((bytes, parking)) }
+    }
+
+    func finish(parking: UInt64) {}
+
+    func settle(parking: UInt64) { recorded.withLock { $0.settled += 1 } }
+
+    func waitForDeliveries(_ count: Int) -> Bool {
+        let deadline = Date().addingTimeInterval(10)
+        while deliveries.count < count, Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        return deliveries.count >= count
+    }
 }
