@@ -31,7 +31,8 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
     /// all connections (`PushHub.chunk`), so each write skips the HTTP handlers and encoder.
     private var rawOutput: ChannelHandlerContext?
     private var front: FrontOfPipeline?
-    /// A long-poll's body is written but the end of its response has not yet passed the HTTP handlers.
+    /// A long-poll's body is written but the end of its response has not yet passed the HTTP
+    /// handlers: what arrives meanwhile is held, as while parked.
     private var endPending = false
     private var mode = Mode.serving
     private var registration: (hub: PushHub, databaseID: Int64, onClose: (@Sendable () -> Void)?)?
@@ -58,6 +59,10 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
     // MARK: Inbound
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if endPending {
+            heldReads.append(data)
+            return
+        }
         switch mode {
         case .serving:
             if case .head(var head) = unwrapInboundIn(data), head.headerFields[.connection]?.lowercased() == "close",
@@ -99,6 +104,10 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
     // MARK: Outbound from the framework
 
     func close(context: ChannelHandlerContext, mode closeMode: CloseMode, promise: EventLoopPromise<Void>?) {
+        if endPending {
+            heldCloses.append((closeMode, promise))
+            return
+        }
         switch mode {
         case .serving:
             context.close(mode: closeMode, promise: promise)

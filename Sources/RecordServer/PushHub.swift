@@ -187,20 +187,30 @@ package final class PushHub: Sendable {
 
     /// Groups writes by event loop and hands each loop one job (not one per stream). A write
     /// names its bytes by index in `shares`; each loop gets its own copy of them: thousands of
-    /// writes retaining one buffer from two threads would fight over its reference count.
+    /// writes retaining one buffer from two threads would fight over its reference count. Once
+    /// every loop has written, each settles its connections (bookkeeping that is not on the way
+    /// to any client), so one loop's bookkeeping does not slow another's writes.
     private static func writeOnTheirLoops(_ writes: [(sink: any PushStreamSink, parking: UInt64, share: Int)], shares: [ByteBuffer],
                                           then done: (@Sendable () -> Void)?) {
-        var byLoop: [ObjectIdentifier: (any EventLoop, [(sink: any PushStreamSink, parking: UInt64, share: Int)])] = [:]
+        typealias Write = (sink: any PushStreamSink, parking: UInt64, share: Int)
+        var byLoop: [ObjectIdentifier: (any EventLoop, [Write])] = [:]
         for write in writes {
             let loop = write.sink.eventLoop
             byLoop[ObjectIdentifier(loop), default: (loop, [])].1.append(write)
         }
-        for (loop, batch) in byLoop.values {
-            let local = byLoop.count > 1 ? shares.map { ByteBuffer(bytes: $0.readableBytesView) } : shares
+        let batches = Array(byLoop.values)
+        let unfinished = Atomic(batches.count)
+        let settleAll: @Sendable () -> Void = {
+            for (loop, batch) in batches {
+                loop.execute { for write in batch { write.sink.settle(parking: write.parking) } }
+            }
+        }
+        for (loop, batch) in batches {
+            let local = batches.count > 1 ? shares.map { ByteBuffer(bytes: $0.readableBytesView) } : shares
             loop.execute {
                 for write in batch { write.sink.deliver(local[write.share], parking: write.parking) }
                 done?()
-                for write in batch { write.sink.settle(parking: write.parking) }
+                if unfinished.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { settleAll() }
             }
         }
     }
