@@ -411,11 +411,11 @@ func awaitEventOnAll(_ streams: [RawHTTPConnection], readiness: ReadinessSet? = 
 /// `ReadinessSet` over the connections made once per scenario: registering 10,000 sockets
 /// with epoll inside the timed round would be counted as delivery time.
 func awaitOnAll(_ connections: [RawHTTPConnection], readiness: ReadinessSet? = nil, start: Double, what: String,
-                isComplete: ([UInt8]) -> Bool) throws -> (first: Double, received: [[UInt8]]) {
+                alreadyReceived: [[UInt8]]? = nil, isComplete: ([UInt8]) -> Bool) throws -> (first: Double, received: [[UInt8]]) {
     let readiness = try readiness ?? ReadinessSet(connections)
     var complete = [Bool](repeating: false, count: connections.count)
     var waiting = connections.count
-    var buffers = [[UInt8]](repeating: [], count: connections.count)
+    var buffers = alreadyReceived ?? [[UInt8]](repeating: [], count: connections.count)
     var first = Double.nan
     let deadline = start + 10
     while waiting > 0, now() < deadline {
@@ -533,10 +533,16 @@ func longPollFanOut(_ options: BenchOptions, _ backend: BenchBackend) async thro
                let count = Double(line.split(separator: " ").last ?? ""), Int(count) >= waiters.count { break }
             usleep(50_000)
         }
+        // A parked long-poll's head was written when it parked: read the heads now, so the timed
+        // round reads only the answers (as the SSE rounds read only the events).
+        let heads = waiters.map { waiter -> [UInt8] in
+            _ = try? waiter.fill(timeoutMilliseconds: 0)
+            return waiter.drain()
+        }
         let body = modifyBody(zone: "Bench", records: [benchRecord(round)], operation: "forceReplace")
         let start = now()
         _ = try writer.request("POST", daemon.databasePath + "/records/modify", token: daemon.token, body: body)
-        let answers = try awaitAnswerOnAll(waiters, readiness: readiness, start: start)
+        let answers = try awaitAnswerOnAll(waiters, readiness: readiness, start: start, heads: heads)
         lastArrivals.append((now() - start) * 1000)
         serverLastWrites.append(try serverLastDeliveryMilliseconds(control))
         guard let text = answers.first, let range = text.range(of: #""cursor":""#) else {
@@ -557,9 +563,10 @@ func longPollFanOut(_ options: BenchOptions, _ backend: BenchBackend) async thro
 /// Waits until every connection holds a whole long-poll answer (at most 10 s); returns the
 /// answers' bodies (still chunk-framed when the daemon sent them chunked, as parked long-polls
 /// are: the JSON inside is one chunk).
-func awaitAnswerOnAll(_ connections: [RawHTTPConnection], readiness: ReadinessSet? = nil, start: Double) throws -> [String] {
+func awaitAnswerOnAll(_ connections: [RawHTTPConnection], readiness: ReadinessSet? = nil, start: Double,
+                      heads: [[UInt8]]? = nil) throws -> [String] {
     let lastChunk = Array("\r\n0\r\n\r\n".utf8)
-    let received = try awaitOnAll(connections, readiness: readiness, start: start, what: "long-polls") { bytes in
+    let received = try awaitOnAll(connections, readiness: readiness, start: start, what: "long-polls", alreadyReceived: heads) { bytes in
         // Bytes first (the client must stay cheaper than the server it measures): a chunked
         // answer is whole once the last chunk arrived; a JSON body never ends that way.
         if bytes.count > lastChunk.count, bytes.suffix(lastChunk.count).elementsEqual(lastChunk) { return true }
