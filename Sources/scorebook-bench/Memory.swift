@@ -33,7 +33,7 @@ func daemonMemory(_ options: BenchOptions) async throws -> [String: JSONValue] {
 
     try subscribe(daemon, zone: "Bench")
     var streams: [RawHTTPConnection] = []
-    for _ in 0..<options.subscribers { streams.append(try openEventStream(daemon, control: connection)) }
+    for index in 0..<options.subscribers { streams.append(try openEventStream(daemon, control: connection, index: index)) }
     for stream in streams { _ = stream.drain() }
     let readiness = try ReadinessSet(streams)
     var lastArrivals: [Double] = []

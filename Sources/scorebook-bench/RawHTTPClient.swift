@@ -13,9 +13,24 @@ final class RawHTTPConnection {
         var description: String
     }
 
-    init(host: String = "127.0.0.1", port: Int) throws {
+    /// `source` binds the client end to that local address first: one source address has at
+    /// most ~64,000 ports towards one server port, so 100,000 streams need several (any
+    /// 127.x.y.z is loopback on Linux).
+    init(host: String = "127.0.0.1", port: Int, source: String? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket() failed: \(errno)") }
+        if let source {
+            var local = sockaddr_in()
+            local.sin_family = sa_family_t(AF_INET)
+            inet_pton(AF_INET, source, &local.sin_addr)
+            let bound = withUnsafePointer(to: &local) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard bound == 0 else {
+                close(fd)
+                throw Failure(description: "bind(\(source)) failed: \(errno)")
+            }
+        }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -32,6 +47,12 @@ final class RawHTTPConnection {
     }
 
     deinit { close(fd) }
+
+    /// The client address for the `index`th of many connections: 127.0.0.1 for the first
+    /// 50,000, then 127.0.0.2, 127.0.0.3, … (see `init(host:port:source:)`).
+    static func loopbackSource(forConnection index: Int) -> String? {
+        index < 50_000 ? nil : "127.0.0.\(1 + index / 50_000)"
+    }
 
     /// One 64 KiB read buffer per thread, for every connection that thread reads: a fresh array
     /// per read cost the fan-out client ~60 MB of zeroing per round at 1,000 streams, and one

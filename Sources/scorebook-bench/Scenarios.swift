@@ -286,14 +286,14 @@ func incrementalSync(_ options: BenchOptions, _ backend: BenchBackend) async thr
 /// `control` makes the channel (a fresh connection when nil). Opening many streams, pass one
 /// control connection: a fresh one per stream would take every other connection the daemon
 /// accepts, and its round-robin would then put all the streams on one of its event loops.
-func openEventStream(_ server: any BenchTarget, control: RawHTTPConnection? = nil) throws -> RawHTTPConnection {
+func openEventStream(_ server: any BenchTarget, control: RawHTTPConnection? = nil, index: Int = 0) throws -> RawHTTPConnection {
     let control = try control ?? RawHTTPConnection(port: server.port)
     let (_, answer) = try control.request("POST", server.environmentPath + "/tokens/create", token: server.token,
                                           body: Array(#"{"apnsEnvironment":"development"}"#.utf8))
     guard let url = try JSONValue.parse(answer)["webcourierURL"]?.stringValue, let path = URL(string: url)?.path else {
         throw RawHTTPConnection.Failure(description: "tokens/create failed")
     }
-    let stream = try RawHTTPConnection(port: server.port)
+    let stream = try RawHTTPConnection(port: server.port, source: RawHTTPConnection.loopbackSource(forConnection: index))
     try stream.sendRequest("GET", path, token: server.token, accept: "text/event-stream")
     let (status, _) = try stream.readHead()
     guard status == 200 else { throw RawHTTPConnection.Failure(description: "event stream answered \(status)") }
@@ -359,7 +359,7 @@ func fanOut(_ options: BenchOptions, _ backend: BenchBackend) async throws -> [S
     let daemon = try pushDaemon("fanout", backend, connections: options.subscribers)
     var streams: [RawHTTPConnection] = []
     let writer = try RawHTTPConnection(port: daemon.port)
-    for _ in 0..<options.subscribers { streams.append(try openEventStream(daemon, control: writer)) }
+    for index in 0..<options.subscribers { streams.append(try openEventStream(daemon, control: writer, index: index)) }
     for stream in streams { _ = stream.drain() }
     let readiness = try ReadinessSet(streams)
     var lastArrivals: [Double] = []
@@ -514,7 +514,9 @@ func longPollFanOut(_ options: BenchOptions, _ backend: BenchBackend) async thro
     guard let url = try JSONValue.parse(created)["webcourierURL"]?.stringValue, let path = URL(string: url)?.path else {
         throw RawHTTPConnection.Failure(description: "tokens/create failed")
     }
-    let waiters = try (0..<options.subscribers).map { _ in try RawHTTPConnection(port: daemon.port) }
+    let waiters = try (0..<options.subscribers).map {
+        try RawHTTPConnection(port: daemon.port, source: RawHTTPConnection.loopbackSource(forConnection: $0))
+    }
     let readiness = try ReadinessSet(waiters)
     let writer = try RawHTTPConnection(port: daemon.port)
     var cursor: String?
