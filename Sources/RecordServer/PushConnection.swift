@@ -51,8 +51,16 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
 
+    /// Also where a closed connection is noticed: Hummingbird's idle-timeout handler, before this
+    /// one, does not pass `channelInactive` on.
     func handlerRemoved(context: ChannelHandlerContext) {
         unregister()
+        // The channel is closed: whoever asked to close it while it was parked may stop waiting
+        // (the framework's task awaits such a promise when its reader failed).
+        let closes = heldCloses
+        heldCloses = []
+        heldReads = []
+        for (_, promise) in closes { promise?.succeed() }
         self.context = nil
     }
 

@@ -88,6 +88,25 @@ final class ParkedConnectionTests: PushTestCase {
         streams[2].closeConnection()
     }
 
+    /// A long-poll whose client went away while it was parked (closed, or reset) must not hold
+    /// the daemon's shutdown: the framework waits for the close it asked for, which the parked
+    /// connection has to complete when the channel goes.
+    func testADaemonWithParkedLongPollsOfVanishedClientsStopsAtOnce() throws {
+        let courier = try createCourier()
+        let cursor = try startCursor(courier)
+        for reset in [false, true] {
+            let connection = try KeepAliveConnection(port: daemon.port, token: token)
+            try connection.send("GET", "\(courier)?since=\(percentEncoded(cursor))&timeout=60")
+            Thread.sleep(forTimeInterval: 0.2)
+            if reset { connection.resetOnClose() }
+            connection.close()
+        }
+        Thread.sleep(forTimeInterval: 0.3)
+        let stopping = Date()
+        try daemon.stop()
+        XCTAssertLessThan(Date().timeIntervalSince(stopping), 5, "SIGTERM ends the daemon promptly")
+    }
+
     private func connectedStreams() throws -> Int? {
         let text = try daemon.request("GET", "/metrics").text
         guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("scorebookd_subscribers_connected ") }) else { return nil }
@@ -110,6 +129,12 @@ final class KeepAliveConnection {
     }
 
     func close() { Glibc.close(fd) }
+
+    /// Makes `close` send a reset instead of a FIN (as a crashed client's kernel may).
+    func resetOnClose() {
+        var option = linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
+    }
 
     func send(_ method: String, _ target: String, headers: [(String, String)] = [], body: String = "") throws {
         var head = "\(method) \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAuthorization: Bearer \(token)\r\n"
