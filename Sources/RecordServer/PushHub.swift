@@ -335,15 +335,17 @@ package final class PushHub: Sendable {
             if stream.answersOnce { answered.append(stream) }
         }
         guard !writes.isEmpty else { return }
+        PushHub.writeOnTheirLoops(writes, shares: shares) { [weak self] in self?.deliveryWritten() }
         if !answered.isEmpty {
-            // A long-poll is answered once: forget it now, so a later wake cannot answer it again.
+            // A long-poll is answered once: forget it before the next wake (wakes run one at a
+            // time), after the writes are on their way. A connection that has meanwhile parked
+            // again has a new registration, which stays.
             state.withLock { state in
                 for stream in answered where state.streams[databaseID]?[ObjectIdentifier(stream.sink)] === stream {
                     state.streams[databaseID]?.removeValue(forKey: ObjectIdentifier(stream.sink))
                 }
             }
         }
-        PushHub.writeOnTheirLoops(writes, shares: shares) { [weak self] in self?.deliveryWritten() }
         // A stream cut at the batch limit has more waiting: read on for it.
         if !complete || aheadReads.values.contains(where: { $0.count >= PushHub.batchLimit }) { requestWakes([databaseID]) }
     }
