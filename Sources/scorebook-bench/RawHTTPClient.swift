@@ -19,26 +19,11 @@ final class RawHTTPConnection {
     init(host: String = "127.0.0.1", port: Int, source: String? = nil) throws {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket() failed: \(errno)") }
-        if let source {
-            var local = sockaddr_in()
-            local.sin_family = sa_family_t(AF_INET)
-            inet_pton(AF_INET, source, &local.sin_addr)
-            let bound = withUnsafePointer(to: &local) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            guard bound == 0 else {
-                close(fd)
-                throw Failure(description: "bind(\(source)) failed: \(errno)")
-            }
+        if let source, RawHTTPConnection.withAddress(source, port: 0, { bind(fd, $0, $1) }) != 0 {
+            close(fd)
+            throw Failure(description: "bind(\(source)) failed: \(errno)")
         }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        inet_pton(AF_INET, host, &address.sin_addr)
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard result == 0 else {
+        guard RawHTTPConnection.withAddress(host, port: port, { connect(fd, $0, $1) }) == 0 else {
             close(fd)
             throw Failure(description: "connect() failed: \(errno)")
         }
@@ -47,6 +32,17 @@ final class RawHTTPConnection {
     }
 
     deinit { close(fd) }
+
+    /// Calls `body` (bind or connect) with the IPv4 socket address of `host`:`port`.
+    private static func withAddress(_ host: String, port: Int, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        inet_pton(AF_INET, host, &address.sin_addr)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+    }
 
     /// The client address for the `index`th of many connections: 127.0.0.1 for the first
     /// 50,000, then 127.0.0.2, 127.0.0.3, … (see `init(host:port:source:)`).
