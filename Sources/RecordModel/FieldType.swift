@@ -34,6 +34,23 @@ public indirect enum FieldType: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// `wireName`'s bytes, without building a string (every field of every record written).
+    public func appendWireName(to out: inout [UInt8]) {
+        switch self {
+        case .string: out.appendLiteral("STRING")
+        case .int64: out.appendLiteral("INT64")
+        case .double: out.appendLiteral("DOUBLE")
+        case .timestamp: out.appendLiteral("TIMESTAMP")
+        case .bytes: out.appendLiteral("BYTES")
+        case .reference: out.appendLiteral("REFERENCE")
+        case .location: out.appendLiteral("LOCATION")
+        case .asset: out.appendLiteral("ASSETID")
+        case .list(let element):
+            element.appendWireName(to: &out)
+            out.appendLiteral("_LIST")
+        }
+    }
+
     public var description: String { wireName }
 
     public var isList: Bool {

@@ -142,11 +142,11 @@ extension Record {
             if !first { out.append(UInt8(ascii: ",")) }
             first = false
             JSONValue.appendString(name, to: &out)
-            out.append(contentsOf: #":{"value":"#.utf8)
+            out.appendLiteral(#":{"value":"#)
             field.value.serialize(into: &out)
-            out.append(contentsOf: #","type":""#.utf8)
-            out.append(contentsOf: field.type.wireName.utf8)
-            out.append(contentsOf: #""}"#.utf8)
+            out.appendLiteral(#","type":""#)
+            field.type.appendWireName(to: &out)
+            out.appendLiteral(#""}"#)
         }
         out.append(UInt8(ascii: "}"))
         return out

@@ -35,9 +35,11 @@ public struct ZoneID: Hashable, Sendable {
 /// The naming rules of CONTRACT §3.1.
 public enum Names {
     public static func isValidName(_ name: String) -> Bool {
-        let utf8 = name.utf8
-        guard (1...255).contains(utf8.count) else { return false }
-        return utf8.allSatisfy { $0 >= 0x20 && $0 <= 0x7E }
+        var name = name
+        // The contiguous bytes, not the UTF-8 view: every record of every batch passes here.
+        return name.withUTF8 { bytes in
+            (1...255).contains(bytes.count) && bytes.allSatisfy { $0 >= 0x20 && $0 <= 0x7E }
+        }
     }
 
     public static func validateRecordName(_ name: String) throws {
@@ -56,10 +58,11 @@ public enum Names {
 
     /// Record types and field names: an identifier of letters, digits and `_`, starting with a letter.
     public static func validateIdentifier(_ name: String, what: String) throws {
-        let utf8 = name.utf8
-        let valid = (1...255).contains(utf8.count)
-            && utf8.first!.isASCIILetter
-            && utf8.allSatisfy { $0.isASCIILetter || ($0 >= 0x30 && $0 <= 0x39) || $0 == UInt8(ascii: "_") }
+        var name = name
+        let valid = name.withUTF8 { bytes in
+            (1...255).contains(bytes.count) && bytes[0].isASCIILetter
+                && bytes.allSatisfy { $0.isASCIILetter || ($0 >= 0x30 && $0 <= 0x39) || $0 == UInt8(ascii: "_") }
+        }
         guard valid else {
             throw ServerError.badRequest("\(what) must be 1-255 letters, digits or '_', starting with a letter")
         }

@@ -2,7 +2,9 @@ import RecordModel
 import RecordStore
 
 extension RecordAPI {
-    func modifyRecords(_ body: JSONValue, _ scope: DatabaseScope, deviceID: String?) async throws -> JSONValue {
+    /// `records/modify`. `requestBytes`, the body as sent, lets a batch that cannot name an asset
+    /// skip the asset scan (`AssetFields.requestMayHoldAssets`).
+    func modifyRecords(_ body: JSONValue, _ scope: DatabaseScope, deviceID: String?, requestBytes: [UInt8]? = nil) async throws -> JSONValue {
         let zone = try ZoneID.fromRequest(body["zoneID"])
         let atomic = try body.optionalBool("atomic") ?? true
         let desiredKeys = try body.desiredKeys()
@@ -13,18 +15,34 @@ extension RecordAPI {
         // CloudKit's operation dictionary may carry its own desiredKeys, over the request's.
         var operationKeys: [String: Set<String>] = [:]
         let operations = try rawOperations.map { operation -> RecordOperation in
-            guard let name = operation["operationType"]?.stringValue, let type = RecordOperationType(rawValue: name) else {
-                throw ServerError.badRequest("unknown operationType \(operation["operationType"]?.serializedString() ?? "(none)")")
+            // One pass over the members, not a hashed look-up per key (400 operations a batch).
+            var typeJSON: JSONValue?, record: JSONValue?, keysJSON: JSONValue?
+            if case .object(let members) = operation {
+                for (key, value) in members {
+                    switch key {
+                    case "operationType": typeJSON = value
+                    case "record": record = value
+                    case "desiredKeys": keysJSON = value
+                    default: continue
+                    }
+                }
             }
-            guard let record = operation["record"], case .object = record else {
+            guard let name = typeJSON?.stringValue, let type = RecordOperationType(rawValue: name) else {
+                throw ServerError.badRequest("unknown operationType \(typeJSON?.serializedString() ?? "(none)")")
+            }
+            guard let record, case .object = record else {
                 throw ServerError.badRequest("operation \(name) needs a record object")
             }
-            if let keys = try operation.desiredKeys(), let recordName = record["recordName"]?.stringValue { operationKeys[recordName] = keys }
-            return RecordOperation(type: type, record: record)
+            let operation = RecordOperation(type: type, record: record)
+            if let keysJSON, let keys = try JSONValue.object(["desiredKeys": keysJSON]).desiredKeys(), let recordName = operation.recordName {
+                operationKeys[recordName] = keys
+            }
+            return operation
         }
         let keysByRecord = operationKeys
         // Asset values are checked (receipts) and made canonical before the store sees the batch.
-        let prepared = try await prepareAssets(operations, scope, zone: zone)
+        let prepared = try await requestBytes.map(AssetFields.requestMayHoldAssets) == false
+            ? PreparedAssets(operations: operations) : prepareAssets(operations, scope, zone: zone)
         let results: [RecordOperationResult]
         if prepared.refused.isEmpty {
             results = try await self.store.modifyRecords(scope, zone: zone, operations: prepared.operations, atomic: atomic, deviceID: deviceID)
@@ -45,12 +63,15 @@ extension RecordAPI {
             return []
         }
         if !spent.isEmpty { try await store.markAssetsAttached(receipts: spent) }
+        let links = AssetLinks.current  // a task-local: read once, not once a record
         let entries = JSONValue.rawArray(results, estimatedBytes: { result in
             if case .saved(let record) = result { return record.estimatedJSONBytes }
             return 160
         }, write: { result, out in
             switch result {
-            case .saved(let record): record.write(into: &out, desiredKeys: keysByRecord[record.recordName] ?? desiredKeys)
+            case .saved(let record):
+                record.write(into: &out, desiredKeys: keysByRecord.isEmpty ? desiredKeys : keysByRecord[record.recordName] ?? desiredKeys,
+                             links: links)
             case .deleted(let name): JSONValue.object(["recordName": .string(name), "deleted": true]).serialize(into: &out)
             case .failed(let error): error.json().serialize(into: &out)
             }

@@ -240,7 +240,8 @@ package final class RecordAPI: Sendable {
         case "changes/database": return try await databaseChanges(body, scope, metaSyncToken: false)
         case "records/modify":
             // An empty X-Device-ID names no device.
-            return try await modifyRecords(body, scope, deviceID: request.deviceID.flatMap { $0.isEmpty ? nil : $0 })
+            return try await modifyRecords(body, scope, deviceID: request.deviceID.flatMap { $0.isEmpty ? nil : $0 },
+                                           requestBytes: request.body)
         case "records/lookup": return try await lookupRecords(body, scope)
         case "records/query": return try await queryRecords(body, scope)
         case "records/changes": return try await recordChanges(body, scope)

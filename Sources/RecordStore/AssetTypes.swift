@@ -140,6 +140,20 @@ package enum AssetFields {
 
     private static let assetMarker = Array(#""ASSETID"#.utf8)
 
+    /// Whether a `records/modify` body may name an asset: a type `ASSETID` or `ASSETID_LIST`, or
+    /// an untyped value with `receipt`, `fileChecksum` or `downloadURL` (`RecordAPI.assetValue`).
+    /// A body with a backslash may spell any of them as escapes, so it may. A body that may not
+    /// skips the asset scan, 400 records of hashed look-ups.
+    package static func requestMayHoldAssets(_ body: [UInt8]) -> Bool {
+        body.withUnsafeBytes { haystack in
+            requestAssetMarkers.contains { needle in
+                needle.withUnsafeBytes { cMemmem(haystack.baseAddress, haystack.count, $0.baseAddress, $0.count) != nil }
+            }
+        }
+    }
+
+    private static let requestAssetMarkers = ["ASSETID", "receipt", "fileChecksum", "downloadURL", "\\"].map { Array($0.utf8) }
+
     /// (field name, hex checksum) of every asset in a stored fields dictionary.
     package static func checksums(inFieldsJSON fieldsJSON: [UInt8]) -> [(field: String, checksum: String)] {
         guard mayHoldAssets(fieldsJSON), let fields = try? JSONValue.parse(fieldsJSON).objectValue else { return [] }

@@ -173,14 +173,19 @@ package struct StoredRecord: Sendable {
     package var estimatedJSONBytes: Int { fieldsJSON.count + recordName.utf8.count + recordType.utf8.count + 320 + (shareJSON?.count ?? 0) }
 
     package func write(into out: inout [UInt8], desiredKeys: Set<String>? = nil) {
-        out.append(contentsOf: #"{"recordName":"#.utf8)
+        write(into: &out, desiredKeys: desiredKeys, links: AssetLinks.current)
+    }
+
+    /// As `write(into:desiredKeys:)`, with the request's `AssetLinks` read once by the caller.
+    package func write(into out: inout [UInt8], desiredKeys: Set<String>?, links: AssetLinks?) {
+        out.appendLiteral(#"{"recordName":"#)
         JSONValue.appendString(recordName, to: &out)
-        out.append(contentsOf: #","recordType":"#.utf8)
+        out.appendLiteral(#","recordType":"#)
         JSONValue.appendString(recordType, to: &out)
-        out.append(contentsOf: #","recordChangeTag":"#.utf8)
+        out.appendLiteral(#","recordChangeTag":"#)
         JSONValue.appendString(changeTag, to: &out)
-        out.append(contentsOf: #","fields":"#.utf8)
-        if let links = AssetLinks.current, AssetFields.mayHoldAssets(fieldsJSON) {
+        out.appendLiteral(#","fields":"#)
+        if let links, AssetFields.mayHoldAssets(fieldsJSON) {
             // Each asset gets the download URL for this request's caller.
             var all = (try? JSONValue.parse(fieldsJSON).objectValue) ?? [:]
             if let desiredKeys { all = all.filter { desiredKeys.contains($0.key) } }
@@ -196,19 +201,19 @@ package struct StoredRecord: Sendable {
             out.append(UInt8(ascii: ","))
             out.append(contentsOf: shareJSON)
         }
-        out.append(contentsOf: #","created":"#.utf8)
+        out.appendLiteral(#","created":"#)
         StoredRecord.write(created, to: &out)
-        out.append(contentsOf: #","modified":"#.utf8)
+        out.appendLiteral(#","modified":"#)
         StoredRecord.write(modified, to: &out)
-        out.append(contentsOf: #","zoneID":{"zoneName":"#.utf8)
+        out.appendLiteral(#","zoneID":{"zoneName":"#)
         JSONValue.appendString(zoneID.zoneName, to: &out)
         if let owner = zoneID.ownerRecordName {
-            out.append(contentsOf: #","ownerRecordName":"#.utf8)
+            out.appendLiteral(#","ownerRecordName":"#)
             JSONValue.appendString(owner, to: &out)
         }
         out.append(UInt8(ascii: "}"))
         if let parent {
-            out.append(contentsOf: #","parent":{"recordName":"#.utf8)
+            out.appendLiteral(#","parent":{"recordName":"#)
             JSONValue.appendString(parent, to: &out)
             out.append(UInt8(ascii: "}"))
         }
@@ -216,14 +221,14 @@ package struct StoredRecord: Sendable {
     }
 
     private static func write(_ stamp: ChangeStamp, to out: inout [UInt8]) {
-        out.append(contentsOf: #"{"timestamp":"#.utf8)
+        out.appendLiteral(#"{"timestamp":"#)
         out.append(contentsOf: String(stamp.timestamp).utf8)
         if let user = stamp.userRecordName {
-            out.append(contentsOf: #","userRecordName":"#.utf8)
+            out.appendLiteral(#","userRecordName":"#)
             JSONValue.appendString(user, to: &out)
         }
         // Always present: some CloudKit clients drop the whole stamp without it (CONTRACT §3.12).
-        out.append(contentsOf: #","deviceID":"#.utf8)
+        out.appendLiteral(#","deviceID":"#)
         JSONValue.appendString(stamp.deviceID ?? ChangeStamp.placeholderDeviceID, to: &out)
         out.append(UInt8(ascii: "}"))
     }

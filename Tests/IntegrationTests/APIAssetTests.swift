@@ -164,6 +164,13 @@ class APIAssetTests: DaemonTestCase {
         assertBadRequest(try refusal(bob, person(uniqueName("Person"), avatar: ["fileChecksum": file["fileChecksum"]!, "size": 10_000])),
                          "a checksum of another user's bytes")
         assertBadRequest(try refusal(alice, person(uniqueName("Person"), avatar: ["size": 3])), "an asset without receipt or checksum")
+        // A forged receipt whose type and key are spelled as JSON escapes is still checked: the
+        // server skips the asset scan only for a body that cannot name an asset.
+        let escaped = #"{"zoneID":{"zoneName":"\#(zone)"},"operations":[{"operationType":"create","record":{"recordName":"\#(uniqueName("Person"))","#
+            + #""recordType":"Person","fields":{"avatar":{"type":"\u0041SSETID","value":{"\u0072eceipt":"00112233445566778899aabbccddeeff0011223344556677"}}}}}]}"#
+        let escapedAnswer = try daemon.post(path("records/modify"), token: alice, json: escaped)
+        XCTAssertEqual(escapedAnswer.status, 200, escapedAnswer.body.serializedString())
+        assertBadRequest(escapedAnswer.body["records"]?.arrayValue ?? [], "a forged receipt spelled with escapes")
 
         // An atomic batch with one bad asset saves nothing.
         let atomic = try ok("records/modify", alice, modifyBody([
