@@ -77,14 +77,22 @@ struct JSONParser {
     }
 
     mutating func parseObject() throws -> JSONValue {
+        // Room for the usual small object (a field's value and type, a record's name, type and
+        // fields) in one allocation, instead of growing through capacities 1 and 3.
+        var members = [String: JSONValue](minimumCapacity: 4)
+        try readObject { parser, key in members[key] = try parser.parseValue() }
+        return .object(members)
+    }
+
+    /// Reads the object at `index` (its `{`), calling `member` for each key with the parser at
+    /// the key's value, which `member` must read. Readers of a known shape (`RecordDraft`) keep
+    /// what they need without a dictionary.
+    mutating func readObject(_ member: (inout JSONParser, String) throws -> Void) throws {
         try enter()
         defer { depth -= 1 }
         index += 1
         skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object([:]) }
-        // Room for the usual small object (a field's value and type, a record's name, type and
-        // fields) in one allocation, instead of growing through capacities 1 and 3.
-        var members = [String: JSONValue](minimumCapacity: 4)
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return }
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a string key") }
@@ -93,31 +101,46 @@ struct JSONParser {
             guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
             index += 1
             skipWhitespace()
-            members[key] = try parseValue()
+            try member(&self, key)
             skipWhitespace()
             guard index < bytes.count else { throw fail("unexpected end of input") }
             if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-            if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+            if bytes[index] == UInt8(ascii: "}") { index += 1; return }
             throw fail("expected ',' or '}'")
         }
     }
 
     mutating func parseArray() throws -> JSONValue {
+        var elements: [JSONValue] = []
+        try readArray { parser in elements.append(try parser.parseValue()) }
+        return .array(elements)
+    }
+
+    /// Reads the array at `index` (its `[`), calling `element` with the parser at each element,
+    /// which `element` must read.
+    mutating func readArray(_ element: (inout JSONParser) throws -> Void) throws {
         try enter()
         defer { depth -= 1 }
         index += 1
-        var elements: [JSONValue] = []
         skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return .array(elements) }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return }
         while true {
             skipWhitespace()
-            elements.append(try parseValue())
+            guard index < bytes.count else { throw fail("unexpected end of input") }
+            try element(&self)
             skipWhitespace()
             guard index < bytes.count else { throw fail("unexpected end of input") }
             if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-            if bytes[index] == UInt8(ascii: "]") { index += 1; return .array(elements) }
+            if bytes[index] == UInt8(ascii: "]") { index += 1; return }
             throw fail("expected ',' or ']'")
         }
+    }
+
+    /// The next value's first byte (after whitespace), if any: readers of a known shape check
+    /// for `{` or `[` before reading it their way.
+    mutating func peek() -> UInt8? {
+        skipWhitespace()
+        return index < bytes.count ? bytes[index] : nil
     }
 
     mutating func parseString() throws -> String {

@@ -68,62 +68,50 @@ extension Record {
     /// Reads a record dictionary as a client sends it. `recordType` may be empty when the request
     /// leaves it out (an update of an existing record); `schemaType` gives a field's declared type.
     public init(requestJSON json: JSONValue, schemaType: (_ recordType: String, _ field: String) -> FieldType?) throws {
-        guard case .object(let members) = json else { throw ServerError.badRequest("record must be an object") }
-        // One pass over the members instead of a hashed lookup per key: a batch of 400 records
-        // spent more time hashing keys here than SQLite spent storing them.
-        var nameJSON: JSONValue?, typeJSON: JSONValue?, tagJSON: JSONValue?, fieldsJSON: JSONValue?, parentJSON: JSONValue?, zoneJSON: JSONValue?
-        for (key, value) in members {
-            switch key {
-            case "recordName": nameJSON = value
-            case "recordType": typeJSON = value
-            case "recordChangeTag": tagJSON = value
-            case "fields": fieldsJSON = value
-            case "parent": parentJSON = value
-            case "zoneID": zoneJSON = value
-            default: continue
-            }
-        }
-        guard let name = nameJSON?.stringValue else { throw ServerError.badRequest("record.recordName must be a string") }
+        try self.init(draft: RecordDraft(json: json), schemaType: schemaType)
+    }
+
+    /// Checks a record as a client sent it (`RecordDraft`) and reads it; see `init(requestJSON:schemaType:)`.
+    public init(draft: RecordDraft, schemaType: (_ recordType: String, _ field: String) -> FieldType?) throws {
+        guard draft.isObject else { throw ServerError.badRequest("record must be an object") }
+        guard let name = draft.recordName?.stringValue else { throw ServerError.badRequest("record.recordName must be a string") }
         try Names.validateRecordName(name)
         self.recordName = name
-        if let typeJSON, !typeJSON.isNull {
+        if let typeJSON = draft.recordType, !typeJSON.isNull {
             guard let type = typeJSON.stringValue else { throw ServerError.badRequest("recordType must be a string").with(recordName: name) }
             try Names.validateIdentifier(type, what: "recordType")
             self.recordType = type
         } else {
             self.recordType = ""
         }
-        if let tag = tagJSON, !tag.isNull {
+        if let tag = draft.recordChangeTag, !tag.isNull {
             guard let tagString = tag.stringValue else { throw ServerError.badRequest("recordChangeTag must be a string") }
             self.recordChangeTag = tagString
         }
         self.fields = [:]
-        if let fieldsJSON, !fieldsJSON.isNull {
-            guard let members = fieldsJSON.objectValue else { throw ServerError.badRequest("record.fields must be an object") }
-            fields.reserveCapacity(members.count)
-            for (fieldName, fieldJSON) in members {
-                try Names.validateIdentifier(fieldName, what: "field name")
-                var value: JSONValue?, type: JSONValue?
-                if case .object(let parts) = fieldJSON {
-                    for (key, part) in parts {
-                        if key == "value" { value = part } else if key == "type" { type = part }
-                    }
-                }
-                if value?.isNull == true || fieldJSON.isNull {
-                    removedFieldNames.insert(fieldName)
+        switch draft.fields {
+        case .absent, .notAnObject(.null): break
+        case .notAnObject: throw ServerError.badRequest("record.fields must be an object")
+        case .list(let list):
+            fields.reserveCapacity(list.count)
+            for field in list {
+                try Names.validateIdentifier(field.name, what: "field name")
+                if field.value?.isNull == true || field.notAnObject?.isNull == true {
+                    removedFieldNames.insert(field.name)
                     continue
                 }
-                fields[fieldName] = try FieldValue(value: value, typeJSON: type, fieldName: fieldName, schemaType: schemaType(recordType, fieldName))
+                fields[field.name] = try FieldValue(value: field.value, typeJSON: field.type, fieldName: field.name,
+                                                    schemaType: schemaType(recordType, field.name))
             }
         }
-        if let parentJSON, !parentJSON.isNull {
+        if let parentJSON = draft.parent, !parentJSON.isNull {
             guard let parentName = parentJSON["recordName"]?.stringValue else {
                 throw ServerError.badRequest("record.parent must be an object with a recordName")
             }
             try Names.validateRecordName(parentName)
             self.parent = parentName
         }
-        if let zone = zoneJSON, !zone.isNull { self.zoneID = try ZoneID(json: zone) }
+        if let zone = draft.zoneID, !zone.isNull { self.zoneID = try ZoneID(json: zone) }
     }
 
     /// Reads a record dictionary as the server sends it (client side).

@@ -2,42 +2,36 @@ import RecordModel
 import RecordStore
 
 extension RecordAPI {
-    /// `records/modify`. `requestBytes`, the body as sent, lets a batch that cannot name an asset
-    /// skip the asset scan (`AssetFields.requestMayHoldAssets`).
-    func modifyRecords(_ body: JSONValue, _ scope: DatabaseScope, deviceID: String?, requestBytes: [UInt8]? = nil) async throws -> JSONValue {
+    /// `records/modify`, its body read straight into drafts (`ModifyRequestBody`).
+    /// `requestBytes`, the body as sent, lets a batch that cannot name an asset skip the asset
+    /// scan (`AssetFields.requestMayHoldAssets`).
+    func modifyRecords(_ request: ModifyRequestBody, _ scope: DatabaseScope, deviceID: String?, requestBytes: [UInt8]? = nil) async throws
+        -> JSONValue
+    {
+        let body = JSONValue.object(request.members)
         let zone = try ZoneID.fromRequest(body["zoneID"])
         let atomic = try body.optionalBool("atomic") ?? true
         let desiredKeys = try body.desiredKeys()
-        let rawOperations = try body.requiredArray("operations")
+        guard let rawOperations = request.operations else { throw ServerError.badRequest("operations must be an array") }
         guard rawOperations.count <= 400 else {
             throw ServerError(.limitExceeded, "at most 400 operations per request, got \(rawOperations.count)")
         }
         // CloudKit's operation dictionary may carry its own desiredKeys, over the request's.
         var operationKeys: [String: Set<String>] = [:]
         let operations = try rawOperations.map { operation -> RecordOperation in
-            // One pass over the members, not a hashed look-up per key (400 operations a batch).
-            var typeJSON: JSONValue?, record: JSONValue?, keysJSON: JSONValue?
-            if case .object(let members) = operation {
-                for (key, value) in members {
-                    switch key {
-                    case "operationType": typeJSON = value
-                    case "record": record = value
-                    case "desiredKeys": keysJSON = value
-                    default: continue
-                    }
-                }
+            guard let name = operation.operationType?.stringValue, let type = RecordOperationType(rawValue: name) else {
+                throw ServerError.badRequest("unknown operationType \(operation.operationType?.serializedString() ?? "(none)")")
             }
-            guard let name = typeJSON?.stringValue, let type = RecordOperationType(rawValue: name) else {
-                throw ServerError.badRequest("unknown operationType \(typeJSON?.serializedString() ?? "(none)")")
-            }
-            guard let record, case .object = record else {
+            guard let record = operation.record, record.isObject else {
                 throw ServerError.badRequest("operation \(name) needs a record object")
             }
-            let operation = RecordOperation(type: type, record: record)
-            if let keysJSON, let keys = try JSONValue.object(["desiredKeys": keysJSON]).desiredKeys(), let recordName = operation.recordName {
+            let recordOperation = RecordOperation(type: type, draft: record)
+            if let keysJSON = operation.desiredKeys, let keys = try JSONValue.object(["desiredKeys": keysJSON]).desiredKeys(),
+                let recordName = recordOperation.recordName
+            {
                 operationKeys[recordName] = keys
             }
-            return operation
+            return recordOperation
         }
         let keysByRecord = operationKeys
         // Asset values are checked (receipts) and made canonical before the store sees the batch.

@@ -214,6 +214,8 @@ package final class RecordAPI: Sendable {
             guard RecordAPI.getOperations.contains(operation) else { throw ServerError.badRequest("\(operation) needs POST") }
             return [:]
         case .post:
+            // records/modify reads its body itself, straight into record drafts (`ModifyRequestBody`).
+            if operation == "records/modify" { return [:] }
             if request.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return [:] }
             let json = try JSONValue.parse(request.body)
             guard case .object = json else { throw ServerError.badRequest("the request body must be a JSON object") }
@@ -240,7 +242,11 @@ package final class RecordAPI: Sendable {
         case "changes/database": return try await databaseChanges(body, scope, metaSyncToken: false)
         case "records/modify":
             // An empty X-Device-ID names no device.
-            return try await modifyRecords(body, scope, deviceID: request.deviceID.flatMap { $0.isEmpty ? nil : $0 },
+            // Read straight from the bytes (`parseBody` leaves this body to it).
+            guard let modify = try ModifyRequestBody.parse(request.body) else {
+                throw ServerError.badRequest("the request body must be a JSON object")
+            }
+            return try await modifyRecords(modify, scope, deviceID: request.deviceID.flatMap { $0.isEmpty ? nil : $0 },
                                            requestBytes: request.body)
         case "records/lookup": return try await lookupRecords(body, scope)
         case "records/query": return try await queryRecords(body, scope)

@@ -138,7 +138,7 @@ package enum RecordRules {
                              scope: DatabaseScope, enforcer transactionEnforcer: SchemaEnforcer) throws -> Plan
     {
         try AccessRules.checkWrite(scope, recordName: name, live: live)
-        let tagJSON = operation.record["recordChangeTag"]
+        let tagJSON = operation.draft.recordChangeTag
         if let tagJSON, !tagJSON.isNull, tagJSON.stringValue == nil {
             throw ServerError.badRequest("recordChangeTag must be a string")
         }
@@ -176,7 +176,7 @@ package enum RecordRules {
         // The record's type is the same for all its fields: its declared fields are fetched once.
         var declaredFor: String?
         var declared = SchemaEnforcer.TypeFields.none
-        var record = try Record(requestJSON: operation.record) { type, field in
+        var record = try Record(draft: operation.draft) { type, field in
             let recordType = type.isEmpty ? (live?.type ?? "") : type
             if declaredFor != recordType {
                 declaredFor = recordType
@@ -196,7 +196,7 @@ package enum RecordRules {
             for (field, value) in record.fields { merged[field] = value }
             for field in record.removedFieldNames { merged[field] = nil }
             record.fields = merged
-            if operation.record["parent"] == nil { record.parent = live.parent }
+            if operation.draft.parent == nil { record.parent = live.parent }
         }
         // An unchanged parent is not checked again: parents do not cascade, so it may have been
         // deleted since, and that must not make the child unchangeable.

@@ -119,15 +119,27 @@ package enum RecordOperationType: String, Sendable, CaseIterable {
 /// because the types of fields sent without `type` come from the schema the store owns.
 package struct RecordOperation: Sendable {
     package var type: RecordOperationType
-    package var record: JSONValue { didSet { recordName = record["recordName"]?.stringValue } }
+    /// The record as sent, read member by member (`records/modify` reads it straight from the
+    /// request's bytes).
+    package var draft: RecordDraft { didSet { recordName = draft.recordName?.stringValue } }
     /// The record's `recordName` when it is a string, read once: a batch asks for it several times
     /// an operation.
     package private(set) var recordName: String?
 
-    package init(type: RecordOperationType, record: JSONValue) {
+    package init(type: RecordOperationType, draft: RecordDraft) {
         self.type = type
-        self.record = record
-        self.recordName = record["recordName"]?.stringValue
+        self.draft = draft
+        self.recordName = draft.recordName?.stringValue
+    }
+
+    package init(type: RecordOperationType, record: JSONValue) {
+        self.init(type: type, draft: RecordDraft(json: record))
+    }
+
+    /// The record dictionary, for the readers of a whole record (shares, asset values).
+    package var record: JSONValue {
+        get { draft.json }
+        set { draft = RecordDraft(json: newValue) }
     }
 }
 
