@@ -109,8 +109,29 @@ package enum RecordRules {
     }
 
     package static func changeTag(zoneRowID: Int64, sequence: Int64) -> String {
-        String(zoneRowID, radix: 36) + "-" + String(sequence, radix: 36)
+        // Digits written into one small buffer: `String(_:radix:)` (generic) and the two
+        // concatenations were 4% of a batch write's store time.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 27) { buffer in
+            var end = 0
+            func append(_ value: Int64) {
+                var value = UInt64(bitPattern: max(value, 0))
+                let start = end
+                repeat {
+                    buffer[end] = base36Digits[Int(value % 36)]
+                    value /= 36
+                    end += 1
+                } while value > 0
+                buffer[start..<end].reverse()
+            }
+            append(zoneRowID)
+            buffer[end] = UInt8(ascii: "-")
+            end += 1
+            append(sequence)
+            return String(decoding: UnsafeBufferPointer(rebasing: buffer[0..<end]), as: UTF8.self)
+        }
     }
+
+    private static let base36Digits = Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8)
 
     /// What one operation does, decided from the record's current row.
     package enum Plan {

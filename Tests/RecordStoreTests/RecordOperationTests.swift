@@ -6,6 +6,13 @@ import TestSupport
 
 /// The seven operation types of `records/modify` (CONTRACT §3.2) and their errors.
 final class RecordOperationTests: StoreTestCase {
+    func testAChangeTagIsTheZoneAndSequenceInBase36() {
+        for (zone, sequence) in [(Int64(1), Int64(0)), (2, 1), (35, 36), (1_296, 46_655), (7, Int64.max)] {
+            XCTAssertEqual(RecordRules.changeTag(zoneRowID: zone, sequence: sequence),
+                           String(zone, radix: 36) + "-" + String(sequence, radix: 36))
+        }
+    }
+
     func testCreateStoresTheRecordWithATagAndStampsAndRefusesATakenName() throws {
         let saved = try save(dev, record("g1", "Game", ["name": field("Catan", "STRING"), "rounds": field(3, "INT64")]))
         XCTAssertEqual(saved.recordType, "Game")
