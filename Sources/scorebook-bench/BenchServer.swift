@@ -113,6 +113,13 @@ struct Stats {
     var p99: Double { percentile(99) }
 }
 
+/// User and system CPU seconds of this process, all threads.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}
+
 func now() -> Double {
     var spec = timespec()
     clock_gettime(CLOCK_MONOTONIC, &spec)
