@@ -33,7 +33,7 @@ extension JSONValue {
         switch self {
         case .null: out.append(contentsOf: "null".utf8)
         case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
-        case .int(let i): out.append(contentsOf: String(i).utf8)
+        case .int(let i): JSONValue.appendInteger(i, to: &out)
         case .double(let d): JSONValue.appendDouble(d, to: &out)
         case .string(let s): JSONValue.appendString(s, to: &out)
         case .raw(let bytes): out.append(contentsOf: bytes)
@@ -72,6 +72,22 @@ extension JSONValue {
     }
 
     static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// An integer's decimal digits, without making a `String` (every record's two timestamps and
+    /// every INT64 field of every answer).
+    public static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var count = 0
+            repeat {
+                digits[19 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+                count += 1
+            } while magnitude > 0
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[(20 - count)...]))
+        }
+    }
 
     public static func appendString(_ string: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))

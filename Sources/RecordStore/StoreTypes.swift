@@ -234,7 +234,7 @@ package struct StoredRecord: Sendable {
 
     private static func write(_ stamp: ChangeStamp, to out: inout [UInt8]) {
         out.appendLiteral(#"{"timestamp":"#)
-        out.append(contentsOf: String(stamp.timestamp).utf8)
+        JSONValue.appendInteger(stamp.timestamp, to: &out)
         if let user = stamp.userRecordName {
             out.appendLiteral(#","userRecordName":"#)
             JSONValue.appendString(user, to: &out)

@@ -24,7 +24,9 @@ public final class SQLiteStatement {
 
     public func bind(_ values: [SQLValue]) throws {
         sqlite3_reset(handle)
-        sqlite3_clear_bindings(handle)
+        // Every parameter is bound again below when all are given (the usual case): clearing
+        // them first showed in the write path's profile.
+        if values.count < Int(sqlite3_bind_parameter_count(handle)) { sqlite3_clear_bindings(handle) }
         for (offset, value) in values.enumerated() {
             let index = Int32(offset + 1)
             let rc: Int32

@@ -115,6 +115,9 @@ final class JSONValueTests: XCTestCase {
         XCTAssertEqual(try parse(JSONValue.double(1e300).serializedString()), .double(1e300))
         XCTAssertEqual(try parse(JSONValue.double(Double.leastNonzeroMagnitude).serializedString()), .double(Double.leastNonzeroMagnitude))
         XCTAssertEqual(try parse(JSONValue.int(.min).serializedString()), .int(.min))
+        for integer in [0, 7, -1, 10, 1_700_000_000_000, Int64.max, Int64.min] {
+            XCTAssertEqual(JSONValue.int(integer).serializedString(), String(integer))
+        }
     }
 
     func testAccessors() {
