@@ -115,7 +115,9 @@ public struct RecordDraft: Equatable, Sendable {
                 return
             }
             var list: [Field] = []
-            var names: Set<String>?  // a repeated name keeps its last value; a set only for many fields
+            // A repeated name keeps its last value, in the first one's place: found by a scan
+            // among a few fields, through an index among many (a body of many repeats stays linear).
+            var positions: [String: Int]?
             try parser.readObject { parser, name in
                 var field = Field(name: name)
                 if parser.peek() == UInt8(ascii: "{") {
@@ -129,13 +131,15 @@ public struct RecordDraft: Equatable, Sendable {
                 } else {
                     field.notAnObject = try parser.parseValue()
                 }
+                let earlier: Int?
                 if list.count < 16 {
-                    if let earlier = list.firstIndex(where: { $0.name == name }) { list.remove(at: earlier) }
+                    earlier = list.firstIndex { $0.name == name }
                 } else {
-                    if names == nil { names = Set(list.map(\.name)) }
-                    if !names!.insert(name).inserted { list.removeAll { $0.name == name } }
+                    if positions == nil { positions = Dictionary(list.enumerated().map { ($1.name, $0) }, uniquingKeysWith: { $1 }) }
+                    earlier = positions![name]
+                    if earlier == nil { positions![name] = list.count }
                 }
-                list.append(field)
+                if let earlier { list[earlier] = field } else { list.append(field) }
             }
             draft.fields = .list(list)
         }

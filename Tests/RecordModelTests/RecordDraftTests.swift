@@ -66,6 +66,21 @@ final class RecordDraftTests: XCTestCase {
         XCTAssertEqual(manyFields.removedFieldNames, ["f19"])
     }
 
+    func testManyRepeatedFieldsKeepTheirLastValues() throws {
+        // Each repeat replaces its field in place (found through an index among many fields), so
+        // a body of many repeats reads in linear time; the values are the last ones sent.
+        let count = 5_000
+        let first = (0..<count).map { #""f\#($0)": {"value": 0}"# }
+        let again = (0..<count).map { #""f\#($0)": {"value": \#($0)}"# }
+        let text = #"{"operations": [{"operationType": "create", "record": {"recordName": "A", "fields": {\#((first + again).joined(separator: ","))}}}]}"#
+        let body = try XCTUnwrap(ModifyRequestBody.parse(Array(text.utf8)))
+        let record = try Record(draft: XCTUnwrap(body.operations?.first?.record)) { _, _ in nil }
+        XCTAssertEqual(record.fields.count, count)
+        XCTAssertEqual(record.fields["f4999"]?.value, 4_999)
+        XCTAssertEqual(record.fields["f7"]?.value, 7)
+        XCTAssertEqual(try records(text).first?["fields"]?.objectValue?.count, count)
+    }
+
     func testShapesThatAreRefusedAreRefusedTheSameWay() throws {
         // Records and fields of the wrong shape read as drafts the checks refuse.
         let text = #"""
