@@ -13,6 +13,11 @@ extension JSONValue {
         try parse(Array(text.utf8))
     }
 
+    /// Whether a body is empty or only whitespace (which requests treat as `{}`).
+    public static func isBlank(_ bytes: [UInt8]) -> Bool {
+        bytes.allSatisfy { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
+    }
+
     public static func parse(_ bytes: [UInt8]) throws -> JSONValue {
         try bytes.withUnsafeBufferPointer { buffer in
             var parser = JSONParser(bytes: buffer)

@@ -77,17 +77,27 @@ extension JSONValue {
     /// every INT64 field of every answer).
     public static func appendInteger(_ value: Int64, to out: inout [UInt8]) {
         if value < 0 { out.append(UInt8(ascii: "-")) }
-        var magnitude = value.magnitude
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
-            var count = 0
-            repeat {
-                digits[19 - count] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-                count += 1
-            } while magnitude > 0
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[(20 - count)...]))
+            var end = 0
+            writeDigits(value.magnitude, radix: 10, into: digits, at: &end)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: digits[..<end]))
         }
     }
+
+    /// Writes `value`'s digits in `radix` (2 to 36, lower-case letters) into `buffer` from `end`,
+    /// advancing `end`; the buffer needs room for them (64 for any radix, 20 in base 10).
+    public static func writeDigits(_ value: UInt64, radix: UInt64, into buffer: UnsafeMutableBufferPointer<UInt8>, at end: inout Int) {
+        var value = value
+        let start = end
+        repeat {
+            buffer[end] = digitCharacters[Int(value % radix)]
+            value /= radix
+            end += 1
+        } while value > 0
+        buffer[start..<end].reverse()
+    }
+
+    private static let digitCharacters = Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8)
 
     public static func appendString(_ string: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))

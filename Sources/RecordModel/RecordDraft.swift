@@ -164,7 +164,7 @@ public struct ModifyRequestBody: Sendable {
     /// Parses a body; blank is `{}`, as for every operation. Nil for a body that is JSON but not
     /// an object; `JSONParseError` for one that is not JSON.
     public static func parse(_ bytes: [UInt8]) throws -> ModifyRequestBody? {
-        if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return ModifyRequestBody() }
+        if JSONValue.isBlank(bytes) { return ModifyRequestBody() }
         return try bytes.withUnsafeBufferPointer { buffer -> ModifyRequestBody? in
             var parser = JSONParser(bytes: buffer)
             guard parser.peek() == UInt8(ascii: "{") else {

@@ -5,9 +5,7 @@ extension RecordAPI {
     /// `records/modify`, its body read straight into drafts (`ModifyRequestBody`).
     /// `requestBytes`, the body as sent, lets a batch that cannot name an asset skip the asset
     /// scan (`AssetFields.requestMayHoldAssets`).
-    func modifyRecords(_ request: ModifyRequestBody, _ scope: DatabaseScope, deviceID: String?, requestBytes: [UInt8]? = nil) async throws
-        -> JSONValue
-    {
+    func modifyRecords(_ request: ModifyRequestBody, _ scope: DatabaseScope, deviceID: String?, requestBytes: [UInt8]) async throws -> JSONValue {
         let body = JSONValue.object(request.members)
         let zone = try ZoneID.fromRequest(body["zoneID"])
         let atomic = try body.optionalBool("atomic") ?? true
@@ -26,17 +24,15 @@ extension RecordAPI {
                 throw ServerError.badRequest("operation \(name) needs a record object")
             }
             let recordOperation = RecordOperation(type: type, draft: record)
-            if let keysJSON = operation.desiredKeys, let keys = try JSONValue.object(["desiredKeys": keysJSON]).desiredKeys(),
-                let recordName = recordOperation.recordName
-            {
+            if let keys = try JSONValue.desiredKeys(operation.desiredKeys), let recordName = recordOperation.recordName {
                 operationKeys[recordName] = keys
             }
             return recordOperation
         }
         let keysByRecord = operationKeys
         // Asset values are checked (receipts) and made canonical before the store sees the batch.
-        let prepared = try await requestBytes.map(AssetFields.requestMayHoldAssets) == false
-            ? PreparedAssets(operations: operations) : prepareAssets(operations, scope, zone: zone)
+        let prepared = AssetFields.requestMayHoldAssets(requestBytes)
+            ? try await prepareAssets(operations, scope, zone: zone) : PreparedAssets(operations: operations)
         let results: [RecordOperationResult]
         if prepared.refused.isEmpty {
             results = try await self.store.modifyRecords(scope, zone: zone, operations: prepared.operations, atomic: atomic, deviceID: deviceID)

@@ -216,7 +216,7 @@ package final class RecordAPI: Sendable {
         case .post:
             // records/modify reads its body itself, straight into record drafts (`ModifyRequestBody`).
             if operation == "records/modify" { return [:] }
-            if request.body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) { return [:] }
+            if JSONValue.isBlank(request.body) { return [:] }
             let json = try JSONValue.parse(request.body)
             guard case .object = json else { throw ServerError.badRequest("the request body must be a JSON object") }
             return json
@@ -288,8 +288,11 @@ extension JSONValue {
     }
 
     /// `desiredKeys`: nil means every field.
-    func desiredKeys() throws -> Set<String>? {
-        guard let value = self["desiredKeys"], !value.isNull else { return nil }
+    func desiredKeys() throws -> Set<String>? { try JSONValue.desiredKeys(self["desiredKeys"]) }
+
+    /// A `desiredKeys` value (a request's or an operation's): nil means every field.
+    static func desiredKeys(_ value: JSONValue?) throws -> Set<String>? {
+        guard let value, !value.isNull else { return nil }
         guard let keys = value.arrayValue else { throw ServerError.badRequest("desiredKeys must be an array of strings") }
         return Set(try keys.map { guard let s = $0.stringValue else { throw ServerError.badRequest("desiredKeys must be an array of strings") }; return s })
     }

@@ -130,13 +130,7 @@ package enum AssetChecksum {
 package enum AssetFields {
     /// Whether a stored fields dictionary may hold an asset (a cheap test before parsing: every
     /// record of every answer passes here, so it is `memmem`, not a loop in Swift).
-    package static func mayHoldAssets(_ fieldsJSON: [UInt8]) -> Bool {
-        fieldsJSON.withUnsafeBytes { haystack in
-            assetMarker.withUnsafeBytes { needle in
-                cMemmem(haystack.baseAddress, haystack.count, needle.baseAddress, needle.count) != nil
-            }
-        }
-    }
+    package static func mayHoldAssets(_ fieldsJSON: [UInt8]) -> Bool { contains(fieldsJSON, anyOf: [assetMarker]) }
 
     private static let assetMarker = Array(#""ASSETID"#.utf8)
 
@@ -144,15 +138,18 @@ package enum AssetFields {
     /// an untyped value with `receipt`, `fileChecksum` or `downloadURL` (`RecordAPI.assetValue`).
     /// A body with a backslash may spell any of them as escapes, so it may. A body that may not
     /// skips the asset scan, 400 records of hashed look-ups.
-    package static func requestMayHoldAssets(_ body: [UInt8]) -> Bool {
-        body.withUnsafeBytes { haystack in
-            requestAssetMarkers.contains { needle in
+    package static func requestMayHoldAssets(_ body: [UInt8]) -> Bool { contains(body, anyOf: requestAssetMarkers) }
+
+    private static let requestAssetMarkers = ["ASSETID", "receipt", "fileChecksum", "downloadURL", "\\"].map { Array($0.utf8) }
+
+    /// Whether `bytes` hold any of `needles` (`memmem`, not a loop in Swift).
+    private static func contains(_ bytes: [UInt8], anyOf needles: [[UInt8]]) -> Bool {
+        bytes.withUnsafeBytes { haystack in
+            needles.contains { needle in
                 needle.withUnsafeBytes { cMemmem(haystack.baseAddress, haystack.count, $0.baseAddress, $0.count) != nil }
             }
         }
     }
-
-    private static let requestAssetMarkers = ["ASSETID", "receipt", "fileChecksum", "downloadURL", "\\"].map { Array($0.utf8) }
 
     /// (field name, hex checksum) of every asset in a stored fields dictionary.
     package static func checksums(inFieldsJSON fieldsJSON: [UInt8]) -> [(field: String, checksum: String)] {

@@ -113,25 +113,13 @@ package enum RecordRules {
         // concatenations were 4% of a batch write's store time.
         withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 27) { buffer in
             var end = 0
-            func append(_ value: Int64) {
-                var value = UInt64(bitPattern: max(value, 0))
-                let start = end
-                repeat {
-                    buffer[end] = base36Digits[Int(value % 36)]
-                    value /= 36
-                    end += 1
-                } while value > 0
-                buffer[start..<end].reverse()
-            }
-            append(zoneRowID)
+            JSONValue.writeDigits(UInt64(max(zoneRowID, 0)), radix: 36, into: buffer, at: &end)
             buffer[end] = UInt8(ascii: "-")
             end += 1
-            append(sequence)
-            return String(decoding: UnsafeBufferPointer(rebasing: buffer[0..<end]), as: UTF8.self)
+            JSONValue.writeDigits(UInt64(max(sequence, 0)), radix: 36, into: buffer, at: &end)
+            return String(decoding: UnsafeBufferPointer(rebasing: buffer[..<end]), as: UTF8.self)
         }
     }
-
-    private static let base36Digits = Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8)
 
     /// What one operation does, decided from the record's current row.
     package enum Plan {
