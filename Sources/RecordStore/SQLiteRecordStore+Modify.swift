@@ -31,7 +31,9 @@ extension SQLiteRecordStore {
                 if addressed.access?.permission == .readOnly, !leaving { throw ShareRules.readOnly(addressed.zoneID) }
                 var transaction = ModifyTransaction(scope: ownerScope, zone: zoneRow, zoneID: addressed.zoneID, now: clock(),
                                                     deviceID: deviceID, sequence: zoneRow.seq, enforcer: enforcer, writer: scope.userRecordName)
-                transaction.preloaded = try loadRecords(zoneRow.id, names: operations.compactMap { $0.recordName },
+                // A create is tried as an insert that yields to an existing row (`apply`): only the
+                // other operations' records are read first.
+                transaction.preloaded = try loadRecords(zoneRow.id, names: operations.compactMap { $0.type == .create ? nil : $0.recordName },
                                                         connection)
                 transaction.indexedFields = try indexedFields(zone: zoneRow.id, connection)
                 var results: [RecordOperationResult] = []
@@ -125,7 +127,32 @@ extension SQLiteRecordStore {
         let name = operation.recordName ?? ""
         try Names.validateRecordName(name)
         let zoneRowID = transaction.zone.id
+        // A create of a name the batch did not preload is planned as new and inserted only if the
+        // name is free: most creates are of new names, and the insert's own look-up then replaces
+        // a read per record. A taken name (a live record, or a tombstone) is read and planned again.
+        // (A refusal of the create as new is checked the same way: the existing record's answer
+        // — "already exists", access — comes first, as when it was read before planning.)
+        if operation.type == .create, transaction.preloaded.index(forKey: name) == nil {
+            do {
+                if let result = try save(operation, name: name, existing: nil, onlyIfNew: true, &transaction, connection) {
+                    return result
+                }
+            } catch let error as ServerError {
+                guard try loadRecord(zoneRowID, name, connection) != nil else { throw error }
+            }
+            let existing = try loadRecord(zoneRowID, name, connection)
+            return try save(operation, name: name, existing: existing, onlyIfNew: false, &transaction, connection)!
+        }
         let existing = try transaction.preloaded.removeValue(forKey: name) ?? loadRecord(zoneRowID, name, connection)
+        return try save(operation, name: name, existing: existing, onlyIfNew: false, &transaction, connection)!
+    }
+
+    /// Plans and writes one operation on `name` given its row before (`existing`, nil: none).
+    /// With `onlyIfNew`, nothing is written and nil returned when a row of that name exists after all.
+    private func save(_ operation: RecordOperation, name: String, existing: ExistingRecord?, onlyIfNew: Bool,
+                      _ transaction: inout ModifyTransaction, _ connection: SQLiteConnection) throws -> RecordOperationResult?
+    {
+        let zoneRowID = transaction.zone.id
         let live = existing.flatMap { $0.deleted ? nil : $0 }
         let prepared: RecordRules.PreparedSave
         switch try RecordRules.plan(operation, name: name, live: live, zoneName: transaction.zone.name, zoneID: transaction.zoneID,
@@ -141,22 +168,35 @@ extension SQLiteRecordStore {
         for required in prepared.mustBeLive where try !isLive(zoneRowID, required.recordName, connection) {
             throw required.error
         }
-        transaction.enforcer = prepared.enforcer
         let record = prepared.record
         let fieldsJSON = prepared.fieldsJSON
 
-        let sequence = transaction.nextSequence()
+        let sequence = transaction.sequence + 1
         let tag = RecordRules.changeTag(zoneRowID: zoneRowID, sequence: sequence)
         let modified = ChangeStamp(timestamp: transaction.now, userRecordName: transaction.writer, deviceID: transaction.deviceID)
         let created = live?.created ?? modified
-        try connection.run(
-            """
-            INSERT OR REPLACE INTO records (zone_id, name, type, tag, seq, deleted, fields, parent, created_at, created_by,
-                created_device, modified_at, modified_by, modified_device) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)
-            """,
-            [.int(zoneRowID), .text(name), .text(record.recordType), .text(tag), .int(sequence), .blob(fieldsJSON),
-             record.parent.sqlValue, .int(created.timestamp), .text(created.userRecordName ?? ""), created.deviceID.sqlValue,
-             .int(modified.timestamp), .text(modified.userRecordName ?? ""), modified.deviceID.sqlValue])
+        let values: [SQLValue] = [
+            .int(zoneRowID), .text(name), .text(record.recordType), .text(tag), .int(sequence), .blob(fieldsJSON),
+            record.parent.sqlValue, .int(created.timestamp), .text(created.userRecordName ?? ""), created.deviceID.sqlValue,
+            .int(modified.timestamp), .text(modified.userRecordName ?? ""), modified.deviceID.sqlValue,
+        ]
+        if onlyIfNew {
+            let inserted = try connection.run(
+                """
+                INSERT INTO records (zone_id, name, type, tag, seq, deleted, fields, parent, created_at, created_by,
+                    created_device, modified_at, modified_by, modified_device) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (zone_id, name) DO NOTHING
+                """, values)
+            if inserted == 0 { return nil }
+        } else {
+            try connection.run(
+                """
+                INSERT OR REPLACE INTO records (zone_id, name, type, tag, seq, deleted, fields, parent, created_at, created_by,
+                    created_device, modified_at, modified_by, modified_device) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)
+                """, values)
+        }
+        transaction.sequence = sequence
+        transaction.enforcer = prepared.enforcer
         if live != nil {
             try connection.run("DELETE FROM refs WHERE zone_id = ? AND source = ?", [.int(zoneRowID), .text(name)])
         }

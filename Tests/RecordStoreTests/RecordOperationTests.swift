@@ -31,6 +31,42 @@ final class RecordOperationTests: StoreTestCase {
         XCTAssertEqual(try fields(of: try lookup(dev, "g1"))["name"], .string("Catan"), "a refused create changes nothing")
     }
 
+    /// A create is written as an insert that yields to a taken name (SQLite reads no record first):
+    /// every way a name can be taken must still answer as when the record was read before.
+    func testACreateMeetsATakenNameATombstoneAndABadBodyAsBefore() throws {
+        let gone = try save(dev, record("gone", "Game", ["name": field("old", "STRING")]))
+        try modify(dev, [(.forceDelete, record("gone"))])
+        try save(dev, record("taken", "Game", ["name": field("Catan", "STRING")]))
+        try save(dev, record("other", "Game", ["name": field("Azul", "STRING")]))
+
+        let results = try modify(dev, atomic: false, [
+            (.create, record("new", "Game", ["name": field("first", "STRING")])),
+            (.create, record("taken", "Game", ["name": field(["not", "a string"], "STRING")])),
+            (.create, record("gone", "Game", ["name": field("again", "STRING")])),
+            (.create, record("other", "Player", ["name": field("Other", "STRING")])),
+        ])
+        guard case .saved(let first) = results[0], case .saved(let again) = results[2] else {
+            return XCTFail("expected the new name and the tombstone's name saved, got \(results)")
+        }
+        assertError(results[1], .exists, "a taken name is answered before the body's own fault")
+        assertError(results[3], .exists, "a taken name of another type")
+        XCTAssertEqual(try fields(of: try lookup(dev, "new"))["name"], .string("first"))
+        XCTAssertEqual(try fields(of: try lookup(dev, "taken"))["name"], .string("Catan"))
+        XCTAssertEqual(try fields(of: try lookup(dev, "other"))["name"], .string("Azul"))
+        XCTAssertEqual(try fields(of: try lookup(dev, "gone"))["name"], .string("again"), "a tombstone's name can be created again")
+        XCTAssertNotEqual(again.changeTag, gone.changeTag)
+        XCTAssertEqual(again.created.timestamp, again.modified.timestamp, "created anew, not carried from the deleted record")
+        // A refused create takes no sequence: the two saves are consecutive changes.
+        let sequences = [first, again].map { Int($0.changeTag.split(separator: "-")[1], radix: 36) }
+        XCTAssertEqual(sequences[1].map { $0 - 1 }, sequences[0])
+
+        let again2 = try modify(dev, [(.create, record("new", "Game", ["name": field("second", "STRING")]))])
+        assertError(again2.first, .exists, "a name created by the batch before")
+        let feed = try fetchChanges(dev)
+        XCTAssertEqual(feed.state["gone"]??.changeTag, again.changeTag)
+        XCTAssertEqual(feed.state["new"]??.changeTag, first.changeTag)
+    }
+
     func testUpdateChangesOnlyTheGivenFieldsAndEveryWriteChangesTheTag() throws {
         let v1 = try save(dev, record("g1", "Game", ["name": field("Catan", "STRING"), "rounds": field(3, "INT64")]))
         let v2 = try save(dev, .update, record("g1", "Game", ["rounds": field(4, "INT64")], tag: v1.changeTag))
