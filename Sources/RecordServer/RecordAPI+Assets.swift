@@ -185,8 +185,13 @@ extension RecordAPI {
     /// The asset value of a record field (`{"value", "type"?}`), and whether it is a list: typed
     /// ASSETID/ASSETID_LIST, or untyped and shaped like an asset.
     static func assetValue(_ field: JSONValue) -> (JSONValue, Bool)? {
-        guard let value = field["value"], !value.isNull else { return nil }
-        switch field["type"]?.stringValue {
+        assetValue(value: field["value"], type: field["type"])
+    }
+
+    /// `assetValue(_:)` of a field given as its `value` and `type` members (a `RecordDraft.Field`).
+    static func assetValue(value: JSONValue?, type: JSONValue?) -> (JSONValue, Bool)? {
+        guard let value, !value.isNull else { return nil }
+        switch type?.stringValue {
         case "ASSETID": return (value, false)
         case "ASSETID_LIST": return (value, true)
         case nil:

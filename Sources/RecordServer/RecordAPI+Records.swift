@@ -3,9 +3,7 @@ import RecordStore
 
 extension RecordAPI {
     /// `records/modify`, its body read straight into drafts (`ModifyRequestBody`).
-    /// `requestBytes`, the body as sent, lets a batch that cannot name an asset skip the asset
-    /// scan (`AssetFields.requestMayHoldAssets`).
-    func modifyRecords(_ request: ModifyRequestBody, _ scope: DatabaseScope, deviceID: String?, requestBytes: [UInt8]) async throws -> JSONValue {
+    func modifyRecords(_ request: ModifyRequestBody, _ scope: DatabaseScope, deviceID: String?) async throws -> JSONValue {
         let body = JSONValue.object(request.members)
         let zone = try ZoneID.fromRequest(body["zoneID"])
         let atomic = try body.optionalBool("atomic") ?? true
@@ -31,8 +29,13 @@ extension RecordAPI {
         }
         let keysByRecord = operationKeys
         // Asset values are checked (receipts) and made canonical before the store sees the batch.
-        let prepared = AssetFields.requestMayHoldAssets(requestBytes)
-            ? try await prepareAssets(operations, scope, zone: zone) : PreparedAssets(operations: operations)
+        // Most batches name no asset: found from the drafts' fields, they skip the asset scan
+        // (which reads every operation's record as a dictionary).
+        let namesAssets = operations.contains { operation in
+            guard operation.type != .delete, operation.type != .forceDelete, case .list(let fields) = operation.draft.fields else { return false }
+            return fields.contains { RecordAPI.assetValue(value: $0.value, type: $0.type) != nil }
+        }
+        let prepared = namesAssets ? try await prepareAssets(operations, scope, zone: zone) : PreparedAssets(operations: operations)
         let results: [RecordOperationResult]
         if prepared.refused.isEmpty {
             results = try await self.store.modifyRecords(scope, zone: zone, operations: prepared.operations, atomic: atomic, deviceID: deviceID)

@@ -129,26 +129,29 @@ package enum AssetChecksum {
 /// The asset values a record's fields hold.
 package enum AssetFields {
     /// Whether a stored fields dictionary may hold an asset (a cheap test before parsing: every
-    /// record of every answer passes here, so it is `memmem`, not a loop in Swift).
-    package static func mayHoldAssets(_ fieldsJSON: [UInt8]) -> Bool { contains(fieldsJSON, anyOf: [assetMarker]) }
+    /// record of every answer passes here). Stored fields always carry their type, so an asset's
+    /// is spelled `"ASSETID` unescaped.
+    package static func mayHoldAssets(_ fieldsJSON: [UInt8]) -> Bool {
+        fieldsJSON.withUnsafeBytes { contains($0, assetMarker) }
+    }
 
     private static let assetMarker = Array(#""ASSETID"#.utf8)
 
-    /// Whether a `records/modify` body may name an asset: a type `ASSETID` or `ASSETID_LIST`, or
-    /// an untyped value with `receipt`, `fileChecksum` or `downloadURL` (`RecordAPI.assetValue`).
-    /// A body with a backslash may spell any of them as escapes, so it may. A body that may not
-    /// skips the asset scan, 400 records of hashed look-ups.
-    package static func requestMayHoldAssets(_ body: [UInt8]) -> Bool { contains(body, anyOf: requestAssetMarkers) }
-
-    private static let requestAssetMarkers = ["ASSETID", "receipt", "fileChecksum", "downloadURL", "\\"].map { Array($0.utf8) }
-
-    /// Whether `bytes` hold any of `needles` (`memmem`, not a loop in Swift).
-    private static func contains(_ bytes: [UInt8], anyOf needles: [[UInt8]]) -> Bool {
-        bytes.withUnsafeBytes { haystack in
-            needles.contains { needle in
-                needle.withUnsafeBytes { cMemmem(haystack.baseAddress, haystack.count, $0.baseAddress, $0.count) != nil }
-            }
+    /// Whether `haystack` holds `needle`: `memchr` to each candidate first byte, then a compare.
+    /// (`memmem` prepares its search anew on every call, which cost more than the search for
+    /// the few hundred bytes of a record's fields, 400 times an answer.)
+    static func contains(_ haystack: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
+        guard let base = haystack.baseAddress, let first = needle.first, haystack.count >= needle.count else { return false }
+        var offset = 0
+        let lastStart = haystack.count - needle.count
+        while offset <= lastStart {
+            guard let found = memchr(base + offset, Int32(first), lastStart - offset + 1) else { return false }
+            let start = base.distance(to: UnsafeRawPointer(found))
+            let matches = needle.withUnsafeBytes { memcmp(base + start, $0.baseAddress!, needle.count) == 0 }
+            if matches { return true }
+            offset = start + 1
         }
+        return false
     }
 
     /// (field name, hex checksum) of every asset in a stored fields dictionary.
@@ -220,7 +223,3 @@ package struct AssetLinks: Sendable {
         return .object(members)
     }
 }
-
-/// libc's `memmem` (a GNU extension the Glibc module does not import).
-@_silgen_name("memmem")
-private func cMemmem(_ haystack: UnsafeRawPointer?, _ haystackLength: Int, _ needle: UnsafeRawPointer?, _ needleLength: Int) -> UnsafeMutableRawPointer?
