@@ -177,36 +177,55 @@ package final class PushHub: Sendable {
             while !Task.isCancelled {
                 try? await Task.sleep(for: interval)
                 guard let self, !self.isClosed else { return }
-                let writes = self.state.withLock { state in
-                    state.streams.values.flatMap { $0.values.filter { !$0.answersOnce }.map { (sink: $0.sink, parking: $0.parking, share: 0) } }
-                }
-                PushHub.writeOnTheirLoops(writes, shares: [PushHub.heartbeatBytes], then: nil)
+                let streams = self.state.withLock { state in state.streams.values.flatMap { $0.values.filter { !$0.answersOnce } } }
+                var batches = LoopBatches()
+                for stream in streams { batches.append((stream.sink, stream.parking, 0)) }
+                PushHub.writeOnTheirLoops(batches, shares: [PushHub.heartbeatBytes], then: nil)
             }
         }
     }
 
-    /// Groups writes by event loop and hands each loop one job (not one per stream). A write
-    /// names its bytes by index in `shares`; each loop gets its own copy of them: thousands of
-    /// writes retaining one buffer from two threads would fight over its reference count. Once
-    /// every loop has written, each settles its connections (bookkeeping that is not on the way
-    /// to any client), so one loop's bookkeeping does not slow another's writes.
-    private static func writeOnTheirLoops(_ writes: [(sink: any PushStreamSink, parking: UInt64, share: Int)], shares: [ByteBuffer],
-                                          then done: (@Sendable () -> Void)?) {
+    /// Writes sorted into their event loops' batches as they are made: a handful of loops, found
+    /// by identity starting from the last one used (not a hashed look-up per write).
+    struct LoopBatches {
         typealias Write = (sink: any PushStreamSink, parking: UInt64, share: Int)
-        var byLoop: [ObjectIdentifier: (any EventLoop, [Write])] = [:]
-        for write in writes {
+        private(set) var loops: [(loop: any EventLoop, writes: [Write])] = []
+        private var last = 0
+
+        var isEmpty: Bool { loops.isEmpty }
+
+        mutating func append(_ write: Write) {
             let loop = write.sink.eventLoop
-            byLoop[ObjectIdentifier(loop), default: (loop, [])].1.append(write)
+            if last >= loops.count || loops[last].loop !== loop {
+                if let index = loops.firstIndex(where: { $0.loop === loop }) {
+                    last = index
+                } else {
+                    loops.append((loop, []))
+                    last = loops.count - 1
+                }
+            }
+            loops[last].writes.append(write)
         }
-        let batches = Array(byLoop.values)
-        let unfinished = Atomic(batches.count)
+    }
+
+    /// Hands each loop one job for its writes (not one per stream). A write names its bytes by
+    /// index in `shares`; each loop gets its own copy of them: thousands of writes retaining one
+    /// buffer from two threads would fight over its reference count. `then` runs on each loop
+    /// after its writes. Once every loop has written, each settles its connections (bookkeeping
+    /// that is not on the way to any client, so one loop's does not slow another's writes), and
+    /// `afterAll` runs.
+    private static func writeOnTheirLoops(_ batches: LoopBatches, shares: [ByteBuffer], then done: (@Sendable () -> Void)?,
+                                          afterAll: (@Sendable () -> Void)? = nil) {
+        let loops = batches.loops
+        let unfinished = Atomic(loops.count)
         let settleAll: @Sendable () -> Void = {
-            for (loop, batch) in batches {
+            for (loop, batch) in loops {
                 loop.execute { for write in batch { write.sink.settle(parking: write.parking) } }
             }
+            afterAll?()
         }
-        for (loop, batch) in batches {
-            let local = batches.count > 1 ? shares.map { ByteBuffer(bytes: $0.readableBytesView) } : shares
+        for (loop, batch) in loops {
+            let local = loops.count > 1 ? shares.map { ByteBuffer(bytes: $0.readableBytesView) } : shares
             loop.execute {
                 for write in batch { write.sink.deliver(local[write.share], parking: write.parking) }
                 done?()
@@ -268,9 +287,12 @@ package final class PushHub: Sendable {
             state.generations[databaseID] = generation
             return (generation, state.waiters.removeValue(forKey: databaseID) ?? [:], state.streams[databaseID].map { Array($0.values) } ?? [])
         }
-        var cursors = Set(taken.values.map(\.cursor))
-        for stream in streams { cursors.insert(stream.cursor) }
-        guard let lowest = cursors.min() else { return }
+        // The lowest cursor by a plain pass: thousands of streams, usually all at one cursor
+        // (a set of them cost more than the rest of the wake before the writes).
+        var lowest = Int64.max
+        for waiter in taken.values where waiter.cursor < lowest { lowest = waiter.cursor }
+        for stream in streams where stream.cursor < lowest { lowest = stream.cursor }
+        guard !taken.isEmpty || !streams.isEmpty else { return }
         let batch = (try? await store.notifications(databaseID: databaseID, after: lowest, limit: PushHub.batchLimit)) ?? []
         let complete = batch.count < PushHub.batchLimit
         // A full batch read from the lowest cursor may end before a waiter further ahead: such a
@@ -278,6 +300,8 @@ package final class PushHub: Sendable {
         // notifications pending.
         var aheadReads: [Int64: [StoredNotification]] = [:]
         if !complete, let last = batch.last?.id {
+            var cursors = Set(taken.values.map(\.cursor))
+            for stream in streams { cursors.insert(stream.cursor) }
             for cursor in cursors where cursor >= last {
                 aheadReads[cursor] = (try? await store.notifications(databaseID: databaseID, after: cursor, limit: PushHub.batchLimit)) ?? []
             }
@@ -302,6 +326,9 @@ package final class PushHub: Sendable {
     }
 
     /// Encodes each distinct cursor's share once and writes it to every stream at that cursor.
+    /// This pass runs before any write goes out, once per stream: it looks up the share only when
+    /// the cursor changes from the stream before (usually all streams share one) and sorts the
+    /// writes into their loops' batches as it goes.
     private func deliver(to streams: [StreamRegistration], batch: [StoredNotification], aheadReads: [Int64: [StoredNotification]],
                          complete: Bool, databaseID: Int64) {
         guard !streams.isEmpty, !batch.isEmpty || !aheadReads.isEmpty else { return }
@@ -311,13 +338,15 @@ package final class PushHub: Sendable {
         }
         var encoded: [ShareKey: (index: Int, last: Int64)?] = [:]
         var shares: [ByteBuffer] = []
-        var writes: [(sink: any PushStreamSink, parking: UInt64, share: Int)] = []
+        var batches = LoopBatches()
         var answered: [StreamRegistration] = []
-        writes.reserveCapacity(streams.count)
+        var previous: (key: ShareKey, share: (index: Int, last: Int64)?)?
         for stream in streams {
             let key = ShareKey(cursor: stream.cursor, answersOnce: stream.answersOnce)
             let share: (index: Int, last: Int64)?
-            if let known = encoded[key] {
+            if let previous, previous.key == key {
+                share = previous.share
+            } else if let known = encoded[key] {
                 share = known
             } else {
                 let mine = aheadReads[stream.cursor] ?? batch.filter { $0.id > stream.cursor }
@@ -329,23 +358,29 @@ package final class PushHub: Sendable {
                 }
                 encoded[key] = share
             }
+            previous = (key, share)
             guard let share else { continue }
             stream.cursor = share.last
-            writes.append((stream.sink, stream.parking, share.index))
+            batches.append((stream.sink, stream.parking, share.index))
             if stream.answersOnce { answered.append(stream) }
         }
-        guard !writes.isEmpty else { return }
-        PushHub.writeOnTheirLoops(writes, shares: shares) { [weak self] in self?.deliveryWritten() }
+        guard !batches.isEmpty else { return }
+        // A long-poll is answered once: it is forgotten once every loop has written (not
+        // meanwhile, taking a core from the writes). A wake in between that still finds it
+        // delivers nothing (the connection takes no delivery once answered); a connection that
+        // has meanwhile parked again has a new registration, which stays.
+        var forgetAnswered: (@Sendable () -> Void)?
         if !answered.isEmpty {
-            // A long-poll is answered once: forget it before the next wake (wakes run one at a
-            // time), after the writes are on their way. A connection that has meanwhile parked
-            // again has a new registration, which stays.
-            state.withLock { state in
-                for stream in answered where state.streams[databaseID]?[ObjectIdentifier(stream.sink)] === stream {
-                    state.streams[databaseID]?.removeValue(forKey: ObjectIdentifier(stream.sink))
+            let answeredNow = answered
+            forgetAnswered = { [weak self] in
+                self?.state.withLock { state in
+                    for stream in answeredNow where state.streams[databaseID]?[ObjectIdentifier(stream.sink)] === stream {
+                        state.streams[databaseID]?.removeValue(forKey: ObjectIdentifier(stream.sink))
+                    }
                 }
             }
         }
+        PushHub.writeOnTheirLoops(batches, shares: shares, then: { [weak self] in self?.deliveryWritten() }, afterAll: forgetAnswered)
         // A stream cut at the batch limit has more waiting: read on for it.
         if !complete || aheadReads.values.contains(where: { $0.count >= PushHub.batchLimit }) { requestWakes([databaseID]) }
     }
