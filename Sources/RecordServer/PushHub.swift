@@ -59,8 +59,12 @@ package final class PushHub: Sendable {
     private struct State {
         var waiters: [Int64: [UUID: Waiter]] = [:]
         var streams: [Int64: [ObjectIdentifier: StreamRegistration]] = [:]
-        /// Databases with a commit (or a new stream) not yet handled by the wake task.
+        /// Databases with a commit not yet handled by the wake task.
         var pendingWakes: Set<Int64> = []
+        /// Streams registered since the wake task last looked, by database: each is sent what is
+        /// already pending after its cursor (a catch-up of the new streams only, not a wake of
+        /// every stream of the database: 10,000 streams opening were 10,000 wakes of all of them).
+        var pendingCatchUps: [Int64: [StreamRegistration]] = [:]
         /// Per database, how many commits have landed; lets a waiter skip its read when nothing
         /// happened since its last delivery.
         var generations: [Int64: Int] = [:]
@@ -93,8 +97,12 @@ package final class PushHub: Sendable {
         let wakeTask = Task { [weak self] in
             for await _ in stream {
                 guard let self else { return }
-                while let databaseIDs = self.takePendingWakes() {
+                while let (databaseIDs, catchUps) = self.takePendingWakes() {
                     for databaseID in databaseIDs.sorted() { await self.wake(databaseID) }
+                    // A database just woken has sent its new streams whatever was pending.
+                    for (databaseID, registrations) in catchUps where !databaseIDs.contains(databaseID) {
+                        await self.catchUp(databaseID, registrations)
+                    }
                 }
             }
         }
@@ -123,11 +131,14 @@ package final class PushHub: Sendable {
         wakeSignal.yield()
     }
 
-    private func takePendingWakes() -> Set<Int64>? {
+    private func takePendingWakes() -> (Set<Int64>, [Int64: [StreamRegistration]])? {
         state.withLock { state in
-            guard !state.pendingWakes.isEmpty else { return nil }
-            defer { state.pendingWakes.removeAll(keepingCapacity: true) }
-            return state.pendingWakes
+            guard !state.pendingWakes.isEmpty || !state.pendingCatchUps.isEmpty else { return nil }
+            defer {
+                state.pendingWakes.removeAll(keepingCapacity: true)
+                state.pendingCatchUps.removeAll()
+            }
+            return (state.pendingWakes, state.pendingCatchUps)
         }
     }
 
@@ -138,12 +149,13 @@ package final class PushHub: Sendable {
     package func register(_ sink: any PushStreamSink, parking: UInt64, databaseID: Int64, after cursor: Int64, answersOnce: Bool) -> Bool {
         let registered = state.withLock { state -> Bool in
             if state.closed { return false }
-            state.streams[databaseID, default: [:]][ObjectIdentifier(sink)] =
-                StreamRegistration(sink: sink, parking: parking, answersOnce: answersOnce, cursor: cursor)
+            let registration = StreamRegistration(sink: sink, parking: parking, answersOnce: answersOnce, cursor: cursor)
+            state.streams[databaseID, default: [:]][ObjectIdentifier(sink)] = registration
+            state.pendingCatchUps[databaseID, default: []].append(registration)
             if state.heartbeatTask == nil { state.heartbeatTask = startHeartbeats() }
             return true
         }
-        if registered { requestWakes([databaseID]) }
+        if registered { wakeSignal.yield() }
         return registered
     }
 
@@ -323,6 +335,23 @@ package final class PushHub: Sendable {
             waiter.continuation.resume(returning: Delivery(notifications: mine, generation: complete ? generation : nil))
         }
         deliver(to: streams, batch: batch, aheadReads: aheadReads, complete: complete, databaseID: databaseID)
+    }
+
+    /// Sends streams registered since the last look what is already pending after their cursors
+    /// (those still registered: one may have gone, or parked again under a newer registration).
+    private func catchUp(_ databaseID: Int64, _ registrations: [StreamRegistration]) async {
+        let streams = state.withLock { state in
+            registrations.filter { state.streams[databaseID]?[ObjectIdentifier($0.sink)] === $0 }
+        }
+        guard let lowest = streams.lazy.map(\.cursor).min() else { return }
+        let batch = (try? await store.notifications(databaseID: databaseID, after: lowest, limit: PushHub.batchLimit)) ?? []
+        guard !batch.isEmpty else { return }
+        // A read cut at the limit: the full wake reads on per cursor.
+        guard batch.count < PushHub.batchLimit else {
+            requestWakes([databaseID])
+            return
+        }
+        deliver(to: streams, batch: batch, aheadReads: [:], complete: true, databaseID: databaseID)
     }
 
     /// Encodes each distinct cursor's share once and writes it to every stream at that cursor.

@@ -83,7 +83,10 @@ final class PushHubTests: SubscriptionStoreTestCase {
             let addresses = Set(onLoop.map { $0.withUnsafeReadableBytes { UInt(bitPattern: $0.baseAddress) } })
             XCTAssertEqual(addresses.count, 1, "one buffer per loop, not one per stream")
         }
-        // The long-polls are forgotten once answered; the streams wait for the next commit.
+        // The long-polls are forgotten once answered (once every loop has written); the streams
+        // wait for the next commit.
+        let forgottenBy = Date().addingTimeInterval(5)
+        while hub.waiterCount > 6, Date() < forgottenBy { Thread.sleep(forTimeInterval: 0.005) }
         XCTAssertEqual(hub.waiterCount, 6)
         let settledBy = Date().addingTimeInterval(5)
         while polls.contains(where: { $0.settled < 1 }), Date() < settledBy { Thread.sleep(forTimeInterval: 0.005) }
@@ -97,6 +100,50 @@ final class PushHubTests: SubscriptionStoreTestCase {
         XCTAssertTrue(next.contains(second) && !next.contains(thing), "a stream gets only what came after its last event")
         Thread.sleep(forTimeInterval: 0.2)
         XCTAssertEqual(polls.map(\.deliveries.count), [1, 1, 1, 1], "an answered long-poll is not written to again")
+    }
+
+    /// Connections parking behind the latest notification (a client resuming from its cursor) are
+    /// sent what is pending at once, each exactly once, with no commit; one parking at the latest
+    /// cursor, and those parked before, get nothing from the newcomers' catch-up.
+    func testStreamsParkingBehindAreSentWhatIsPendingOnceEach() throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        defer { try? group.syncShutdownGracefully() }
+        let hub = PushHub(store: store.base)
+        defer { hub.close() }
+        try subscribe(querySubscription("things", type: "Thing"))
+        let thing = newName("Thing")
+        try create(ZoneID.defaultZoneName, thing, "Thing")
+        let latest = try XCTUnwrap(try store.notifications(databaseID: databaseID, after: cursor, limit: 10).last?.id)
+
+        let upToDate = RecordingSink(eventLoop: group.next())
+        XCTAssertTrue(hub.register(upToDate, parking: 1, databaseID: databaseID, after: latest, answersOnce: false))
+        let first = (0..<40).map { _ in RecordingSink(eventLoop: group.next()) }
+        for sink in first { XCTAssertTrue(hub.register(sink, parking: 1, databaseID: databaseID, after: cursor, answersOnce: false)) }
+        for sink in first { XCTAssertTrue(sink.waitForDeliveries(1), "a stream behind is caught up without a commit") }
+        let second = (0..<40).map { _ in RecordingSink(eventLoop: group.next()) }
+        for (index, sink) in second.enumerated() {
+            XCTAssertTrue(hub.register(sink, parking: 2, databaseID: databaseID, after: cursor, answersOnce: index % 2 == 0))
+        }
+        for sink in second { XCTAssertTrue(sink.waitForDeliveries(1)) }
+        Thread.sleep(forTimeInterval: 0.2)
+
+        for sink in first + second {
+            XCTAssertEqual(sink.deliveries.count, 1, "caught up once")
+            XCTAssertTrue(String(decoding: sink.deliveries[0].bytes.readableBytesView, as: UTF8.self).contains(thing))
+        }
+        XCTAssertEqual(upToDate.deliveries.count, 0, "nothing is pending after the latest cursor")
+        let forgottenBy = Date().addingTimeInterval(5)
+        while hub.waiterCount > 61, Date() < forgottenBy { Thread.sleep(forTimeInterval: 0.005) }
+        XCTAssertEqual(hub.waiterCount, 61, "the 20 long-polls among them were answered and forgotten")
+
+        // The next commit reaches every stream once more, and only with what is new.
+        let next = newName("Thing")
+        try create(ZoneID.defaultZoneName, next, "Thing")
+        hub.commitLanded([databaseID])
+        let streams = [upToDate] + first + second.enumerated().filter { $0.offset % 2 == 1 }.map(\.element)
+        for sink in streams { XCTAssertTrue(sink.waitForDeliveries(sink === upToDate ? 1 : 2)) }
+        let latestEvent = String(decoding: try XCTUnwrap(first[0].deliveries.last).bytes.readableBytesView, as: UTF8.self)
+        XCTAssertTrue(latestEvent.contains(next) && !latestEvent.contains(thing))
     }
 
     private func blockingResult(of task: Task<PushHub.Delivery, Never>) throws -> PushHub.Delivery {
