@@ -88,6 +88,32 @@ final class ParkedConnectionTests: PushTestCase {
         streams[2].closeConnection()
     }
 
+    /// A client that stops reading its stream is dropped once its connection stops taking writes
+    /// (64 KB unsent beyond the sockets' buffers), not buffered for without bound: the daemon
+    /// follows each connection's writability from its events.
+    func testAnEventStreamClientThatStopsReadingIsDropped() throws {
+        try subscribe(querySubscription("notes", type: "Note", firesOn: ["create"], desiredKeys: ["text"]))
+        let courier = try createCourier()
+        let stalled = try openEventStream(courier)
+        XCTAssertTrue(stalled.waitForComment("connected", timeout: 5))
+        XCTAssertEqual(try connectedStreams(), 1)
+        // Each commit's events carry 2 MB of desired field values; the client reads none of them.
+        let text = JSONValue.string(String(repeating: "x", count: 500_000))
+        var connected = try connectedStreams()
+        for _ in 0..<40 where connected != 0 {
+            let notes = (0..<4).map { _ in ("create", record(newName("Note"), "Note", ["text": text])) }
+            _ = try modify(notes)
+            connected = try connectedStreams()
+        }
+        let deadline = Date().addingTimeInterval(5)
+        while connected != 0, Date() < deadline {
+            Thread.sleep(forTimeInterval: 0.05)
+            connected = try connectedStreams()
+        }
+        XCTAssertEqual(connected, 0, "the stalled stream was dropped")
+        XCTAssertTrue(stalled.waitForServerClose(timeout: 30), "its connection closed after what the sockets held")
+    }
+
     /// A long-poll whose client went away while it was parked (closed, or reset) must not hold
     /// the daemon's shutdown: the framework waits for the close it asked for, which the parked
     /// connection has to complete when the channel goes.
