@@ -27,6 +27,9 @@ package struct TombstonePurger: Service {
                 let assets = try await store.sweepAssets(releasedMilliseconds: Int64(retentionDays) * 86_400_000)
                 if assets > 0 { logger.info("removed \(assets) assets no record refers to") }
             } catch {
+                // A purge cut short by the daemon stopping (a port already in use stops it at
+                // once) is not a failure to report: that one line is all a user should see.
+                if error is CancellationError || Task.isCancelled { return }
                 logger.error("tombstone purge failed: \(error)")
             }
             try? await gracefulShutdownOrSleep(seconds: 3600)
