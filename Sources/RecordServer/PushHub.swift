@@ -72,6 +72,12 @@ package final class PushHub: Sendable {
         var wakeTask: Task<Void, Never>?
         var heartbeatTask: Task<Void, Never>?
         var pollDeadlines: [ObjectIdentifier: PollDeadlines] = [:]
+
+        /// Whether `stream` is still its connection's registration (not gone, not replaced by a
+        /// newer parking of the same connection).
+        func isCurrent(_ stream: StreamRegistration, databaseID: Int64) -> Bool {
+            streams[databaseID]?[ObjectIdentifier(stream.sink)] === stream
+        }
     }
 
     private let store: any RecordStorage
@@ -301,10 +307,10 @@ package final class PushHub: Sendable {
         }
         // The lowest cursor by a plain pass: thousands of streams, usually all at one cursor
         // (a set of them cost more than the rest of the wake before the writes).
+        guard !taken.isEmpty || !streams.isEmpty else { return }
         var lowest = Int64.max
         for waiter in taken.values where waiter.cursor < lowest { lowest = waiter.cursor }
         for stream in streams where stream.cursor < lowest { lowest = stream.cursor }
-        guard !taken.isEmpty || !streams.isEmpty else { return }
         let batch = (try? await store.notifications(databaseID: databaseID, after: lowest, limit: PushHub.batchLimit)) ?? []
         let complete = batch.count < PushHub.batchLimit
         // A full batch read from the lowest cursor may end before a waiter further ahead: such a
@@ -341,7 +347,7 @@ package final class PushHub: Sendable {
     /// (those still registered: one may have gone, or parked again under a newer registration).
     private func catchUp(_ databaseID: Int64, _ registrations: [StreamRegistration]) async {
         let streams = state.withLock { state in
-            registrations.filter { state.streams[databaseID]?[ObjectIdentifier($0.sink)] === $0 }
+            registrations.filter { state.isCurrent($0, databaseID: databaseID) }
         }
         guard let lowest = streams.lazy.map(\.cursor).min() else { return }
         let batch = (try? await store.notifications(databaseID: databaseID, after: lowest, limit: PushHub.batchLimit)) ?? []
@@ -403,7 +409,7 @@ package final class PushHub: Sendable {
             let answeredNow = answered
             forgetAnswered = { [weak self] in
                 self?.state.withLock { state in
-                    for stream in answeredNow where state.streams[databaseID]?[ObjectIdentifier(stream.sink)] === stream {
+                    for stream in answeredNow where state.isCurrent(stream, databaseID: databaseID) {
                         state.streams[databaseID]?.removeValue(forKey: ObjectIdentifier(stream.sink))
                     }
                 }

@@ -140,7 +140,7 @@ package enum AssetFields {
     /// Whether `haystack` holds `needle`: `memchr` to each candidate first byte, then a compare.
     /// (`memmem` prepares its search anew on every call, which cost more than the search for
     /// the few hundred bytes of a record's fields, 400 times an answer.)
-    static func contains(_ haystack: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
+    private static func contains(_ haystack: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
         guard let base = haystack.baseAddress, let first = needle.first, haystack.count >= needle.count else { return false }
         var offset = 0
         let lastStart = haystack.count - needle.count

@@ -5,6 +5,15 @@ extension SQLiteRecordStore {
     package static let maximumOperations = StoreLimits.maximumOperations
     package static let maximumRecordBytes = StoreLimits.maximumRecordBytes
 
+    /// A saved record's row: written over any row of its name, or (a create tried as new) only
+    /// where the name is free.
+    private static let recordRow = """
+        records (zone_id, name, type, tag, seq, deleted, fields, parent, created_at, created_by,
+            created_device, modified_at, modified_by, modified_device) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
+    private static let insertOrReplace = "INSERT OR REPLACE INTO " + recordRow
+    private static let insertIfNew = "INSERT INTO " + recordRow + " ON CONFLICT (zone_id, name) DO NOTHING"
+
     package func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
                               deviceID: String?) throws -> [RecordOperationResult]
     {
@@ -133,14 +142,17 @@ extension SQLiteRecordStore {
         // (A refusal of the create as new is checked the same way: the existing record's answer
         // — "already exists", access — comes first, as when it was read before planning.)
         if operation.type == .create, transaction.preloaded.index(forKey: name) == nil {
+            let refusal: ServerError?
             do {
                 if let result = try save(operation, name: name, existing: nil, onlyIfNew: true, &transaction, connection) {
                     return result
                 }
+                refusal = nil
             } catch let error as ServerError {
-                guard try loadRecord(zoneRowID, name, connection) != nil else { throw error }
+                refusal = error
             }
             let existing = try loadRecord(zoneRowID, name, connection)
+            if let refusal, existing == nil { throw refusal }
             return try save(operation, name: name, existing: existing, onlyIfNew: false, &transaction, connection)!
         }
         let existing = try transaction.preloaded.removeValue(forKey: name) ?? loadRecord(zoneRowID, name, connection)
@@ -180,21 +192,8 @@ extension SQLiteRecordStore {
             record.parent.sqlValue, .int(created.timestamp), .text(created.userRecordName ?? ""), created.deviceID.sqlValue,
             .int(modified.timestamp), .text(modified.userRecordName ?? ""), modified.deviceID.sqlValue,
         ]
-        if onlyIfNew {
-            let inserted = try connection.run(
-                """
-                INSERT INTO records (zone_id, name, type, tag, seq, deleted, fields, parent, created_at, created_by,
-                    created_device, modified_at, modified_by, modified_device) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)
-                ON CONFLICT (zone_id, name) DO NOTHING
-                """, values)
-            if inserted == 0 { return nil }
-        } else {
-            try connection.run(
-                """
-                INSERT OR REPLACE INTO records (zone_id, name, type, tag, seq, deleted, fields, parent, created_at, created_by,
-                    created_device, modified_at, modified_by, modified_device) VALUES (?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?)
-                """, values)
-        }
+        let inserted = try connection.run(onlyIfNew ? Self.insertIfNew : Self.insertOrReplace, values)
+        if onlyIfNew && inserted == 0 { return nil }
         transaction.sequence = sequence
         transaction.enforcer = prepared.enforcer
         if live != nil {
