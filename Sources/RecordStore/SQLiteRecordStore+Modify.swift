@@ -45,10 +45,13 @@ extension SQLiteRecordStore {
                 transaction.preloaded = try loadRecords(zoneRow.id, names: operations.compactMap { $0.type == .create ? nil : $0.recordName },
                                                         connection)
                 transaction.indexedFields = try indexedFields(zone: zoneRow.id, connection)
+                transaction.changes.reserveCapacity(operations.count)
                 var results: [RecordOperationResult] = []
                 var recipients = Set<Int64>()
                 results.reserveCapacity(operations.count)
-                for operation in operations {
+                // By index: a `for … in` copies each operation (a dozen retains and releases).
+                for index in operations.indices {
+                    let operation = operations[index]
                     do {
                         if operation.recordName == ShareRules.recordName {
                             if scope.kind == .shared {

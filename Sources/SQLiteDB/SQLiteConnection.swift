@@ -6,6 +6,9 @@ import Foundation
 public final class SQLiteConnection {
     let handle: OpaquePointer
     private var statementCache: [StatementKey: SQLiteStatement] = [:]
+    /// The statement used last, looked up without hashing: a batch runs one insert per record in a row.
+    private var recentSQL = ""
+    private var recentStatement: SQLiteStatement?
     public let path: String
 
     public enum Synchronous: String, Sendable { case off = "OFF", normal = "NORMAL", full = "FULL" }
@@ -53,6 +56,7 @@ public final class SQLiteConnection {
     }
 
     deinit {
+        recentStatement = nil
         statementCache.removeAll()
         sqlite3_close_v2(handle)
     }
@@ -75,12 +79,18 @@ public final class SQLiteConnection {
     /// A cached prepared statement for `sql`, bound to `arguments`.
     public func statement(_ sql: String, _ arguments: [SQLValue] = []) throws -> SQLiteStatement {
         let statement: SQLiteStatement
-        let key = StatementKey(sql: sql)
-        if let cached = statementCache[key] {
-            statement = cached
+        if let recentStatement, recentSQL.utf8.count == sql.utf8.count, recentSQL == sql {
+            statement = recentStatement
         } else {
-            statement = try SQLiteStatement(connection: self, sql: sql)
-            statementCache[key] = statement
+            let key = StatementKey(sql: sql)
+            if let cached = statementCache[key] {
+                statement = cached
+            } else {
+                statement = try SQLiteStatement(connection: self, sql: sql)
+                statementCache[key] = statement
+            }
+            recentSQL = sql
+            recentStatement = statement
         }
         try statement.bind(arguments)
         return statement

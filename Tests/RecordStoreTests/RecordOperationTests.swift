@@ -298,6 +298,36 @@ final class RecordOperationTests: StoreTestCase {
         XCTAssertEqual(try modify(dev, (0..<400).map { (.create, record("r\($0)", "Thing")) }).count, 400, "400 is allowed")
     }
 
+    /// `validateBatch` finds a repeated name with its own hash table, not a `Set<String>`: names
+    /// differing in one byte anywhere, of every length around its eight-byte steps, non-ASCII and
+    /// small (inline) strings are told apart, and a repeat is found wherever it sits.
+    func testARepeatedNameIsFoundWhereverItSitsAndNearNamesAreNot() throws {
+        var names: [String] = []
+        for length in 1...40 {
+            let base = String(repeating: "a", count: length)
+            names.append(base)
+            for position in stride(from: 0, to: length, by: 3) {
+                var bytes = Array(base.utf8)
+                bytes[position] = UInt8(ascii: "b")
+                names.append(String(decoding: bytes, as: UTF8.self))
+            }
+        }
+        names += ["Spiel|~|é", "Spiel|~|è", "Game|~|00000000-0000-0000-0000-000000000001", "Game|~|00000000-0000-0000-0000-000000000002"]
+        names += (0..<80).map { "Player|~|\($0)" }
+        XCTAssertGreaterThan(names.count, 400)
+        XCTAssertEqual(Set(names).count, names.count)
+        let operations = names.prefix(400).map { RecordOperation(type: .create, record: record($0, "Thing")) }
+        XCTAssertNoThrow(try RecordRules.validateBatch(operations))
+        for (first, second) in [(0, 1), (0, 399), (398, 399), (17, 250), (123, 124)] {
+            var repeated = operations
+            repeated[second] = RecordOperation(type: .forceUpdate, record: record(names[first], "Thing"))
+            XCTAssertThrowsError(try RecordRules.validateBatch(repeated), "\(first), \(second)") { error in
+                XCTAssertEqual((error as? ServerError)?.code, .badRequest)
+                XCTAssertTrue((error as? ServerError)?.reason.contains("'\(names[first])'") ?? false, "\(error)")
+            }
+        }
+    }
+
     func testAMissingZoneIsZoneNotFoundForEveryRecordOperation() throws {
         let zone = ZoneID(zoneName: "Nowhere")
         assertThrows(.zoneNotFound) { try modify(dev, zone: zone, [(.create, record("g1", "Game"))]) }
