@@ -35,7 +35,27 @@ extension RecordAPI {
             guard operation.type != .delete, operation.type != .forceDelete, case .list(let fields) = operation.draft.fields else { return false }
             return fields.contains { RecordAPI.assetValue(value: $0.value, type: $0.type) != nil }
         }
-        let prepared = namesAssets ? try await prepareAssets(operations, scope, zone: zone) : PreparedAssets(operations: operations)
+        let links = AssetLinks.current  // a task-local: read once, not once a record
+        let answer: @Sendable ([RecordOperationResult]) -> JSONValue = { results in
+            JSONValue.rawArray(results, estimatedBytes: { result in
+                if case .saved(let record) = result { return record.estimatedJSONBytes }
+                return 160
+            }, write: { result, out in
+                switch result {
+                case .saved(let record):
+                    record.write(into: &out, desiredKeys: keysByRecord.isEmpty ? desiredKeys : keysByRecord[record.recordName] ?? desiredKeys,
+                                 links: links)
+                case .deleted(let name): JSONValue.object(["recordName": .string(name), "deleted": true]).serialize(into: &out)
+                case .failed(let error): error.json().serialize(into: &out)
+                }
+            })
+        }
+        if !namesAssets {
+            // No receipts to mark spent: the store writes the answer where the results are made.
+            return ["records": try await self.store.modifyRecords(scope, zone: zone, operations: operations, atomic: atomic,
+                                                                  deviceID: deviceID, answer: answer)]
+        }
+        let prepared = try await prepareAssets(operations, scope, zone: zone)
         let results: [RecordOperationResult]
         if prepared.refused.isEmpty {
             results = try await self.store.modifyRecords(scope, zone: zone, operations: prepared.operations, atomic: atomic, deviceID: deviceID)
@@ -56,20 +76,7 @@ extension RecordAPI {
             return []
         }
         if !spent.isEmpty { try await store.markAssetsAttached(receipts: spent) }
-        let links = AssetLinks.current  // a task-local: read once, not once a record
-        let entries = JSONValue.rawArray(results, estimatedBytes: { result in
-            if case .saved(let record) = result { return record.estimatedJSONBytes }
-            return 160
-        }, write: { result, out in
-            switch result {
-            case .saved(let record):
-                record.write(into: &out, desiredKeys: keysByRecord.isEmpty ? desiredKeys : keysByRecord[record.recordName] ?? desiredKeys,
-                             links: links)
-            case .deleted(let name): JSONValue.object(["recordName": .string(name), "deleted": true]).serialize(into: &out)
-            case .failed(let error): error.json().serialize(into: &out)
-            }
-        })
-        return ["records": entries]
+        return ["records": answer(results)]
     }
 
     func lookupRecords(_ body: JSONValue, _ scope: DatabaseScope) async throws -> JSONValue {

@@ -89,6 +89,11 @@ class APIAssetTests: DaemonTestCase {
         XCTAssertNotNil(queried["records"]?.arrayValue?.first?["fields"]?["avatar"]?["value"]?["downloadURL"]?.stringValue)
         let changes = try fetchChanges(alice, zone: zone)
         XCTAssertNotNil(changes.state[name]??["fields"]?["avatar"]?["value"]?["downloadURL"]?.stringValue)
+        // So does the answer to an update that does not name the asset (written on the store's
+        // thread, with the request's links handed to it: the task-local is not there).
+        let updated = try XCTUnwrap(modify(alice, [("forceUpdate", record(name, "Person", ["firstName": ["value": "Grace"]]))], zone: zone).first)
+        XCTAssertEqual(updated["fields"]?["firstName"]?["value"], "Grace", updated.serializedString())
+        XCTAssertNotNil(updated["fields"]?["avatar"]?["value"]?["downloadURL"]?.stringValue, updated.serializedString())
 
         // The URL needs no credentials; the bytes, ETag and length are exact.
         let whole = try download(url)
