@@ -3,12 +3,13 @@ import RecordStore
 
 extension RecordAPI {
     /// `records/modify`, its body read straight into drafts (`ModifyRequestBody`).
-    func modifyRecords(_ request: ModifyRequestBody, _ scope: DatabaseScope, deviceID: String?) async throws -> JSONValue {
+    func modifyRecords(_ request: consuming ModifyRequestBody, _ scope: DatabaseScope, deviceID: String?) async throws -> JSONValue {
         let body = JSONValue.object(request.members)
         let zone = try ZoneID.fromRequest(body["zoneID"])
         let atomic = try body.optionalBool("atomic") ?? true
         let desiredKeys = try body.desiredKeys()
         guard let rawOperations = request.operations else { throw ServerError.badRequest("operations must be an array") }
+        _ = consume request
         guard rawOperations.count <= 400 else {
             throw ServerError(.limitExceeded, "at most 400 operations per request, got \(rawOperations.count)")
         }
@@ -27,6 +28,7 @@ extension RecordAPI {
             }
             return recordOperation
         }
+        _ = consume rawOperations
         let keysByRecord = operationKeys
         // Asset values are checked (receipts) and made canonical before the store sees the batch.
         // Most batches name no asset: found from the drafts' fields, they skip the asset scan
@@ -52,8 +54,9 @@ extension RecordAPI {
         }
         if !namesAssets {
             // No receipts to mark spent: the store writes the answer where the results are made.
-            return ["records": try await self.store.modifyRecords(scope, zone: zone, operations: operations, atomic: atomic,
-                                                                  deviceID: deviceID, answer: answer)]
+            // The task keeps no reference: the operations are freed where they are used.
+            return ["records": try await self.store.modifyRecords(scope, zone: zone, operations: OperationHandoff(consume operations),
+                                                                  atomic: atomic, deviceID: deviceID, answer: answer)]
         }
         let prepared = try await prepareAssets(operations, scope, zone: zone)
         let results: [RecordOperationResult]

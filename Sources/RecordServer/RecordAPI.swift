@@ -246,7 +246,7 @@ package final class RecordAPI: Sendable {
             guard let modify = try ModifyRequestBody.parse(request.body) else {
                 throw ServerError.badRequest("the request body must be a JSON object")
             }
-            return try await modifyRecords(modify, scope, deviceID: request.deviceID.flatMap { $0.isEmpty ? nil : $0 })
+            return try await modifyRecords(consume modify, scope, deviceID: request.deviceID.flatMap { $0.isEmpty ? nil : $0 })
         case "records/lookup": return try await lookupRecords(body, scope)
         case "records/query": return try await queryRecords(body, scope)
         case "records/changes": return try await recordChanges(body, scope)

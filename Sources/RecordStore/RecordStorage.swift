@@ -40,7 +40,7 @@ package protocol RecordStorage: AnyObject, Sendable {
     /// `modifyRecords`, and `answer` made of its results where the backend has them: SQLite writes
     /// it on the thread that ran the transaction, after its commit, while the saved records are
     /// still in that core's cache (see the default in the extension below).
-    func modifyRecords<Answer: Sendable>(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
+    func modifyRecords<Answer: Sendable>(_ scope: DatabaseScope, zone: ZoneID, operations: OperationHandoff, atomic: Bool,
                                          deviceID: String?, answer: @escaping @Sendable ([RecordOperationResult]) -> Answer) async throws -> Answer
     func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws -> [Result<StoredRecord, ServerError>]
     func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
@@ -117,10 +117,10 @@ package protocol RecordStorage: AnyObject, Sendable {
 extension RecordStorage {
     package func createUser(name: String) async throws -> (user: User, token: String) { try await createUser(name: name, email: nil) }
 
-    package func modifyRecords<Answer: Sendable>(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
+    package func modifyRecords<Answer: Sendable>(_ scope: DatabaseScope, zone: ZoneID, operations: OperationHandoff, atomic: Bool,
                                                 deviceID: String?, answer: @escaping @Sendable ([RecordOperationResult]) -> Answer) async throws -> Answer
     {
-        answer(try await modifyRecords(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID))
+        answer(try await modifyRecords(scope, zone: zone, operations: operations.take(), atomic: atomic, deviceID: deviceID))
     }
 
     package func liveDaemonCount(heartbeatFrom daemonID: String) async throws -> Int { 1 }
@@ -231,11 +231,11 @@ package final class SQLiteStorage: RecordStorage {
     /// The answer is written on the write pool's thread after the transaction committed (the
     /// writer connection is free again by then, for the pool's other thread): one connection's
     /// batch otherwise waited while the request's task read every saved record from another core.
-    package func modifyRecords<Answer: Sendable>(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
+    package func modifyRecords<Answer: Sendable>(_ scope: DatabaseScope, zone: ZoneID, operations: OperationHandoff, atomic: Bool,
                                                 deviceID: String?, answer: @escaping @Sendable ([RecordOperationResult]) -> Answer) async throws -> Answer
     {
         try await offload(write: true) {
-            answer(try $0.modifyRecords(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID))
+            answer(try $0.modifyRecords(scope, zone: zone, operations: operations.take(), atomic: atomic, deviceID: deviceID))
         }
     }
 
