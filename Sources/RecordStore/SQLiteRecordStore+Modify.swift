@@ -87,9 +87,12 @@ extension SQLiteRecordStore {
                     recipients.formUnion(try notifyParticipants(transaction.changes, zone: zoneRow, ownerScope: ownerScope,
                                                                 zoneChanged: false, connection))
                 }
-                results = try results.map { result in
-                    guard case .saved(let record) = result, record.recordName == ShareRules.recordName else { return result }
-                    return .saved(try attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection))
+                // Only a batch saving the share: mapping every result copied each and freed the old array.
+                if operations.contains(where: { $0.recordName == ShareRules.recordName }) {
+                    results = try results.map { result in
+                        guard case .saved(let record) = result, record.recordName == ShareRules.recordName else { return result }
+                        return .saved(try attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection))
+                    }
                 }
                 try connection.execute("COMMIT")
                 // Still under the write lock: the next writer must see the fields this one added.

@@ -41,6 +41,23 @@ final class SchemaEnforcementTests: StoreTestCase {
         XCTAssertTrue(untyped?.reason.contains("name") ?? false, untyped?.reason ?? "")
     }
 
+    /// Within one batch, a field a record adds is known to the records after it — and one added
+    /// by a record that was then refused is not (the field types looked up are kept per batch).
+    func testFieldsLearnedInABatchHoldForTheRestOfItAndRefusedRecordsTeachNothing() throws {
+        let big = String(repeating: "x", count: 1_000_001)
+        let results = try modify(dev, atomic: false, [
+            (.create, record("k0", "Kite", ["span": field(3, "INT64"), "story": field(.string(big), "STRING")])),
+            (.create, record("k1", "Kite", ["span": field("wide", "STRING")])),
+            (.create, record("k2", "Kite", ["span": field(4, "INT64")])),
+            (.create, record("k3", "Kite", ["span": field("narrow")])),
+            (.create, record("k4", "Kite", ["tail": field(2.5, "DOUBLE")])),
+            (.create, record("k5", "Kite", ["tail": field("long", "STRING"), "span": field("any", "STRING")])),
+        ])
+        XCTAssertEqual(results.map { $0.error?.code }, [.limitExceeded, nil, .badRequest, nil, nil, .badRequest])
+        XCTAssertEqual(try fields(of: try lookup(dev, "k3"))["span"], .string("narrow"), "typed by the field k1 added")
+        XCTAssertTrue(results[5].error?.reason.contains("tail") ?? false, results[5].error?.reason ?? "")
+    }
+
     func testDevelopmentLearnsNewTypesAndFieldsThenEnforcesTheirTypes() throws {
         try save(dev, record("s1", "Spaceship", ["crew": field(430, "INT64"), "launched": field(1_000, "TIMESTAMP")]))
         try save(dev, .forceUpdate, record("s1", "Spaceship", ["captain": field("Kirk", "STRING")]))
