@@ -120,6 +120,15 @@ func processCPUSeconds() -> Double {
     return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
 }
 
+/// CPU seconds of another process (all its threads), from its CPU-time clock.
+func processCPUSeconds(pid: pid_t) -> Double {
+    var clock = clockid_t()
+    guard clock_getcpuclockid(pid, &clock) == 0 else { return 0 }
+    var spec = timespec()
+    guard clock_gettime(clock, &spec) == 0 else { return 0 }
+    return Double(spec.tv_sec) + Double(spec.tv_nsec) / 1e9
+}
+
 func now() -> Double {
     var spec = timespec()
     clock_gettime(CLOCK_MONOTONIC, &spec)

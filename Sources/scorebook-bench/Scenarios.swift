@@ -170,6 +170,58 @@ func batchWrite(_ options: BenchOptions, _ backend: BenchBackend) async throws -
     return figures
 }
 
+/// (2b) `batch-write`'s one-connection phase against a real release `scorebookd` (SQLite), each
+/// batch interleaved with a raw batch of the same records: the daemon's request path as clients
+/// meet it — its own threads, the client in another process — rather than in the bench's
+/// process. CPU time is the daemon's (from /proc) plus this process's, against the raw passes'.
+func batchWriteDaemon(_ options: BenchOptions) async throws -> [String: JSONValue] {
+    let records = (0..<options.records).map { benchRecord($0) }
+    let rows = RawRecordTable.rows(0..<options.records)
+    let table = try RawRecordTable(name: "raw-daemon")
+    defer { table.remove() }
+    let directory = temporaryDirectory("daemon-write")
+    defer { try? FileManager.default.removeItem(atPath: directory) }
+    let daemon = try DaemonUnderTest(directory: directory)
+    defer { _ = try? daemon.stop() }
+    let connection = try RawHTTPConnection(port: daemon.port)
+    try createZone("Bench", on: daemon, connection)
+    let bodies = stride(from: 0, to: records.count, by: batchSize).map {
+        modifyBody(zone: "Bench", records: Array(records[$0..<min($0 + batchSize, records.count)]))
+    }
+    var rawSeconds = 0.0, httpSeconds = 0.0, rawCPU = 0.0, httpCPU = 0.0
+    var latencies: [Double] = [], batchRatios: [Double] = []
+    for (batch, body) in bodies.enumerated() {
+        let range = (batch * batchSize)..<min((batch + 1) * batchSize, records.count)
+        var cpuStarted = processCPUSeconds()
+        var started = now()
+        try table.insert(rows[range])
+        let rawBatchSeconds = now() - started
+        rawSeconds += rawBatchSeconds
+        rawCPU += processCPUSeconds() - cpuStarted
+
+        cpuStarted = processCPUSeconds() + processCPUSeconds(pid: daemon.process.pid)
+        started = now()
+        let (status, answer) = try connection.request("POST", daemon.databasePath + "/records/modify", token: daemon.token, body: body)
+        let elapsed = now() - started
+        httpSeconds += elapsed
+        httpCPU += processCPUSeconds() + processCPUSeconds(pid: daemon.process.pid) - cpuStarted
+        latencies.append(elapsed * 1000)
+        batchRatios.append(rawBatchSeconds / elapsed)
+        guard status == 200 else {
+            throw RawHTTPConnection.Failure(description: "HTTP batch failed: \(status) \(String(decoding: answer.prefix(300), as: UTF8.self))")
+        }
+    }
+    let count = Double(records.count)
+    let stats = Stats(samples: latencies)
+    return [
+        "records": .int(Int64(records.count)), "rawRecordsPerSecond": .double(count / rawSeconds),
+        "daemonRecordsPerSecond": .double(count / httpSeconds), "daemonToRawRatio": .double(rawSeconds / httpSeconds),
+        "daemonToRawRatioBatchMedian": .double(Stats(samples: batchRatios).median),
+        "daemonToRawCPURatio": .double((rawCPU / httpCPU * 1000).rounded() / 1000),
+        "batchMillisecondsMedian": .double(stats.median), "batchMillisecondsP99": .double(stats.p99),
+    ]
+}
+
 /// Sends `bodies` (records/modify batches) over `lanes` keep-alive connections at once, lane i
 /// taking every lanes-th body with `tokens[i]` (and `ports[i]` when given); the seconds until the
 /// last answer. Throws if any batch failed.

@@ -75,6 +75,7 @@ struct Scenario {
     static let all: [Scenario] = [
         Scenario(name: "storage-limit", run: storageLimit),
         Scenario(name: "batch-write", backends: [.sqlite, .postgres], run: batchWrite),
+        Scenario(name: "batch-write-daemon", run: batchWriteDaemon),
         Scenario(name: "write-steps", backends: [.sqlite], run: { options, _ in try await writeSteps(options) }),
         Scenario(name: "change-feed", backends: [.sqlite, .postgres], run: changeFeed),
         Scenario(name: "incremental-sync", backends: [.sqlite, .postgres], run: incrementalSync),
