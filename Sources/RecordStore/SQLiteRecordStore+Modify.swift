@@ -49,9 +49,7 @@ extension SQLiteRecordStore {
                 var results: [RecordOperationResult] = []
                 var recipients = Set<Int64>()
                 results.reserveCapacity(operations.count)
-                // By index: a `for … in` copies each operation (a dozen retains and releases).
-                for index in operations.indices {
-                    let operation = operations[index]
+                for operation in operations {
                     do {
                         if operation.recordName == ShareRules.recordName {
                             if scope.kind == .shared {
