@@ -67,6 +67,42 @@ func storageLimit(_ options: BenchOptions) async throws -> [String: JSONValue] {
     return ["records": .int(Int64(rows.count)), "recordsPerSecond": .double(rate), "bytesPerRecord": .int(Int64(rows[0].fields.count))]
 }
 
+/// One connection's batches timed against raw batches of the same records, interleaved batch by
+/// batch so the machine's noise hits both alike: wall time, CPU time (the ratios of wall time move
+/// ±10 % between runs here with the disk's fsync, CPU time much less), and each batch's raw time
+/// over its HTTP time (their median hardly moves with a burst of noise on this shared machine).
+struct InterleavedBatches {
+    var rawSeconds = 0.0, httpSeconds = 0.0, rawCPU = 0.0, httpCPU = 0.0
+    var latencies: [Double] = [], batchRatios: [Double] = []
+    private var lastRawSeconds = 0.0
+
+    mutating func raw(_ insert: () async throws -> Void) async rethrows {
+        let cpuStarted = processCPUSeconds(), started = now()
+        try await insert()
+        lastRawSeconds = now() - started
+        rawSeconds += lastRawSeconds
+        rawCPU += processCPUSeconds() - cpuStarted
+    }
+
+    /// Times the request of the batch `raw` just inserted; `cpuSeconds` is the CPU time of every
+    /// process it costs.
+    mutating func request(cpuSeconds: () -> Double, _ send: () throws -> (status: Int, body: [UInt8])) throws {
+        let cpuStarted = cpuSeconds(), started = now()
+        let (status, answer) = try send()
+        let elapsed = now() - started
+        httpSeconds += elapsed
+        httpCPU += cpuSeconds() - cpuStarted
+        latencies.append(elapsed * 1000)
+        batchRatios.append(lastRawSeconds / elapsed)
+        guard status == 200 else {
+            throw RawHTTPConnection.Failure(description: "HTTP batch failed: \(status) \(String(decoding: answer.prefix(300), as: UTF8.self))")
+        }
+    }
+
+    var batchRatioMedian: Double { Stats(samples: batchRatios).median }
+    var cpuRatio: Double { (rawCPU / httpCPU * 1000).rounded() / 1000 }
+}
+
 /// (2) records/modify with atomic 400-record batches: in-process through the store, and end to
 /// end over HTTP with keep-alive. The raw baseline runs interleaved with them, batch by batch
 /// (raw, store, HTTP, raw, …), so that the machine's noise hits all three alike and the ratios
@@ -87,47 +123,29 @@ func batchWrite(_ options: BenchOptions, _ backend: BenchBackend) async throws -
         modifyBody(zone: "Bench", records: Array(records[$0..<min($0 + batchSize, records.count)]))
     }
 
-    var rawSeconds = 0.0, bulkSeconds = 0.0, storeSeconds = 0.0, httpSeconds = 0.0
-    // CPU time of this process (client and server threads; the phases run one at a time): the
-    // ratios of wall time move ±10% between runs here with the disk's fsync, CPU time much less.
-    var rawCPU = 0.0, httpCPU = 0.0
-    var latencies: [Double] = []
-    // Each batch's raw time over its HTTP time: their median is the ratio a burst of noise on the
-    // shared machine (which moves the totals ±10 %) hardly moves.
-    var batchRatios: [Double] = []
+    var timed = InterleavedBatches()
+    var bulkSeconds = 0.0, storeSeconds = 0.0
     for (batch, body) in bodies.enumerated() {
         let range = (batch * batchSize)..<min((batch + 1) * batchSize, records.count)
-        var cpuStarted = processCPUSeconds()
-        var started = now()
-        try await table.insert(rows[range])
-        let rawBatchSeconds = now() - started
-        rawSeconds += rawBatchSeconds
-        rawCPU += processCPUSeconds() - cpuStarted
+        try await timed.raw { try await table.insert(rows[range]) }
 
         if table.hasBulkInsert {
-            started = now()
+            let started = now()
             try await table.insertBulk(rows[range])
             bulkSeconds += now() - started
         }
 
         // The operations are made before the clock starts: the store's figure is the store's work.
         let operations = records[range].map { RecordOperation(type: .create, record: $0) }
-        started = now()
+        let started = now()
         let results = try await storeServer.storage.modifyRecords(
             storeServer.scope, zone: ZoneID(zoneName: "Bench"), operations: operations, atomic: true, deviceID: nil)
         storeSeconds += now() - started
         guard case .saved = results[0] else { throw RawHTTPConnection.Failure(description: "store batch failed: \(results[0])") }
 
-        cpuStarted = processCPUSeconds()
-        started = now()
-        let (status, answer) = try connection.request("POST", server.databasePath + "/records/modify", token: server.token, body: body)
-        let elapsed = now() - started
-        httpSeconds += elapsed
-        httpCPU += processCPUSeconds() - cpuStarted
-        latencies.append(elapsed * 1000)
-        batchRatios.append(rawBatchSeconds / elapsed)
-        guard status == 200 else {
-            throw RawHTTPConnection.Failure(description: "HTTP batch failed: \(status) \(String(decoding: answer.prefix(300), as: UTF8.self))")
+        // CPU time of this process: client and server threads (the phases run one at a time).
+        try timed.request(cpuSeconds: { processCPUSeconds() }) {
+            try connection.request("POST", server.databasePath + "/records/modify", token: server.token, body: body)
         }
     }
     await storeServer.stop()
@@ -145,21 +163,21 @@ func batchWrite(_ options: BenchOptions, _ backend: BenchBackend) async throws -
     await table.remove()
 
     let count = Double(records.count)
-    let raw = count / rawSeconds, store = count / storeSeconds, http = count / httpSeconds
+    let raw = count / timed.rawSeconds, store = count / storeSeconds, http = count / timed.httpSeconds
     let twoConnections = count / twoConnectionsSeconds
-    let stats = Stats(samples: latencies)
+    let stats = Stats(samples: timed.latencies)
     var figures: [String: JSONValue] = [
         "records": .int(Int64(records.count)), "rawRecordsPerSecond": .double(raw), "storeRecordsPerSecond": .double(store),
         "httpRecordsPerSecond": .double(http), "storeToRawRatio": .double(store / raw), "httpToRawRatio": .double(http / raw),
         "batchMillisecondsMedian": .double(stats.median), "batchMillisecondsP99": .double(stats.p99),
         "httpTwoConnectionsRecordsPerSecond": .double(twoConnections), "secondRawRecordsPerSecond": .double(secondRaw),
         "httpTwoConnectionsToRawRatio": .double(twoConnections / secondRaw),
-        "httpToRawRatioBatchMedian": .double(Stats(samples: batchRatios).median),
+        "httpToRawRatioBatchMedian": .double(timed.batchRatioMedian),
     ]
     if backend == .sqlite {  // on PostgreSQL the raw inserts' CPU is the server's, not this process's
-        figures["rawCPUMicrosecondsPerRecord"] = .double((rawCPU / count * 1e7).rounded() / 10)
-        figures["httpCPUMicrosecondsPerRecord"] = .double((httpCPU / count * 1e7).rounded() / 10)
-        figures["httpToRawCPURatio"] = .double((rawCPU / httpCPU * 1000).rounded() / 1000)
+        figures["rawCPUMicrosecondsPerRecord"] = .double((timed.rawCPU / count * 1e7).rounded() / 10)
+        figures["httpCPUMicrosecondsPerRecord"] = .double((timed.httpCPU / count * 1e7).rounded() / 10)
+        figures["httpToRawCPURatio"] = .double(timed.cpuRatio)
     }
     if table.hasBulkInsert {
         let bulk = count / bulkSeconds
@@ -173,7 +191,7 @@ func batchWrite(_ options: BenchOptions, _ backend: BenchBackend) async throws -
 /// (2b) `batch-write`'s one-connection phase against a real release `scorebookd` (SQLite), each
 /// batch interleaved with a raw batch of the same records: the daemon's request path as clients
 /// meet it — its own threads, the client in another process — rather than in the bench's
-/// process. CPU time is the daemon's (from /proc) plus this process's, against the raw passes'.
+/// process. CPU time is the daemon's (its CPU-time clock) plus this process's, against the raw passes'.
 func batchWriteDaemon(_ options: BenchOptions) async throws -> [String: JSONValue] {
     let records = (0..<options.records).map { benchRecord($0) }
     let rows = RawRecordTable.rows(0..<options.records)
@@ -188,36 +206,21 @@ func batchWriteDaemon(_ options: BenchOptions) async throws -> [String: JSONValu
     let bodies = stride(from: 0, to: records.count, by: batchSize).map {
         modifyBody(zone: "Bench", records: Array(records[$0..<min($0 + batchSize, records.count)]))
     }
-    var rawSeconds = 0.0, httpSeconds = 0.0, rawCPU = 0.0, httpCPU = 0.0
-    var latencies: [Double] = [], batchRatios: [Double] = []
+    var timed = InterleavedBatches()
+    let pid = daemon.process.pid
     for (batch, body) in bodies.enumerated() {
         let range = (batch * batchSize)..<min((batch + 1) * batchSize, records.count)
-        var cpuStarted = processCPUSeconds()
-        var started = now()
-        try table.insert(rows[range])
-        let rawBatchSeconds = now() - started
-        rawSeconds += rawBatchSeconds
-        rawCPU += processCPUSeconds() - cpuStarted
-
-        cpuStarted = processCPUSeconds() + processCPUSeconds(pid: daemon.process.pid)
-        started = now()
-        let (status, answer) = try connection.request("POST", daemon.databasePath + "/records/modify", token: daemon.token, body: body)
-        let elapsed = now() - started
-        httpSeconds += elapsed
-        httpCPU += processCPUSeconds() + processCPUSeconds(pid: daemon.process.pid) - cpuStarted
-        latencies.append(elapsed * 1000)
-        batchRatios.append(rawBatchSeconds / elapsed)
-        guard status == 200 else {
-            throw RawHTTPConnection.Failure(description: "HTTP batch failed: \(status) \(String(decoding: answer.prefix(300), as: UTF8.self))")
+        try await timed.raw { try table.insert(rows[range]) }
+        try timed.request(cpuSeconds: { processCPUSeconds() + processCPUSeconds(pid: pid) }) {
+            try connection.request("POST", daemon.databasePath + "/records/modify", token: daemon.token, body: body)
         }
     }
     let count = Double(records.count)
-    let stats = Stats(samples: latencies)
+    let stats = Stats(samples: timed.latencies)
     return [
-        "records": .int(Int64(records.count)), "rawRecordsPerSecond": .double(count / rawSeconds),
-        "daemonRecordsPerSecond": .double(count / httpSeconds), "daemonToRawRatio": .double(rawSeconds / httpSeconds),
-        "daemonToRawRatioBatchMedian": .double(Stats(samples: batchRatios).median),
-        "daemonToRawCPURatio": .double((rawCPU / httpCPU * 1000).rounded() / 1000),
+        "records": .int(Int64(records.count)), "rawRecordsPerSecond": .double(count / timed.rawSeconds),
+        "daemonRecordsPerSecond": .double(count / timed.httpSeconds), "daemonToRawRatio": .double(timed.rawSeconds / timed.httpSeconds),
+        "daemonToRawRatioBatchMedian": .double(timed.batchRatioMedian), "daemonToRawCPURatio": .double(timed.cpuRatio),
         "batchMillisecondsMedian": .double(stats.median), "batchMillisecondsP99": .double(stats.p99),
     ]
 }
