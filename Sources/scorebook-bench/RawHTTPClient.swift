@@ -88,6 +88,25 @@ final class RawHTTPConnection {
         return true
     }
 
+    /// Reads what has arrived without waiting (for a socket epoll reported readable): no `poll`
+    /// first, which at 10,000 streams was a system call per delivery in the measured round.
+    /// False at end of stream or when nothing was there.
+    func fillAvailable() -> Bool {
+        let scratch = Self.threadScratch
+        let count = recv(fd, scratch, Self.scratchSize, Int32(MSG_DONTWAIT))
+        guard count > 0 else { return false }
+        buffer.append(contentsOf: UnsafeRawBufferPointer(start: scratch, count: count))
+        return true
+    }
+
+    /// What has arrived and not been taken, without copying it out.
+    func withBuffered<Result>(_ body: (UnsafeBufferPointer<UInt8>) -> Result) -> Result {
+        buffer.withUnsafeBufferPointer(body)
+    }
+
+    /// Drops what has arrived (keeping the buffer's storage for the next reads).
+    func discardBuffered() { buffer.removeAll(keepingCapacity: true) }
+
     func request(_ method: String, _ path: String, token: String?, body: [UInt8] = [], accept: String? = nil) throws -> (status: Int, body: [UInt8]) {
         try sendRequest(method, path, token: token, body: body, accept: accept)
         return try readResponse()

@@ -480,34 +480,41 @@ func awaitEventOnAll(_ streams: [RawHTTPConnection], readiness: ReadinessSet? = 
     try awaitOnAll(streams, readiness: readiness, start: start, what: "subscribers", isComplete: containsCompleteEvent).first
 }
 
-/// Waits until `isComplete` holds for what every connection received (at most 10 s from
-/// `start`); the milliseconds to the first completion and each connection's bytes. Pass a
-/// `ReadinessSet` over the connections made once per scenario: registering 10,000 sockets
-/// with epoll inside the timed round would be counted as delivery time.
+/// Waits until `isComplete` holds for what every connection has received (at most 10 s from
+/// `start`); the milliseconds to the first completion, and the bytes connection `kept` held when
+/// it completed (empty without one). Pass a `ReadinessSet` over the connections made once per
+/// scenario: registering 10,000 sockets with epoll inside the timed round would be counted as
+/// delivery time.
+///
+/// The client shares the daemon's two cores, so every read it makes costs the server's writes:
+/// a ready socket is read without polling it first, its bytes are checked where they arrived
+/// (nothing copied out or allocated per read), and a completed connection's buffer is emptied.
 func awaitOnAll(_ connections: [RawHTTPConnection], readiness: ReadinessSet? = nil, start: Double, what: String,
-                alreadyReceived: [[UInt8]]? = nil, isComplete: ([UInt8]) -> Bool) throws -> (first: Double, received: [[UInt8]]) {
+                keeping kept: Int? = nil, isComplete: (UnsafeBufferPointer<UInt8>) -> Bool) throws -> (first: Double, kept: [UInt8]) {
     let readiness = try readiness ?? ReadinessSet(connections)
     var complete = [Bool](repeating: false, count: connections.count)
     var waiting = connections.count
-    var buffers = alreadyReceived ?? [[UInt8]](repeating: [], count: connections.count)
     var first = Double.nan
+    var keptBytes: [UInt8] = []
     let deadline = start + 10
     while waiting > 0, now() < deadline {
-        for index in readiness.wait(timeoutMilliseconds: 1000) {
-            _ = try connections[index].fill(timeoutMilliseconds: 0)
-            let bytes = connections[index].drain()
+        readiness.wait(timeoutMilliseconds: 1000) { index in
+            let connection = connections[index]
+            // One read: a delivery fits the 64 KB it takes, and epoll reports the socket again if
+            // more is left (reading on to EAGAIN would be a second system call per delivery).
+            _ = connection.fillAvailable()
             // A finished connection may still get bytes (a heartbeat): read and drop them.
-            guard !complete[index] else { continue }
-            buffers[index] += bytes
-            if isComplete(buffers[index]) {
-                complete[index] = true
-                waiting -= 1
-                if first.isNaN { first = (now() - start) * 1000 }
-            }
+            guard !complete[index], connection.withBuffered(isComplete) else { return }
+            if index == kept { keptBytes = connection.withBuffered { Array($0) } }
+            connection.discardBuffered()
+            complete[index] = true
+            waiting -= 1
+            if first.isNaN { first = (now() - start) * 1000 }
         }
     }
+    for (index, connection) in connections.enumerated() where complete[index] { connection.discardBuffered() }
     guard waiting == 0 else { throw RawHTTPConnection.Failure(description: "\(waiting) \(what) got nothing in 10 s") }
-    return (first, buffers)
+    return (first, keptBytes)
 }
 
 /// The bench client's side of a fan-out: one epoll set over all its connections, so a round
@@ -533,11 +540,11 @@ final class ReadinessSet {
 
     deinit { close(epollDescriptor) }
 
-    /// Indices of the connections with something to read (empty after the timeout).
-    func wait(timeoutMilliseconds: Int32) -> [Int] {
+    /// Calls `body` with the index of each connection that has something to read (none after
+    /// the timeout).
+    func wait(timeoutMilliseconds: Int32, _ body: (Int) throws -> Void) rethrows {
         let count = epoll_wait(epollDescriptor, &events, Int32(events.count), timeoutMilliseconds)
-        guard count > 0 else { return [] }
-        return (0..<Int(count)).map { Int(events[$0].data.u64) }
+        for ready in 0..<max(0, Int(count)) { try body(Int(events[ready].data.u64)) }
     }
 }
 
@@ -545,9 +552,28 @@ final class ReadinessSet {
 /// stream arrives in HTTP chunks, so the framing sits between events).
 /// Scanned as bytes: Foundation's `range(of:)` bridges through NSString and cost the fan-out
 /// client milliseconds per round at 1,000 streams.
-func containsCompleteEvent(_ bytes: [UInt8]) -> Bool {
-    guard let data = byteOccurrences(of: "data: ", in: bytes).first else { return false }
-    return byteOccurrences(of: "\n\n", in: bytes).contains { $0 > data }
+func containsCompleteEvent(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    guard let data = offset(past: dataLinePrefix, in: bytes, from: 0) else { return false }
+    return offset(past: blankLine, in: bytes, from: data) != nil
+}
+
+func containsCompleteEvent(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBufferPointer(containsCompleteEvent) }
+
+private let dataLinePrefix = Array("data: ".utf8)
+private let blankLine = Array("\n\n".utf8)
+
+/// The offset just past the first occurrence of `needle` in `bytes` at or after `start`
+/// (memchr on its first byte, then memcmp; nothing allocated).
+func offset(past needle: [UInt8], in bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
+    guard let base = bytes.baseAddress, let lead = needle.first else { return nil }
+    var position = start
+    while position + needle.count <= bytes.count,
+          let hit = memchr(base + position, Int32(lead), bytes.count - position - needle.count + 1) {
+        let found = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
+        if memcmp(base + found, needle, needle.count) == 0 { return found + needle.count }
+        position = found + 1
+    }
+    return nil
 }
 
 /// The offsets just past each occurrence of `needle` in `bytes` (memchr and memcmp: a scan
@@ -611,17 +637,14 @@ func longPollFanOut(_ options: BenchOptions, _ backend: BenchBackend) async thro
         }
         // A parked long-poll's head was written when it parked: read the heads now, so the timed
         // round reads only the answers (as the SSE rounds read only the events).
-        let heads = waiters.map { waiter -> [UInt8] in
-            _ = try? waiter.fill(timeoutMilliseconds: 0)
-            return waiter.drain()
-        }
+        for waiter in waiters { while waiter.fillAvailable() {} }
         let body = modifyBody(zone: "Bench", records: [benchRecord(round)], operation: "forceReplace")
         let start = now()
         _ = try writer.request("POST", daemon.databasePath + "/records/modify", token: daemon.token, body: body)
-        let answers = try awaitAnswerOnAll(waiters, readiness: readiness, start: start, heads: heads)
+        let text = try awaitFirstAnswerOnAll(waiters, readiness: readiness, start: start)
         lastArrivals.append((now() - start) * 1000)
         serverLastWrites.append(try serverLastDeliveryMilliseconds(control))
-        guard let text = answers.first, let range = text.range(of: #""cursor":""#) else {
+        guard let range = text.range(of: #""cursor":""#) else {
             throw RawHTTPConnection.Failure(description: "a long-poll answer without a cursor")
         }
         cursor = String(text[range.upperBound...].prefix { $0 != "\"" })
@@ -636,26 +659,28 @@ func longPollFanOut(_ options: BenchOptions, _ backend: BenchBackend) async thro
     ]
 }
 
-/// Waits until every connection holds a whole long-poll answer (at most 10 s); returns the
-/// answers' bodies (still chunk-framed when the daemon sent them chunked, as parked long-polls
-/// are: the JSON inside is one chunk).
-func awaitAnswerOnAll(_ connections: [RawHTTPConnection], readiness: ReadinessSet? = nil, start: Double,
-                      heads: [[UInt8]]? = nil) throws -> [String] {
-    let lastChunk = Array("\r\n0\r\n\r\n".utf8)
-    let received = try awaitOnAll(connections, readiness: readiness, start: start, what: "long-polls", alreadyReceived: heads) { bytes in
-        // Bytes first (the client must stay cheaper than the server it measures): a chunked
-        // answer is whole once the last chunk arrived; a JSON body never ends that way.
-        if bytes.count > lastChunk.count, bytes.suffix(lastChunk.count).elementsEqual(lastChunk) { return true }
-        let text = String(decoding: bytes, as: UTF8.self)
-        guard let split = text.range(of: "\r\n\r\n"),
-              text[..<split.lowerBound].range(of: "transfer-encoding: chunked", options: .caseInsensitive) == nil else { return false }
-        guard let length = text.range(of: "content-length: ", options: .caseInsensitive),
-              let count = Int(text[length.upperBound...].prefix { $0.isNumber })
-        else { return false }
-        return text.utf8.count - text.utf8.distance(from: text.utf8.startIndex, to: split.upperBound) >= count
-    }.received
-    return received.map { bytes in
-        let text = String(decoding: bytes, as: UTF8.self)
-        return text.range(of: "\r\n\r\n").map { String(text[$0.upperBound...]) } ?? text
-    }
+/// Waits until every connection holds a whole long-poll answer (at most 10 s); returns the first
+/// connection's answer body (chunk-framed when the daemon sent it chunked, as parked long-polls
+/// are: the JSON inside is one chunk). Each connection's head, read before the round, is still in
+/// its buffer, so an answer with a length is measured against its head's `Content-Length`.
+func awaitFirstAnswerOnAll(_ connections: [RawHTTPConnection], readiness: ReadinessSet? = nil, start: Double) throws -> String {
+    let kept = try awaitOnAll(connections, readiness: readiness, start: start, what: "long-polls", keeping: 0, isComplete: isWholeAnswer).kept
+    let text = String(decoding: kept, as: UTF8.self)
+    return text.range(of: "\r\n\r\n").map { String(text[$0.upperBound...]) } ?? text
+}
+
+private let lastChunk = Array("\r\n0\r\n\r\n".utf8)
+
+/// Whether `bytes` (a head and what followed it) hold a whole answer. Bytes first (the client
+/// must stay cheaper than the server it measures): a chunked answer is whole once the last chunk
+/// arrived; a JSON body never ends that way.
+func isWholeAnswer(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+    if bytes.count > lastChunk.count, memcmp(bytes.baseAddress! + bytes.count - lastChunk.count, lastChunk, lastChunk.count) == 0 { return true }
+    let text = String(decoding: bytes, as: UTF8.self)
+    guard let split = text.range(of: "\r\n\r\n"),
+          text[..<split.lowerBound].range(of: "transfer-encoding: chunked", options: .caseInsensitive) == nil else { return false }
+    guard let length = text.range(of: "content-length: ", options: .caseInsensitive),
+          let count = Int(text[length.upperBound...].prefix { $0.isNumber })
+    else { return false }
+    return text.utf8.count - text.utf8.distance(from: text.utf8.startIndex, to: split.upperBound) >= count
 }
