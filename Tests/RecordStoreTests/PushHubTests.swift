@@ -146,6 +146,45 @@ final class PushHubTests: SubscriptionStoreTestCase {
         XCTAssertTrue(latestEvent.contains(next) && !latestEvent.contains(thing))
     }
 
+    /// Heartbeats go only to quiet streams: a stream that keeps getting events gets none (at 10,000
+    /// streams a heartbeat to each took the event loops as long as a commit's events, and a commit
+    /// landing then waited for it), an idle one gets one every interval, and a busy one that goes
+    /// quiet gets them again.
+    func testOnlyQuietStreamsGetHeartbeats() throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        defer { try? group.syncShutdownGracefully() }
+        // Ticks every 0.5 s; a stream quiet for two ticks gets the comment.
+        let hub = PushHub(store: store.base, heartbeatInterval: .seconds(1))
+        defer { hub.close() }
+        try subscribe(querySubscription("things", type: "Thing"))
+        let busy = RecordingSink(eventLoop: group.next())
+        let idle = RecordingSink(eventLoop: group.next())
+        XCTAssertTrue(hub.register(busy, parking: 1, databaseID: databaseID, after: cursor, answersOnce: false))
+        // Another database: no commit of this test reaches it.
+        XCTAssertTrue(hub.register(idle, parking: 1, databaseID: databaseID + 1000, after: 0, answersOnce: false))
+
+        // A commit every 50 ms for 2.8 s: the busy stream is never quiet for a tick; the idle one
+        // hears at the second and fourth ticks (1 s and 2 s in).
+        let until = Date().addingTimeInterval(2.8)
+        var commits = 0
+        while Date() < until {
+            try create(ZoneID.defaultZoneName, newName("Thing"), "Thing")
+            hub.commitLanded([databaseID])
+            commits += 1
+            XCTAssertTrue(busy.waitForDeliveries(commits), "each commit reaches the busy stream")
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        XCTAssertEqual(busy.heartbeats, 0, "a stream that keeps getting events gets no heartbeat")
+        XCTAssertGreaterThanOrEqual(idle.heartbeats, 2, "an idle stream gets one every interval (1 s here)")
+        XCTAssertLessThanOrEqual(idle.heartbeats, 3, "and not more often")
+        XCTAssertEqual(idle.deliveries.count, idle.heartbeats, "the idle stream got nothing else")
+
+        // Quiet now: the busy stream hears from the daemon again within the interval and a tick.
+        let quietBy = Date().addingTimeInterval(3)
+        while busy.heartbeats == 0, Date() < quietBy { Thread.sleep(forTimeInterval: 0.02) }
+        XCTAssertEqual(busy.heartbeats, 1, "a stream gone quiet gets heartbeats again")
+    }
+
     private func blockingResult(of task: Task<PushHub.Delivery, Never>) throws -> PushHub.Delivery {
         let box = DeliveryBox()
         let done = DispatchSemaphore(value: 0)
@@ -171,6 +210,9 @@ private final class RecordingSink: PushStreamSink, @unchecked Sendable {
 
     var deliveries: [(bytes: ByteBuffer, parking: UInt64)] { recorded.withLock { $0.deliveries } }
     var settled: Int { recorded.withLock { $0.settled } }
+    var heartbeats: Int {
+        deliveries.filter { String(decoding: $0.bytes.readableBytesView, as: UTF8.self).contains(": heartbeat\n\n") }.count
+    }
 
     func deliver(_ bytes: ByteBuffer, parking: UInt64) {
         XCTAssertTrue(eventLoop.inEventLoop, "the hub writes on the connection's own loop")
