@@ -44,6 +44,9 @@ package final class PushHub: Sendable {
     /// and written only by the wake task (after registration publishes them through the state lock).
     private final class StreamRegistration: @unchecked Sendable {
         let sink: any PushStreamSink
+        /// The sink's loop, kept here so that sorting a delivery's writes by loop does not touch
+        /// every connection (10,000 cold objects on the pass before the first write).
+        let eventLoop: any EventLoop
         let parking: UInt64
         /// A long-poll: answered once (a JSON answer), then forgotten.
         let answersOnce: Bool
@@ -52,6 +55,7 @@ package final class PushHub: Sendable {
         var quietBeats = 0
         init(sink: any PushStreamSink, parking: UInt64, answersOnce: Bool, cursor: Int64) {
             self.sink = sink
+            self.eventLoop = sink.eventLoop
             self.parking = parking
             self.answersOnce = answersOnce
             self.cursor = cursor
@@ -220,22 +224,24 @@ package final class PushHub: Sendable {
             stream.quietBeats += 1
             guard stream.quietBeats >= 2 else { continue }
             stream.quietBeats = 0
-            batches.append((stream.sink, stream.parking, 0))
+            batches.append((stream, 0))
         }
         if !batches.isEmpty { PushHub.writeOnTheirLoops(batches, shares: [PushHub.heartbeatBytes], then: nil) }
     }
 
     /// Writes sorted into their event loops' batches as they are made: a handful of loops, found
-    /// by identity starting from the last one used (not a hashed look-up per write).
-    struct LoopBatches {
-        typealias Write = (sink: any PushStreamSink, parking: UInt64, share: Int)
+    /// by identity starting from the last one used (not a hashed look-up per write). A write holds
+    /// the stream's registration, which the pass has just read, not its connection: the loop
+    /// reaches the connection when it writes.
+    private struct LoopBatches {
+        typealias Write = (stream: StreamRegistration, share: Int)
         private(set) var loops: [(loop: any EventLoop, writes: [Write])] = []
         private var last = 0
 
         var isEmpty: Bool { loops.isEmpty }
 
         mutating func append(_ write: Write) {
-            let loop = write.sink.eventLoop
+            let loop = write.stream.eventLoop
             if last >= loops.count || loops[last].loop !== loop {
                 if let index = loops.firstIndex(where: { $0.loop === loop }) {
                     last = index
@@ -260,14 +266,14 @@ package final class PushHub: Sendable {
         let unfinished = Atomic(loops.count)
         let settleAll: @Sendable () -> Void = {
             for (loop, batch) in loops {
-                loop.execute { for write in batch { write.sink.settle(parking: write.parking) } }
+                loop.execute { for write in batch { write.stream.sink.settle(parking: write.stream.parking) } }
             }
             afterAll?()
         }
         for (loop, batch) in loops {
             let local = loops.count > 1 ? shares.map { ByteBuffer(bytes: $0.readableBytesView) } : shares
             loop.execute {
-                for write in batch { write.sink.deliver(local[write.share], parking: write.parking) }
+                for write in batch { write.stream.sink.deliver(local[write.share], parking: write.stream.parking) }
                 done?()
                 if unfinished.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { settleAll() }
             }
@@ -419,7 +425,7 @@ package final class PushHub: Sendable {
             guard let share else { continue }
             stream.cursor = share.last
             stream.quietBeats = 0
-            batches.append((stream.sink, stream.parking, share.index))
+            batches.append((stream, share.index))
             if stream.answersOnce { answered.append(stream) }
         }
         guard !batches.isEmpty else { return }
