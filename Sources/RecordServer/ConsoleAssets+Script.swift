@@ -19,7 +19,7 @@ extension ConsoleAssets {
   const SUBSCRIPTION_ID = 'scorebook-console';
   const RETRY_FIRST_MS = 250;
   const RETRY_MAX_MS = 2000;
-  /// The daemon sends a heartbeat every 10 s; a stream silent for this long is dead.
+  /// The daemon writes to a stream at least every 10 s (a heartbeat when idle); a stream silent for this long is dead.
   const STREAM_SILENCE_MS = 35000;
   const MAX_NOTES = 8;
   const SHARED_RECHECK_MS = 60000;
