@@ -48,6 +48,7 @@ extension SQLiteRecordStore {
                 transaction.changes.reserveCapacity(operations.count)
                 var results: [RecordOperationResult] = []
                 var recipients = Set<Int64>()
+                var savesShare = false
                 results.reserveCapacity(operations.count)
                 for operation in operations {
                     do {
@@ -59,6 +60,7 @@ extension SQLiteRecordStore {
                                 results.append(.deleted(recordName: ShareRules.recordName))
                             } else {
                                 results.append(try saveShare(operation, &transaction, connection))
+                                savesShare = true
                             }
                             continue
                         }
@@ -86,7 +88,7 @@ extension SQLiteRecordStore {
                                                                 zoneChanged: false, connection))
                 }
                 // Only a batch saving the share: mapping every result copied each and freed the old array.
-                if operations.contains(where: { $0.recordName == ShareRules.recordName }) {
+                if savesShare {
                     results = try results.map { result in
                         guard case .saved(let record) = result, record.recordName == ShareRules.recordName else { return result }
                         return .saved(try attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection))

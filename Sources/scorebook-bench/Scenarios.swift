@@ -573,44 +573,37 @@ func containsCompleteEvent(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBufferPoi
 private let dataLinePrefix = Array("data: ".utf8)
 private let blankLine = Array("\n\n".utf8)
 
-/// The offset just past the first occurrence of `needle` in `bytes` at or after `start`
-/// (memchr on its first byte, then memcmp; nothing allocated).
-func offset(past needle: [UInt8], in bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
-    guard let base = bytes.baseAddress, let lead = needle.first else { return nil }
-    var position = start
-    while position + needle.count <= bytes.count,
-          let hit = memchr(base + position, Int32(lead), bytes.count - position - needle.count + 1) {
-        let found = base.distance(to: hit.assumingMemoryBound(to: UInt8.self))
-        if memcmp(base + found, needle, needle.count) == 0 { return found + needle.count }
-        position = found + 1
-    }
-    return nil
-}
-
-/// The offsets just past each occurrence of `needle` in `bytes` (memchr and memcmp: a scan
-/// in the bench must stay small next to the server work it measures).
+/// The offsets just past each occurrence of `needle` in `bytes`.
 func byteOccurrences(of needle: String, in bytes: [UInt8]) -> [Int] {
     let pattern = Array(needle.utf8)
     return bytes.withUnsafeBufferPointer { haystack in
         var found: [Int] = []
-        guard let base = haystack.baseAddress else { return found }
-        // memchr on the needle's second byte (a letter), not its first: every needle here starts
-        // with a quote, the most common byte in JSON, and a memcmp at every quote cost more than
-        // the server's own work. (glibc's memmem is not visible to Swift.)
-        var offset = 1
-        while offset + pattern.count - 1 <= haystack.count,
-              let hit = memchr(base + offset, Int32(pattern[1]), haystack.count - offset - pattern.count + 2)
-        {
-            let position = base.distance(to: hit.assumingMemoryBound(to: UInt8.self)) - 1
-            if memcmp(base + position, pattern, pattern.count) == 0 {
-                found.append(position + pattern.count)
-                offset = position + pattern.count + 1
-            } else {
-                offset = position + 2
-            }
+        var position = 0
+        while let end = offset(past: pattern, in: haystack, from: position) {
+            found.append(end)
+            position = end
         }
         return found
     }
+}
+
+/// The offset just past the first occurrence of `needle` in `bytes` at or after `start`
+/// (memchr and memcmp, nothing allocated: a scan in the bench must stay small next to the
+/// server work it measures).
+func offset(past needle: [UInt8], in bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
+    guard let base = bytes.baseAddress, !needle.isEmpty else { return nil }
+    // memchr on the needle's second byte, not its first: most needles here start with a quote,
+    // the most common byte in JSON, and a memcmp at every quote cost more than the server's own
+    // work. (glibc's memmem is not visible to Swift.)
+    let anchor = needle.count > 1 ? 1 : 0
+    var position = start
+    while position + needle.count <= bytes.count,
+          let hit = memchr(base + position + anchor, Int32(needle[anchor]), bytes.count - position - needle.count + 1) {
+        let found = base.distance(to: hit.assumingMemoryBound(to: UInt8.self)) - anchor
+        if memcmp(base + found, needle, needle.count) == 0 { return found + needle.count }
+        position = found + 1
+    }
+    return nil
 }
 
 /// (6b) One commit, many parked long-polls (`subscribers` of them, on one channel of a real
