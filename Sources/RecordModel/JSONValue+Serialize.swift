@@ -2,23 +2,33 @@ extension JSONValue {
     /// An array of many large elements written straight into one buffer reserved up front:
     /// answers carry hundreds of records, and a byte array per element, copied again into the
     /// answer, costs as much as reading them.
+    /// With `key`, the array is written as the only member of an object, `{"key":[...]}`: a whole
+    /// answer made in one buffer, which `serialized()` then hands on without copying it again.
     @inlinable
-    public static func rawArray<Element>(_ elements: [Element], estimatedBytes: (Element) -> Int,
+    public static func rawArray<Element>(_ elements: [Element], under key: StaticString? = nil, estimatedBytes: (Element) -> Int,
                                          write: (Element, inout [UInt8]) -> Void) -> JSONValue
     {
         var out: [UInt8] = []
-        out.reserveCapacity(elements.reduce(2) { $0 + estimatedBytes($1) + 1 })
+        out.reserveCapacity(elements.reduce(2 + (key.map { $0.utf8CodeUnitCount + 5 } ?? 0)) { $0 + estimatedBytes($1) + 1 })
+        if let key {
+            out.append(contentsOf: [UInt8(ascii: "{"), UInt8(ascii: "\"")])
+            key.withUTF8Buffer { out.append(contentsOf: $0) }
+            out.append(contentsOf: [UInt8(ascii: "\""), UInt8(ascii: ":")])
+        }
         out.append(UInt8(ascii: "["))
         for (index, element) in elements.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
             write(element, &out)
         }
         out.append(UInt8(ascii: "]"))
+        if key != nil { out.append(UInt8(ascii: "}")) }
         return .raw(out)
     }
 
-    /// Compact JSON text as UTF-8 bytes.
+    /// Compact JSON text as UTF-8 bytes. Bytes already written (`.raw`) are returned as they are,
+    /// not copied: a batch's answer is a few hundred kilobytes.
     public func serialized() -> [UInt8] {
+        if case .raw(let bytes) = self { return bytes }
         var out: [UInt8] = []
         out.reserveCapacity(256)
         serialize(into: &out)

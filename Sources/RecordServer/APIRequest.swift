@@ -28,6 +28,8 @@ package struct APIRequest: Sendable {
     package var signatureDate: String?
     package var signature: String?
     package var body: [UInt8]
+    /// A `records/modify` body read into drafts while the caller's token was checked (`RecordAPI.answer`).
+    package var parsedModifyBody: Result<ModifyRequestBody?, any Error>?
 
     package init(method: Method, path: String, query: [String: String] = [:], authorization: String? = nil,
                 deviceID: String? = nil, body: [UInt8] = [])

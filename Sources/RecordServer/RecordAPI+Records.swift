@@ -38,8 +38,9 @@ extension RecordAPI {
             return fields.contains { RecordAPI.assetValue(value: $0.value, type: $0.type) != nil }
         }
         let links = AssetLinks.current  // a task-local: read once, not once a record
+        // The whole answer, `{"records":[...]}`, in one buffer (handed on as it is).
         let answer: @Sendable ([RecordOperationResult]) -> JSONValue = { results in
-            JSONValue.rawArray(results, estimatedBytes: { result in
+            JSONValue.rawArray(results, under: "records", estimatedBytes: { result in
                 if case .saved(let record) = result { return record.estimatedJSONBytes }
                 return 160
             }, write: { result, out in
@@ -55,8 +56,8 @@ extension RecordAPI {
         if !namesAssets {
             // No receipts to mark spent: the store writes the answer where the results are made.
             // The task keeps no reference: the operations are freed where they are used.
-            return ["records": try await self.store.modifyRecords(scope, zone: zone, operations: OperationHandoff(consume operations),
-                                                                  atomic: atomic, deviceID: deviceID, answer: answer)]
+            return try await self.store.modifyRecords(scope, zone: zone, operations: OperationHandoff(consume operations),
+                                                      atomic: atomic, deviceID: deviceID, answer: answer)
         }
         let prepared = try await prepareAssets(operations, scope, zone: zone)
         let results: [RecordOperationResult]
@@ -79,7 +80,7 @@ extension RecordAPI {
             return []
         }
         if !spent.isEmpty { try await store.markAssetsAttached(receipts: spent) }
-        return ["records": answer(results)]
+        return answer(results)
     }
 
     func lookupRecords(_ body: JSONValue, _ scope: DatabaseScope) async throws -> JSONValue {

@@ -53,6 +53,37 @@ final class APIAuthenticationTests: DaemonTestCase {
         try assertHealthy()
     }
 
+    /// A batch's body is read while its token is checked (`RecordAPI.answer`): the credentials'
+    /// answer still comes first, whatever the body, and a good token with a broken body is the
+    /// body's error. A token revoked a moment ago (after a batch that had it cached) is refused
+    /// even for a well-formed batch, and nothing of that batch is written.
+    func testABatchIsRefusedForItsCredentialsBeforeItsBody() throws {
+        let name = "batch-\(UUID().uuidString.prefix(8).lowercased())"
+        let (_, token) = try daemon.createUserInfo(name)
+        let target = path("records/modify")
+        let broken = Array(#"{"operations":[{"operationType":"create","record":{"recordName":"#.utf8)
+        func post(_ body: [UInt8], token: String?) throws -> (status: Int, body: JSONValue) {
+            try daemon.request("POST", target, headers: token.map { [("Authorization", "Bearer \($0)")] } ?? [], body: body).parsed()
+        }
+        func create(_ recordName: String) -> [UInt8] {
+            Array(#"{"operations":[{"operationType":"create","record":{"recordName":"\#(recordName)","recordType":"Thing"}}]}"#.utf8)
+        }
+        assertError(try post(broken, token: nil), 421, "AUTHENTICATION_REQUIRED", "no credentials, broken body")
+        assertError(try post(broken, token: "0123456789abcdef"), 401, "AUTHENTICATION_FAILED", "unknown token, broken body")
+        assertError(try post(broken, token: token), 400, "BAD_REQUEST", "good token, broken body")
+        assertError(try post(Array(#"{"operations":"no"}"#.utf8), token: token), 400, "BAD_REQUEST", "good token, operations not an array")
+
+        let issued = try DaemonProcess.run("scorebookd", ["user", "token", name] + daemon.storeArguments)
+        let second = try XCTUnwrap(try JSONValue.parse(issued.stdout.trimmingCharacters(in: .whitespacesAndNewlines))["token"]?.stringValue)
+        XCTAssertEqual(try post(create("early"), token: token).status, 200)
+        let revoke = try DaemonProcess.run("scorebookd", ["user", "revoke", name, "--token", token] + daemon.storeArguments)
+        XCTAssertEqual(revoke.status, 0, revoke.stderr)
+        assertError(try post(create("late"), token: token), 401, "AUTHENTICATION_FAILED", "revoked token, well-formed batch")
+        XCTAssertNotNil(try lookup(second, "early", zone: ZoneID.defaultZoneName))
+        XCTAssertNil(try lookup(second, "late", zone: ZoneID.defaultZoneName), "nothing of the refused batch was written")
+        try assertHealthy()
+    }
+
     func testOneUserCannotSeeAnothersZonesRecordsOrChanges() throws {
         let (_, ann) = try makeUser("ann")
         let (_, bob) = try makeUser("bob")

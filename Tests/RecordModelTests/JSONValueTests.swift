@@ -120,6 +120,24 @@ final class JSONValueTests: XCTestCase {
         }
     }
 
+    /// A whole answer written in one buffer (`rawArray(under:)`, `records/modify`'s) is valid JSON
+    /// of the same shape as the object it stands for, and `serialized()` hands it on as it is.
+    func testARawAnswerIsTheObjectItStandsFor() throws {
+        let names = ["a", "b\"c", "é"]
+        let answer = JSONValue.rawArray(names, under: "records", estimatedBytes: { $0.utf8.count + 20 }) { name, out in
+            JSONValue.object(["recordName": .string(name)]).serialize(into: &out)
+        }
+        let expected: JSONValue = ["records": .array(names.map { ["recordName": .string($0)] })]
+        XCTAssertEqual(try parse(answer.serializedString()), expected)
+        XCTAssertEqual(JSONValue.rawArray([Int](), under: "records", estimatedBytes: { _ in 1 }) { _, _ in }.serializedString(),
+                       #"{"records":[]}"#)
+        XCTAssertEqual(JSONValue.rawArray([1, 2], estimatedBytes: { _ in 1 }) { number, out in
+            JSONValue.int(Int64(number)).serialize(into: &out)
+        }.serializedString(), "[1,2]", "without a key, the array alone")
+        guard case .raw(let bytes) = answer else { return XCTFail("rawArray makes raw bytes") }
+        XCTAssertEqual(answer.serialized(), bytes)
+    }
+
     func testAccessors() {
         let value: JSONValue = ["s": "x", "i": 3, "d": 3.0, "f": 3.5, "b": true, "a": [1], "o": [:], "n": nil]
         XCTAssertEqual(value["s"]?.stringValue, "x")
