@@ -40,14 +40,15 @@ extension RecordAPI {
         let links = AssetLinks.current  // a task-local: read once, not once a record
         // The whole answer, `{"records":[...]}`, in one buffer (handed on as it is).
         let answer: @Sendable ([RecordOperationResult]) -> JSONValue = { results in
-            JSONValue.rawArray(results, under: "records", estimatedBytes: { result in
+            var memo = StoredRecord.AnswerMemo()
+            return JSONValue.rawArray(results, under: "records", estimatedBytes: { result in
                 if case .saved(let record) = result { return record.estimatedJSONBytes }
                 return 160
             }, write: { result, out in
                 switch result {
                 case .saved(let record):
                     record.write(into: &out, desiredKeys: keysByRecord.isEmpty ? desiredKeys : keysByRecord[record.recordName] ?? desiredKeys,
-                                 links: links)
+                                 links: links, memo: &memo)
                 case .deleted(let name): JSONValue.object(["recordName": .string(name), "deleted": true]).serialize(into: &out)
                 case .failed(let error): error.json().serialize(into: &out)
                 }

@@ -203,6 +203,48 @@ package struct StoredRecord: Sendable {
 
     /// As `write(into:desiredKeys:)`, with the request's `AssetLinks` read once by the caller.
     package func write(into out: inout [UInt8], desiredKeys: Set<String>?, links: AssetLinks?) {
+        var memo = StoredRecord.AnswerMemo()
+        write(into: &out, desiredKeys: desiredKeys, links: links, memo: &memo)
+    }
+
+    /// The JSON of the last change stamp and zone an answer wrote: a batch's records share them
+    /// (one writer, one clock reading, one zone), so a batch's answer escapes each once.
+    package struct AnswerMemo {
+        var stamp: ChangeStamp?
+        var stampBytes: [UInt8] = []
+        var zoneID: ZoneID?
+        var zoneBytes: [UInt8] = []
+
+        package init() {}
+
+        mutating func append(_ stamp: ChangeStamp, to out: inout [UInt8]) {
+            if stamp != self.stamp {
+                stampBytes.removeAll(keepingCapacity: true)
+                StoredRecord.write(stamp, to: &stampBytes)
+                self.stamp = stamp
+            }
+            out.append(contentsOf: stampBytes)
+        }
+
+        mutating func append(_ zoneID: ZoneID, to out: inout [UInt8]) {
+            if zoneID != self.zoneID {
+                zoneBytes.removeAll(keepingCapacity: true)
+                zoneBytes.appendLiteral(#"{"zoneName":"#)
+                JSONValue.appendString(zoneID.zoneName, to: &zoneBytes)
+                if let owner = zoneID.ownerRecordName {
+                    zoneBytes.appendLiteral(#","ownerRecordName":"#)
+                    JSONValue.appendString(owner, to: &zoneBytes)
+                }
+                zoneBytes.append(UInt8(ascii: "}"))
+                self.zoneID = zoneID
+            }
+            out.append(contentsOf: zoneBytes)
+        }
+    }
+
+    /// As `write(into:desiredKeys:links:)`, the stamps and zone written through `memo`, which the
+    /// caller keeps from one record of an answer to the next.
+    package func write(into out: inout [UInt8], desiredKeys: Set<String>?, links: AssetLinks?, memo: inout AnswerMemo) {
         out.appendLiteral(#"{"recordName":"#)
         JSONValue.appendString(recordName, to: &out)
         out.appendLiteral(#","recordType":"#)
@@ -227,16 +269,11 @@ package struct StoredRecord: Sendable {
             out.append(contentsOf: shareJSON)
         }
         out.appendLiteral(#","created":"#)
-        StoredRecord.write(created, to: &out)
+        memo.append(created, to: &out)
         out.appendLiteral(#","modified":"#)
-        StoredRecord.write(modified, to: &out)
-        out.appendLiteral(#","zoneID":{"zoneName":"#)
-        JSONValue.appendString(zoneID.zoneName, to: &out)
-        if let owner = zoneID.ownerRecordName {
-            out.appendLiteral(#","ownerRecordName":"#)
-            JSONValue.appendString(owner, to: &out)
-        }
-        out.append(UInt8(ascii: "}"))
+        memo.append(modified, to: &out)
+        out.appendLiteral(#","zoneID":"#)
+        memo.append(zoneID, to: &out)
         if let parent {
             out.appendLiteral(#","parent":{"recordName":"#)
             JSONValue.appendString(parent, to: &out)
@@ -245,7 +282,7 @@ package struct StoredRecord: Sendable {
         out.append(UInt8(ascii: "}"))
     }
 
-    private static func write(_ stamp: ChangeStamp, to out: inout [UInt8]) {
+    fileprivate static func write(_ stamp: ChangeStamp, to out: inout [UInt8]) {
         out.appendLiteral(#"{"timestamp":"#)
         JSONValue.appendInteger(stamp.timestamp, to: &out)
         if let user = stamp.userRecordName {
