@@ -8,25 +8,29 @@ extension RecordAPI {
         let zone = try ZoneID.fromRequest(body["zoneID"])
         let atomic = try body.optionalBool("atomic") ?? true
         let desiredKeys = try body.desiredKeys()
-        guard let rawOperations = request.operations else { throw ServerError.badRequest("operations must be an array") }
+        guard var rawOperations = request.operations else { throw ServerError.badRequest("operations must be an array") }
         _ = consume request
         guard rawOperations.count <= 400 else {
             throw ServerError(.limitExceeded, "at most 400 operations per request, got \(rawOperations.count)")
         }
         // CloudKit's operation dictionary may carry its own desiredKeys, over the request's.
         var operationKeys: [String: Set<String>] = [:]
-        let operations = try rawOperations.map { operation -> RecordOperation in
-            guard let name = operation.operationType?.stringValue, let type = RecordOperationType(rawValue: name) else {
-                throw ServerError.badRequest("unknown operationType \(operation.operationType?.serializedString() ?? "(none)")")
+        // Each draft is moved out of the parsed operation (`take()`), not copied: a copy retained
+        // every string of the record, and freeing the parsed operations released them all again.
+        var operations: [RecordOperation] = []
+        operations.reserveCapacity(rawOperations.count)
+        for index in rawOperations.indices {
+            guard let name = rawOperations[index].operationType?.stringValue, let type = RecordOperationType(rawValue: name) else {
+                throw ServerError.badRequest("unknown operationType \(rawOperations[index].operationType?.serializedString() ?? "(none)")")
             }
-            guard let record = operation.record, record.isObject else {
+            guard let record = rawOperations[index].record.take(), record.isObject else {
                 throw ServerError.badRequest("operation \(name) needs a record object")
             }
             let recordOperation = RecordOperation(type: type, draft: record)
-            if let keys = try JSONValue.desiredKeys(operation.desiredKeys), let recordName = recordOperation.recordName {
+            if let keys = try JSONValue.desiredKeys(rawOperations[index].desiredKeys), let recordName = recordOperation.recordName {
                 operationKeys[recordName] = keys
             }
-            return recordOperation
+            operations.append(recordOperation)
         }
         _ = consume rawOperations
         let keysByRecord = operationKeys

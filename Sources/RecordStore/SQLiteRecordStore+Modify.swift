@@ -113,6 +113,8 @@ extension SQLiteRecordStore {
 
     /// The records named, in one query (`ModifyTransaction.preloaded`).
     func loadRecords(_ zoneRowID: Int64, names: [String], _ connection: SQLiteConnection) throws -> [String: ExistingRecord?] {
+        // A batch of creates names none: no query.
+        guard !names.isEmpty else { return [:] }
         var records: [String: ExistingRecord?] = [:]
         records.reserveCapacity(names.count)
         for name in names { records[name] = .some(nil) }
