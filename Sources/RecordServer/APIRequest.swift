@@ -1,4 +1,5 @@
 import RecordModel
+import Synchronization
 
 /// An HTTP request as the API sees it, independent of the HTTP server that received it, so the
 /// whole API can be driven in-process by tests.
@@ -29,7 +30,7 @@ package struct APIRequest: Sendable {
     package var signature: String?
     package var body: [UInt8]
     /// A `records/modify` body read into drafts while the caller's token was checked (`RecordAPI.answer`).
-    package var parsedModifyBody: Result<ModifyRequestBody?, any Error>?
+    package var parsedModifyBody: ParsedModifyBody?
 
     package init(method: Method, path: String, query: [String: String] = [:], authorization: String? = nil,
                 deviceID: String? = nil, body: [UInt8] = [])
@@ -117,4 +118,16 @@ package struct APIResponse: Sendable {
     package static func error(_ error: ServerError, uuid: String) -> APIResponse {
         APIResponse(status: error.code.httpStatus, json: error.json(uuid: uuid))
     }
+}
+
+/// A body parsed ahead, taken once by the operation that reads it: held in a box, not in the
+/// request's value, so the taker owns the drafts alone. (Left in the request, they stayed
+/// shared: moving each draft out copied the whole batch, and the request freed them all at the end.)
+package final class ParsedModifyBody: Sendable {
+    private let parsed: Mutex<Result<ModifyRequestBody?, any Error>?>
+
+    package init(_ parsed: consuming Result<ModifyRequestBody?, any Error>) { self.parsed = Mutex(parsed) }
+
+    /// The parse's outcome; nil after the first call.
+    package func take() -> Result<ModifyRequestBody?, any Error>? { parsed.withLock { $0.take() } }
 }

@@ -36,13 +36,13 @@ struct APIResponder: HTTPResponder {
     func respond(to request: Request, context: Context) async throws -> Response {
         // Asset bytes are streamed, never collected.
         if AssetTransfer.handles(request.uri.path) { return await AssetTransfer(api: api).respond(to: request) }
-        let uuid = UUID().uuidString.lowercased()
         let body: ByteBuffer
         do {
             body = try await request.body.collect(upTo: maximumBodyBytes)
         } catch {
             // The rest of the body is never read, so the connection cannot be reused: close it.
-            var response = Self.response(.error(ServerError(.limitExceeded, "request body is larger than \(maximumBodyBytes) bytes"), uuid: uuid))
+            var response = Self.response(.error(ServerError(.limitExceeded, "request body is larger than \(maximumBodyBytes) bytes"),
+                                                uuid: UUID().uuidString.lowercased()))
             response.headers[.connection] = "close"
             return response
         }

@@ -43,4 +43,20 @@ final class AnswerWritingTests: XCTestCase {
         XCTAssertNil(parsed[5]["zoneID"]?["ownerRecordName"], "back to the plain zone")
         XCTAssertEqual(parsed[5]["created"]?["timestamp"], .int(1_700_000_000_000))
     }
+
+    /// The test each record of an answer passes before its fields are parsed for asset links:
+    /// found wherever the marker stands, not fooled by its pieces.
+    func testAnAssetMarkerIsFoundWhereverItStands() {
+        func holds(_ text: String) -> Bool { AssetFields.mayHoldAssets(Array(text.utf8)) }
+        XCTAssertTrue(holds(#""ASSETID""#), "the marker alone")
+        XCTAssertTrue(holds(#"{"p":{"value":{"fileChecksum":"x"},"type":"ASSETID"}}"#))
+        XCTAssertTrue(holds(#"{"p":{"value":[],"type":"ASSETID_LIST"},"A":{"value":"AAA","type":"STRING"}}"#))
+        XCTAssertTrue(holds(#"AA"A"ASSETID"#), "after near misses")
+        XCTAssertTrue(holds(#"{"n":{"value":"ASSETID","type":"STRING"}}"#), "a value spelled so may hold one: the parse decides")
+        XCTAssertFalse(holds(#"{"t":{"value":1,"type":"TIMESTAMP"},"l":{"value":{},"type":"LOCATION"}}"#))
+        XCTAssertFalse(holds(#"ASSETID""#), "no opening quote")
+        XCTAssertFalse(holds(#""ASSETI"#), "cut short")
+        XCTAssertFalse(holds(""))
+        XCTAssertFalse(holds("A"))
+    }
 }
