@@ -38,8 +38,8 @@ package protocol RecordStorage: AnyObject, Sendable {
     func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
                        deviceID: String?) async throws -> [RecordOperationResult]
     /// `modifyRecords`, and `answer` made of its results where the backend has them: SQLite writes
-    /// it on the thread that ran the transaction, after its commit, while the saved records are
-    /// still in that core's cache (see the default in the extension below).
+    /// it on another core while the transaction's commit syncs, and hands it on once the commit
+    /// is done (see the default in the extension below).
     func modifyRecords<Answer: Sendable>(_ scope: DatabaseScope, zone: ZoneID, operations: OperationHandoff, atomic: Bool,
                                          deviceID: String?, answer: @escaping @Sendable ([RecordOperationResult]) -> Answer) async throws -> Answer
     func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws -> [Result<StoredRecord, ServerError>]
@@ -228,14 +228,18 @@ package final class SQLiteStorage: RecordStorage {
         try await offload(write: true) { try $0.modifyRecords(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID) }
     }
 
-    /// The answer is written on the write pool's thread after the transaction committed (the
-    /// writer connection is free again by then, for the pool's other thread): one connection's
-    /// batch otherwise waited while the request's task read every saved record from another core.
+    /// The answer of a batch that wrote is written on another core while its `COMMIT` writes and
+    /// syncs the WAL, the write thread's longest wait, and is handed on once the commit is done
+    /// (a failed commit's answer is dropped). A batch that wrote nothing is answered here, after
+    /// the transaction. Either way the wait for the answer is outside the writer lock.
     package func modifyRecords<Answer: Sendable>(_ scope: DatabaseScope, zone: ZoneID, operations: OperationHandoff, atomic: Bool,
                                                 deviceID: String?, answer: @escaping @Sendable ([RecordOperationResult]) -> Answer) async throws -> Answer
     {
-        try await offload(write: true) {
-            answer(try $0.modifyRecords(scope, zone: zone, operations: operations.take(), atomic: atomic, deviceID: deviceID))
+        try await offload(write: true) { store in
+            let early = AnswerDuringCommit(answer)
+            let results = try store.modifyRecords(scope, zone: zone, operations: operations.take(), atomic: atomic, deviceID: deviceID,
+                                                  beforeCommit: early.start)
+            return early.answer(for: results)
         }
     }
 
@@ -351,5 +355,31 @@ package final class SQLiteStorage: RecordStorage {
 
     package func sweepAssets(releasedMilliseconds: Int64) async throws -> Int {
         try await offload(write: true) { try $0.sweepAssets(releasedMilliseconds: releasedMilliseconds) }
+    }
+}
+
+/// An answer started on another thread (`start`, called with the results before the commit) and
+/// collected after it (`answer(for:)`), or made on the spot when nothing started it.
+private final class AnswerDuringCommit<Answer: Sendable>: @unchecked Sendable {
+    private let make: @Sendable ([RecordOperationResult]) -> Answer
+    private let done = DispatchSemaphore(value: 0)
+    // Written by the helper before it signals `done`, read after waiting for it.
+    private var made: Answer?
+    private var started = false
+
+    init(_ make: @escaping @Sendable ([RecordOperationResult]) -> Answer) { self.make = make }
+
+    func start(_ results: [RecordOperationResult]) {
+        started = true
+        DispatchQueue.global().async {
+            self.made = self.make(results)
+            self.done.signal()
+        }
+    }
+
+    func answer(for results: [RecordOperationResult]) -> Answer {
+        guard started else { return make(results) }
+        done.wait()
+        return made!
     }
 }

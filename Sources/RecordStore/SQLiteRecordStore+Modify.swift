@@ -14,8 +14,11 @@ extension SQLiteRecordStore {
     private static let insertOrReplace = "INSERT OR REPLACE INTO " + recordRow
     private static let insertIfNew = "INSERT INTO " + recordRow + " ON CONFLICT (zone_id, name) DO NOTHING"
 
+    /// `beforeCommit` is handed the batch's results, final by then, just before a transaction that
+    /// wrote something commits (`SQLiteStorage` starts writing the answer on another core while
+    /// the commit writes and syncs the WAL).
     package func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
-                              deviceID: String?) throws -> [RecordOperationResult]
+                              deviceID: String?, beforeCommit: (([RecordOperationResult]) -> Void)? = nil) throws -> [RecordOperationResult]
     {
         try RecordRules.validateBatch(operations)
         let privateDatabaseID = scope.kind != .shared ? try self.databaseID(scope) : 0
@@ -94,6 +97,7 @@ extension SQLiteRecordStore {
                         return .saved(try attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection))
                     }
                 }
+                if transaction.sequence != zoneRow.seq { beforeCommit?(results) }
                 try connection.execute("COMMIT")
                 // Still under the write lock: the next writer must see the fields this one added.
                 for (type, fields) in transaction.enforcer.additions where !fields.isEmpty {
