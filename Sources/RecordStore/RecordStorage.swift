@@ -237,9 +237,14 @@ package final class SQLiteStorage: RecordStorage {
     {
         try await offload(write: true) { store in
             let early = AnswerDuringCommit(answer)
-            let results = try store.modifyRecords(scope, zone: zone, operations: operations.take(), atomic: atomic, deviceID: deviceID,
+            let batch = operations.take()
+            let results = try store.modifyRecords(scope, zone: zone, operations: batch, atomic: atomic, deviceID: deviceID,
                                                   beforeCommit: early.start)
-            return early.answer(for: results)
+            let made = early.answer(for: results)
+            // The batch's drafts and saved records (thousands of strings) are freed on another
+            // thread, after the answer is on its way, not before it.
+            FreedLater.drop((batch, results))
+            return made
         }
     }
 
@@ -381,5 +386,21 @@ private final class AnswerDuringCommit<Answer: Sendable>: @unchecked Sendable {
         guard started else { return make(results) }
         done.wait()
         return made!
+    }
+}
+
+/// Values released on a background thread instead of the caller's.
+enum FreedLater {
+    private final class Box: @unchecked Sendable {
+        var value: Any?
+        init(_ value: Any) { self.value = value }
+    }
+
+    private static let queue = DispatchQueue(label: "scorebook.freed-later", qos: .utility)
+
+    /// Takes `value` (the caller must hold no other reference for this to move the work).
+    static func drop(_ value: consuming Any) {
+        let box = Box(value)
+        queue.async { box.value = nil }
     }
 }
