@@ -12,11 +12,6 @@ import RecordStore
 struct AssetTransfer {
     static let uploadPath = "/assets/1/upload/"
     static let downloadPath = "/assets/1/download/"
-    /// The most of one download read and written at a time: small enough to be reused from the
-    /// heap's free lists by the next piece (see the allocator settings in `scorebookd`), large
-    /// enough that a piece is one read and one write (downloads ran 1.2-1.5 GB/s on loopback here
-    /// with 64 KB pieces and these settings, 0.8-1.2 GB/s with 256 KB pieces and the old ones).
-    static let pieceBytes = 64 * 1024
     /// How much of an upload is gathered before each write to its staging file.
     static let writeBytes = 1024 * 1024
 
@@ -172,12 +167,13 @@ struct AssetTransfer {
         headers[.contentLength] = String(range.count)
         if request.method == .head { return Response(status: status, headers: headers) }
         let store = api.store
+        let pieceBytes = Int64(store.assetPieceBytes)
         let sent = range
         return Response(status: status, headers: headers, body: ResponseBody(contentLength: Int(sent.count)) { writer in
             var position = sent.lowerBound
             while position < sent.upperBound {
                 let piece = try await store.readAssetBlob(blob, offset: position,
-                                                          maximumLength: Int(min(Int64(AssetTransfer.pieceBytes), sent.upperBound - position)))
+                                                          maximumLength: Int(min(pieceBytes, sent.upperBound - position)))
                 guard piece.readableBytes > 0 else { throw ServerError(.internalError, "the asset's bytes end early") }
                 position += Int64(piece.readableBytes)
                 try await writer.write(piece)

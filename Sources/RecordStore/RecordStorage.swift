@@ -105,6 +105,9 @@ package protocol RecordStorage: AnyObject, Sendable {
     func assetBlob(scopeKey: String, checksum: String) async throws -> AssetBlob?
     /// Up to `maximumLength` bytes of `blob` from `offset` (a download reads the asset piece by piece).
     func readAssetBlob(_ blob: AssetBlob, offset: Int64, maximumLength: Int) async throws -> ByteBuffer
+    /// How much of an asset a download asks `readAssetBlob` for at a time: what the backend reads
+    /// in one go (a file read on SQLite, a stored chunk on PostgreSQL).
+    var assetPieceBytes: Int { get }
     /// Removes expired upload URLs and receipts, bytes never attached after `AssetLimits.unattachedMilliseconds`,
     /// and bytes no live record has referred to for `releasedMilliseconds`; returns how many assets went.
     func sweepAssets(releasedMilliseconds: Int64) async throws -> Int
@@ -243,7 +246,7 @@ package final class SQLiteStorage: RecordStorage {
             let made = early.answer(for: results)
             // The batch's drafts and saved records (thousands of strings) are freed on another
             // thread, after the answer is on its way, not before it.
-            FreedLater.drop((batch, results))
+            FreedLater.drop((consume batch, consume results))
             return made
         }
     }
@@ -334,6 +337,12 @@ package final class SQLiteStorage: RecordStorage {
     package func assetBlob(scopeKey: String, checksum: String) async throws -> AssetBlob? {
         try await offload { try $0.assetBlob(scopeKey: scopeKey, checksum: checksum) }
     }
+
+    /// Pieces small enough for the heap's free lists to reuse (see the allocator settings in
+    /// `scorebookd`), large enough that a piece is one read and one write: downloads ran
+    /// 1.2-1.5 GB/s on loopback here with 64 KB pieces and those settings, 0.8-1.2 GB/s with
+    /// 256 KB pieces and the old ones.
+    package var assetPieceBytes: Int { 64 * 1024 }
 
     /// One piece of the file, read on the read pool.
     package func readAssetBlob(_ blob: AssetBlob, offset: Int64, maximumLength: Int) async throws -> ByteBuffer {

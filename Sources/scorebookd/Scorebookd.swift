@@ -160,7 +160,7 @@ struct Serve: AsyncParsableCommand {
         // the rest. The sliding threshold, which also reuses them, rises with every larger block
         // freed and the trim threshold with it, to 64 MB: 20 parallel asset downloads then left
         // the daemon at 135-296 MB (they read in pieces small enough for the heap's free lists,
-        // `AssetTransfer.pieceBytes`). Macros Swift does not import: M_MMAP_THRESHOLD -3, M_TRIM_THRESHOLD -1.
+        // `RecordStorage.assetPieceBytes`). Macros Swift does not import: M_MMAP_THRESHOLD -3, M_TRIM_THRESHOLD -1.
         _ = glibcMallopt(-3, 1024 * 1024)
         _ = glibcMallopt(-1, 1024 * 1024)
         #endif
