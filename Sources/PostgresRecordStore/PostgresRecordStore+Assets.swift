@@ -115,10 +115,10 @@ extension PostgresRecordStore {
         }
     }
 
-    /// One chunk row (or the rest of it) per call: at most one chunk of the asset is in memory.
     /// A stored chunk at a time: a smaller piece would read the same row again for each part.
     package var assetPieceBytes: Int { AssetLimits.chunkBytes }
 
+    /// One chunk row (or the rest of it) per call: at most one chunk of the asset is in memory.
     package func readAssetBlob(_ blob: AssetBlob, offset: Int64, maximumLength: Int) async throws -> ByteBuffer {
         let chunkBytes = Int64(AssetLimits.chunkBytes)
         guard offset < blob.size, maximumLength > 0 else { return ByteBuffer() }

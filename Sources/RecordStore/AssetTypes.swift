@@ -132,30 +132,10 @@ package enum AssetFields {
     /// record of every answer passes here). Stored fields always carry their type, so an asset's
     /// is spelled `"ASSETID` unescaped.
     package static func mayHoldAssets(_ fieldsJSON: [UInt8]) -> Bool {
-        fieldsJSON.withUnsafeBytes { contains($0, assetMarker) }
+        fieldsJSON.withUnsafeBufferPointer { ByteSearch.offset(past: assetMarker, in: $0, from: 0) != nil }
     }
 
     private static let assetMarker = Array(#""ASSETID"#.utf8)
-
-    /// Whether `haystack` holds `needle` (two bytes or more): `memchr` to each candidate second
-    /// byte, then a compare. The second byte of `"ASSETID` is a capital A, rare in fields JSON,
-    /// where the first, a quote, opens every key and string: a compare at every quote was a
-    /// fifth of writing a batch's answer. (`memmem` prepares its search anew on every call,
-    /// which cost more than the search for the few hundred bytes of a record's fields.)
-    private static func contains(_ haystack: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
-        guard let base = haystack.baseAddress, needle.count >= 2, haystack.count >= needle.count else { return false }
-        let anchor = needle[1]
-        var offset = 1
-        let lastAnchor = haystack.count - needle.count + 1
-        while offset <= lastAnchor {
-            guard let found = memchr(base + offset, Int32(anchor), lastAnchor - offset + 1) else { return false }
-            let start = base.distance(to: UnsafeRawPointer(found)) - 1
-            let matches = needle.withUnsafeBytes { memcmp(base + start, $0.baseAddress!, needle.count) == 0 }
-            if matches { return true }
-            offset = start + 2
-        }
-        return false
-    }
 
     /// (field name, hex checksum) of every asset in a stored fields dictionary.
     package static func checksums(inFieldsJSON fieldsJSON: [UInt8]) -> [(field: String, checksum: String)] {

@@ -77,7 +77,8 @@ extension SQLiteRecordStore {
                     try connection.execute("ROLLBACK")
                     return (results.map(RecordRules.atomicFailure), nil, [])
                 }
-                if transaction.sequence != zoneRow.seq {
+                let wrote = transaction.sequence != zoneRow.seq
+                if wrote {
                     let dbSeq = try bumpDatabaseSequence(databaseID, connection)
                     try connection.run("UPDATE zones SET seq = ?, db_seq = ? WHERE id = ?",
                                        [.int(transaction.sequence), .int(dbSeq), .int(zoneRow.id)])
@@ -97,7 +98,7 @@ extension SQLiteRecordStore {
                         return .saved(try attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection))
                     }
                 }
-                if transaction.sequence != zoneRow.seq { beforeCommit?(results) }
+                if wrote { beforeCommit?(results) }
                 try connection.execute("COMMIT")
                 // Still under the write lock: the next writer must see the fields this one added.
                 for (type, fields) in transaction.enforcer.additions where !fields.isEmpty {

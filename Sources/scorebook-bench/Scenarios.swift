@@ -564,8 +564,8 @@ final class ReadinessSet {
 /// Scanned as bytes: Foundation's `range(of:)` bridges through NSString and cost the fan-out
 /// client milliseconds per round at 1,000 streams.
 func containsCompleteEvent(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-    guard let data = offset(past: dataLinePrefix, in: bytes, from: 0) else { return false }
-    return offset(past: blankLine, in: bytes, from: data) != nil
+    guard let data = ByteSearch.offset(past: dataLinePrefix, in: bytes, from: 0) else { return false }
+    return ByteSearch.offset(past: blankLine, in: bytes, from: data) != nil
 }
 
 func containsCompleteEvent(_ bytes: [UInt8]) -> Bool { bytes.withUnsafeBufferPointer(containsCompleteEvent) }
@@ -579,7 +579,7 @@ func byteOccurrences(of needle: String, in bytes: [UInt8]) -> [Int] {
     return bytes.withUnsafeBufferPointer { haystack in
         var found: [Int] = []
         var position = 0
-        while let end = offset(past: pattern, in: haystack, from: position) {
+        while let end = ByteSearch.offset(past: pattern, in: haystack, from: position) {
             found.append(end)
             position = end
         }
@@ -587,24 +587,6 @@ func byteOccurrences(of needle: String, in bytes: [UInt8]) -> [Int] {
     }
 }
 
-/// The offset just past the first occurrence of `needle` in `bytes` at or after `start`
-/// (memchr and memcmp, nothing allocated: a scan in the bench must stay small next to the
-/// server work it measures).
-func offset(past needle: [UInt8], in bytes: UnsafeBufferPointer<UInt8>, from start: Int) -> Int? {
-    guard let base = bytes.baseAddress, !needle.isEmpty else { return nil }
-    // memchr on the needle's second byte, not its first: most needles here start with a quote,
-    // the most common byte in JSON, and a memcmp at every quote cost more than the server's own
-    // work. (glibc's memmem is not visible to Swift.)
-    let anchor = needle.count > 1 ? 1 : 0
-    var position = start
-    while position + needle.count <= bytes.count,
-          let hit = memchr(base + position + anchor, Int32(needle[anchor]), bytes.count - position - needle.count + 1) {
-        let found = base.distance(to: hit.assumingMemoryBound(to: UInt8.self)) - anchor
-        if memcmp(base + found, needle, needle.count) == 0 { return found + needle.count }
-        position = found + 1
-    }
-    return nil
-}
 
 /// (6b) One commit, many parked long-polls (`subscribers` of them, on one channel of a real
 /// scorebookd): time until the last one has its answer. Each round parks them all again after
