@@ -38,10 +38,12 @@ let package = Package(
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "SQLiteDB", dependencies: ["CSQLite"], swiftSettings: settings),
         .target(name: "RecordModel", swiftSettings: settings),
+        // sched_getcpu and thread affinity, which need _GNU_SOURCE (PlansAhead's planner thread).
+        .target(name: "CThreadPlacement"),
         .target(
             name: "RecordStore",
             dependencies: [
-                "RecordModel", "SQLiteDB", .product(name: "NIOPosix", package: "swift-nio"),
+                "RecordModel", "SQLiteDB", "CThreadPlacement", .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],

@@ -49,11 +49,15 @@ extension SQLiteRecordStore {
                                                         connection)
                 transaction.indexedFields = try indexedFields(zone: zoneRow.id, connection)
                 transaction.changes.reserveCapacity(operations.count)
+                // Creates are planned on the other core while this thread inserts.
+                let plans = PlansAhead.start(operations, zoneName: zoneRow.name, zoneID: addressed.zoneID, scope: ownerScope,
+                                             enforcer: enforcer)
+                defer { plans?.stop() }
                 var results: [RecordOperationResult] = []
                 var recipients = Set<Int64>()
                 var savesShare = false
                 results.reserveCapacity(operations.count)
-                for operation in operations {
+                for (index, operation) in operations.enumerated() {
                     do {
                         if operation.recordName == ShareRules.recordName {
                             if scope.kind == .shared {
@@ -67,7 +71,7 @@ extension SQLiteRecordStore {
                             }
                             continue
                         }
-                        results.append(try apply(operation, &transaction, connection))
+                        results.append(try apply(operation, plannedAhead: plans?.take(index), &transaction, connection))
                     } catch let error as ServerError where !AccessRules.failsWholeRequest(error, in: scope) {
                         results.append(.failed(error.with(recordName: operation.recordName)))
                     }
@@ -143,7 +147,8 @@ extension SQLiteRecordStore {
         ) { row in ExistingRecord(row) }
     }
 
-    private func apply(_ operation: RecordOperation, _ transaction: inout ModifyTransaction,
+    /// `plannedAhead`: the operation's plan as a create of a new record (`PlansAhead`), if made.
+    private func apply(_ operation: RecordOperation, plannedAhead: RecordRules.PreparedSave?, _ transaction: inout ModifyTransaction,
                        _ connection: SQLiteConnection) throws -> RecordOperationResult
     {
         let name = operation.recordName ?? ""
@@ -157,7 +162,8 @@ extension SQLiteRecordStore {
         if operation.type == .create, transaction.preloaded.index(forKey: name) == nil {
             let refusal: ServerError?
             do {
-                if let result = try save(operation, name: name, existing: nil, onlyIfNew: true, &transaction, connection) {
+                if let result = try save(operation, name: name, existing: nil, onlyIfNew: true, plannedAhead: plannedAhead,
+                                         &transaction, connection) {
                     return result
                 }
                 refusal = nil
@@ -174,21 +180,28 @@ extension SQLiteRecordStore {
 
     /// Plans and writes one operation on `name` given its row before (`existing`, nil: none).
     /// With `onlyIfNew`, nothing is written and nil returned when a row of that name exists after all.
+    /// `plannedAhead` is the plan of a create with no existing row, made on another thread with the
+    /// batch's schema as it began (it teaches the schema no field, so the transaction's is kept).
     private func save(_ operation: RecordOperation, name: String, existing: ExistingRecord?, onlyIfNew: Bool,
+                      plannedAhead: RecordRules.PreparedSave? = nil,
                       _ transaction: inout ModifyTransaction, _ connection: SQLiteConnection) throws -> RecordOperationResult?
     {
         let zoneRowID = transaction.zone.id
         let live = existing.flatMap { $0.deleted ? nil : $0 }
         let prepared: RecordRules.PreparedSave
-        switch try RecordRules.plan(operation, name: name, live: live, zoneName: transaction.zone.name, zoneID: transaction.zoneID,
-                                    scope: transaction.scope, enforcer: transaction.enforcer) {
-        case .answered(let result):
-            return result
-        case .delete:
-            try deleteCascading(name, &transaction, connection)
-            return .deleted(recordName: name)
-        case .save(let save):
-            prepared = save
+        if let plannedAhead {
+            prepared = plannedAhead
+        } else {
+            switch try RecordRules.plan(operation, name: name, live: live, zoneName: transaction.zone.name, zoneID: transaction.zoneID,
+                                        scope: transaction.scope, enforcer: transaction.enforcer) {
+            case .answered(let result):
+                return result
+            case .delete:
+                try deleteCascading(name, &transaction, connection)
+                return .deleted(recordName: name)
+            case .save(let save):
+                prepared = save
+            }
         }
         for required in prepared.mustBeLive where try !isLive(zoneRowID, required.recordName, connection) {
             throw required.error
@@ -208,7 +221,7 @@ extension SQLiteRecordStore {
         let inserted = try connection.run(onlyIfNew ? Self.insertIfNew : Self.insertOrReplace, values)
         if onlyIfNew && inserted == 0 { return nil }
         transaction.sequence = sequence
-        transaction.enforcer = prepared.enforcer
+        if plannedAhead == nil { transaction.enforcer = prepared.enforcer }
         if live != nil {
             try connection.run("DELETE FROM refs WHERE zone_id = ? AND source = ?", [.int(zoneRowID), .text(name)])
         }
