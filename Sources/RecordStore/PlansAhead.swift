@@ -1,5 +1,3 @@
-import CThreadPlacement
-import Dispatch
 import Foundation
 import RecordModel
 import Synchronization
@@ -22,8 +20,6 @@ package final class PlansAhead: @unchecked Sendable {
     /// Fewer creates than this are planned on the write thread: handing work to another thread
     /// costs more than it saves for a handful of records.
     static let minimumCreates = 16
-    /// With one CPU the planner would only take turns with the write thread.
-    private static let cpus = Int(scorebook_allowed_cpu_count())
     /// Off in tests that compare a batch's outcome with and without plans made ahead.
     package static let isEnabled = Atomic<Bool>(true)
     /// Tests: the write thread waits until every plan is made before it begins, so each create
@@ -51,9 +47,10 @@ package final class PlansAhead: @unchecked Sendable {
     {
         var creates = 0
         for operation in operations where operation.type == .create { creates += 1 }
-        guard creates >= minimumCreates, cpus > 1, isEnabled.load(ordering: .relaxed) else { return nil }
+        // With one CPU the planner would only take turns with the write thread.
+        guard creates >= minimumCreates, WriteHelperThread.hasAnotherCPU, isEnabled.load(ordering: .relaxed) else { return nil }
         let plans = PlansAhead(operations, zoneName: zoneName, zoneID: zoneID, scope: scope, enforcer: enforcer)
-        PlannerThread.shared.submit(plans)
+        WriteHelperThread.shared.run { plans.run() }
         if waitsForEveryPlan.load(ordering: .relaxed) { plans.waitForEveryPlan() }
         return plans
     }
@@ -94,7 +91,7 @@ package final class PlansAhead: @unchecked Sendable {
 
     /// Plans until every index is claimed or the batch is over (a batch that ended before the
     /// planner came to it costs nothing more).
-    fileprivate func run() {
+    private func run() {
         while !stopped.load(ordering: .relaxed) {
             let index = next.load(ordering: .relaxed)
             guard index < operations.count else { return }
@@ -112,42 +109,5 @@ package final class PlansAhead: @unchecked Sendable {
               prepared.enforcer.additions.isEmpty
         else { return nil }
         return prepared
-    }
-}
-
-/// The process's planner thread, which runs `PlansAhead` jobs one after another. Woken from a
-/// write thread, the kernel often put it on the write thread's CPU and let it run there first,
-/// the other CPU idle: half the batches gained nothing (`--records 200000 batch-write-daemon`,
-/// 54 % of wake-ups on the writer's CPU, the writer off its CPU ~450 µs each). So each job keeps
-/// the planner off the CPU of the write thread that submitted it; the plan it misses, the write
-/// thread makes itself.
-private final class PlannerThread: @unchecked Sendable {
-    static let shared = PlannerThread()
-
-    private let jobs = Mutex<(waiting: [PlansAhead], thread: pthread_t?)>(([], nil))
-    private let wake = DispatchSemaphore(value: 0)
-
-    private init() {
-        let thread = Thread { [self] in run() }
-        thread.name = "scorebook.planner"
-        thread.start()
-    }
-
-    func submit(_ plans: PlansAhead) {
-        let thread = jobs.withLock { jobs in
-            jobs.waiting.append(plans)
-            return jobs.thread
-        }
-        if let thread { _ = scorebook_keep_thread_off_cpu(thread, scorebook_current_cpu()) }
-        wake.signal()
-    }
-
-    private func run() {
-        jobs.withLock { $0.thread = pthread_self() }
-        while true {
-            wake.wait()
-            let job = jobs.withLock { $0.waiting.isEmpty ? nil : $0.waiting.removeFirst() }
-            job?.run()
-        }
     }
 }

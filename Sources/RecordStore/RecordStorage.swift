@@ -385,7 +385,9 @@ private final class AnswerDuringCommit<Answer: Sendable>: @unchecked Sendable {
 
     func start(_ results: [RecordOperationResult]) {
         started = true
-        DispatchQueue.global().async {
+        // On the helper thread kept off this one's CPU: a pooled thread woken here was often run
+        // on this CPU first, and the commit waited for the answer instead of beside it.
+        WriteHelperThread.shared.run {
             self.made = self.make(results)
             self.done.signal()
         }
