@@ -67,4 +67,44 @@ final class PlansAheadTests: StoreTestCase {
         XCTAssertEqual(try fields(of: try lookup(ahead, "k119"))["span"], .int64(119))
         XCTAssertEqual(try fields(of: try lookup(ahead, "taken-7"))["span"], .int64(1), "a taken name is not written over")
     }
+
+    /// Two stores writing batches at once share the process's one helper thread: each batch's
+    /// plans queue behind the other's, and every record still lands in its own store as sent.
+    func testTwoStoresWritingAtOnceEachSaveTheirOwnRecords() throws {
+        guard Self.backend == .sqlite else { throw XCTSkip("plans are made ahead on the SQLite write path only") }
+        let otherDirectory = directory.appendingPathComponent("other")
+        try FileManager.default.createDirectory(at: otherDirectory, withIntermediateDirectories: true)
+        let other = try makeRecordStorage(directory: otherDirectory, clock: clock)
+        defer { other.close() }
+        let bob = try other.createUser(name: "bob").user
+        let bobScope = try scope(bob, .development)
+        let failures = LockedArray<String>()
+        let group = DispatchGroup()
+        for (writer, (store, scope)) in [(store!, dev!), (other, bobScope)].enumerated() {
+            group.enter()
+            Thread.detachNewThread {
+                defer { group.leave() }
+                for batch in 0..<8 {
+                    let operations = (0..<100).map { index in
+                        RecordOperation(type: .create, record: self.record("w\(writer)-\(batch)-\(index)", "Kite",
+                                                                           ["span": self.field(.int(Int64(index))), "note": self.field(.string("writer \(writer)"))]))
+                    }
+                    do {
+                        let results = try store.modifyRecords(scope, zone: .default, operations: operations, atomic: true, deviceID: nil)
+                        for (index, result) in results.enumerated() where result.savedRecord?.recordName != "w\(writer)-\(batch)-\(index)" {
+                            failures.append("writer \(writer) batch \(batch) operation \(index): \(result)")
+                        }
+                    } catch {
+                        failures.append("writer \(writer) batch \(batch): \(error)")
+                    }
+                }
+            }
+        }
+        XCTAssertEqual(group.wait(timeout: .now() + 120), .success, "both writers finished")
+        XCTAssertEqual(failures.values, [])
+        XCTAssertEqual(try fields(of: try lookup(dev, "w0-7-99"))["note"], .string("writer 0"))
+        XCTAssertNil(try lookup(dev, "w1-7-99"), "the other store's record is not in this one")
+        let bobsRecord = try other.lookupRecords(bobScope, zone: .default, recordNames: ["w1-7-99"]).first
+        XCTAssertEqual(try (try bobsRecord?.get())?.record().fields["note"], .string("writer 1"))
+    }
 }
