@@ -102,8 +102,8 @@ package final class PlansAhead: @unchecked Sendable {
     }
 
     private func plan(_ operation: RecordOperation) -> RecordRules.PreparedSave? {
+        // A bad name is refused by the plan itself (`Record(draft:)`), as any other error: nil.
         guard operation.type == .create, let name = operation.recordName, name != ShareRules.recordName,
-              (try? Names.validateRecordName(name)) != nil,
               case .save(let prepared)? = try? RecordRules.plan(operation, name: name, live: nil, zoneName: zoneName, zoneID: zoneID,
                                                                 scope: scope, enforcer: enforcer),
               prepared.enforcer.additions.isEmpty
