@@ -85,7 +85,7 @@ let package = Package(
         .executableTarget(
             name: "scorebook-bench",
             dependencies: [
-                "RecordServer", "RecordStore", "RecordModel", "SQLiteDB", "CSQLite", "RecordClient", "SyncEngine", "Scorebook",
+                "RecordServer", "RecordStore", "RecordModel", "SQLiteDB", "CSQLite", "RecordClient", "SyncEngine", "Scorebook", "CThreadPlacement",
                 .product(name: "Logging", package: "swift-log"),
                 // The PostgreSQL scenarios: the backend, a raw postgres-nio baseline, a throw-away cluster.
                 .target(name: "PostgresRecordStore", condition: .when(traits: ["PostgreSQL"])),

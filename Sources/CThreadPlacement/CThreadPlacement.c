@@ -2,6 +2,9 @@
 // module does not define: these few calls are made here.
 #define _GNU_SOURCE
 #include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include "CThreadPlacement.h"
 
 int scorebook_current_cpu(void) { return sched_getcpu(); }
@@ -18,4 +21,8 @@ int scorebook_keep_thread_off_cpu(pthread_t thread, int cpu) {
     CPU_CLR(cpu, &set);
     if (CPU_COUNT(&set) == 0) return -1;
     return pthread_setaffinity_np(thread, sizeof set, &set) == 0 ? 0 : -1;
+}
+
+int scorebook_set_current_thread_nice(int nice) {
+    return setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice);
 }

@@ -1,3 +1,4 @@
+import CNIOLinux
 import Foundation
 #if canImport(Glibc)
 import Glibc

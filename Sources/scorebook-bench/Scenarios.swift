@@ -1,4 +1,5 @@
 import CSQLite
+import CThreadPlacement
 import CNIOLinux
 import Foundation
 import RecordModel
@@ -439,26 +440,55 @@ func fanOut(_ options: BenchOptions, _ backend: BenchBackend) async throws -> [S
     var lastArrivals: [Double] = []
     var firstArrivals: [Double] = []
     var serverLastWrites: [Double] = []
+    var floor = FloorSamples()
+    let loopbackFloor = try LoopbackFloor(pairs: streams.count, clientNice: options.clientNice)
+    defer { loopbackFloor.stop() }
     let rounds = max(20, options.rounds / 2)
     for round in 0..<rounds {
         let body = modifyBody(zone: "Bench", records: [benchRecord(round)], operation: "forceReplace")
         let start = now()
         _ = try writer.request("POST", daemon.databasePath + "/records/modify", token: daemon.token, body: body)
-        let first = try awaitEventOnAll(streams, readiness: readiness, start: start)
+        let (first, eventBytes) = try awaitEventOnAll(streams, readiness: readiness, start: start, clientNice: options.clientNice)
         lastArrivals.append((now() - start) * 1000)
         firstArrivals.append(first)
         serverLastWrites.append(try serverLastDeliveryMilliseconds(writer))
+        // The same writes with no server, right after (the daemon is idle between rounds).
+        floor.append(try loopbackFloor.round(bytes: eventBytes))
     }
     _ = try daemon.stop()
     if !daemon.directory.isEmpty { try? FileManager.default.removeItem(atPath: daemon.directory) }
     let last = Stats(samples: lastArrivals), firstStats = Stats(samples: firstArrivals)
     let server = Stats(samples: serverLastWrites)
     return [
-        "subscribers": .int(Int64(streams.count)), "rounds": .int(Int64(rounds)),
+        "subscribers": .int(Int64(streams.count)), "rounds": .int(Int64(rounds)), "clientNice": .int(Int64(options.clientNice)),
         "lastDeliveryMillisecondsMedian": .double(last.median), "lastDeliveryMillisecondsP99": .double(last.p99),
         "firstDeliveryMillisecondsMedian": .double(firstStats.median),
         "serverLastWriteMillisecondsMedian": .double(server.median), "serverLastWriteMillisecondsP99": .double(server.p99),
-    ]
+    ].merging(floor.figures(pairs: loopbackFloor.pairs, server: server, client: last)) { $1 }
+}
+
+/// The loopback floor's rounds (see `LoopbackFloor`) and how the daemon's figures compare with them.
+struct FloorSamples {
+    var writers: [Double] = []
+    var all: [Double] = []
+
+    mutating func append(_ round: (writers: Double, all: Double)) {
+        writers.append(round.writers)
+        all.append(round.all)
+    }
+
+    /// The floor's medians and p99s, and the daemon's (server side against the floor's writers,
+    /// client side against the floor's reader) as multiples of them.
+    func figures(pairs: Int, server: Stats, client: Stats) -> [String: JSONValue] {
+        let writers = Stats(samples: writers), all = Stats(samples: all)
+        return [
+            "floorPairs": .int(Int64(pairs)),
+            "floorWritersMillisecondsMedian": .double(writers.median), "floorWritersMillisecondsP99": .double(writers.p99),
+            "floorAllReadMillisecondsMedian": .double(all.median), "floorAllReadMillisecondsP99": .double(all.p99),
+            "serverOverFloorMedian": .double(server.median / writers.median), "serverOverFloorP99": .double(server.p99 / writers.p99),
+            "clientOverFloorMedian": .double(client.median / all.median), "clientOverFloorP99": .double(client.p99 / all.p99),
+        ]
+    }
 }
 
 /// The daemon's own figure for the last commit: milliseconds from the commit reaching its push hub
@@ -480,6 +510,14 @@ func awaitEventOnAll(_ streams: [RawHTTPConnection], readiness: ReadinessSet? = 
     try awaitOnAll(streams, readiness: readiness, start: start, what: "subscribers", isComplete: containsCompleteEvent).first
 }
 
+/// As `awaitEventOnAll`, read at `clientNice`; also the size of the event (the first stream's bytes).
+func awaitEventOnAll(_ streams: [RawHTTPConnection], readiness: ReadinessSet, start: Double,
+                     clientNice: Int32) throws -> (first: Double, eventBytes: Int) {
+    let (first, kept) = try awaitOnAll(streams, readiness: readiness, start: start, what: "subscribers", keeping: 0,
+                                       clientNice: clientNice, isComplete: containsCompleteEvent)
+    return (first, kept.count)
+}
+
 /// Waits until `isComplete` holds for what every connection has received (at most 10 s from
 /// `start`); the milliseconds to the first completion, and the bytes connection `kept` held when
 /// it completed (empty without one). Pass a `ReadinessSet` over the connections made once per
@@ -490,7 +528,34 @@ func awaitEventOnAll(_ streams: [RawHTTPConnection], readiness: ReadinessSet? = 
 /// a ready socket is read without polling it first, its bytes are checked where they arrived
 /// (nothing copied out or allocated per read), and a completed connection's buffer is emptied.
 func awaitOnAll(_ connections: [RawHTTPConnection], readiness: ReadinessSet? = nil, start: Double, what: String,
-                keeping kept: Int? = nil, isComplete: (UnsafeBufferPointer<UInt8>) -> Bool) throws -> (first: Double, kept: [UInt8]) {
+                keeping kept: Int? = nil, clientNice: Int32 = 0,
+                isComplete: @escaping (UnsafeBufferPointer<UInt8>) -> Bool) throws -> (first: Double, kept: [UInt8]) {
+    guard clientNice != 0 else {
+        return try readOnAll(connections, readiness: readiness, start: start, what: what, keeping: kept, isComplete: isComplete)
+    }
+    return try onThreadAtNice(clientNice) {
+        try readOnAll(connections, readiness: readiness, start: start, what: what, keeping: kept, isComplete: isComplete)
+    }
+}
+
+/// Runs `body` on a new thread at `nice` (a thread's nice value, once raised, cannot be lowered
+/// again without privilege, so not on a thread of the shared pool) and waits for it.
+func onThreadAtNice<T>(_ nice: Int32, _ body: @escaping () throws -> T) throws -> T {
+    nonisolated(unsafe) var result: Result<T, any Error>?
+    nonisolated(unsafe) let work = body
+    let done = DispatchSemaphore(value: 0)
+    let thread = Thread {
+        _ = scorebook_set_current_thread_nice(nice)
+        result = Result { try work() }
+        done.signal()
+    }
+    thread.start()
+    done.wait()
+    return try result!.get()
+}
+
+private func readOnAll(_ connections: [RawHTTPConnection], readiness: ReadinessSet?, start: Double, what: String,
+                keeping kept: Int?, isComplete: (UnsafeBufferPointer<UInt8>) -> Bool) throws -> (first: Double, kept: [UInt8]) {
     let readiness = try readiness ?? ReadinessSet(connections)
     var complete = [Bool](repeating: false, count: connections.count)
     var waiting = connections.count
@@ -608,6 +673,9 @@ func longPollFanOut(_ options: BenchOptions, _ backend: BenchBackend) async thro
     var cursor: String?
     var lastArrivals: [Double] = []
     var serverLastWrites: [Double] = []
+    var floor = FloorSamples()
+    let loopbackFloor = try LoopbackFloor(pairs: waiters.count, clientNice: options.clientNice)
+    defer { loopbackFloor.stop() }
     let rounds = max(5, options.rounds / 10)
     for round in 0..<rounds {
         let query = "?timeout=60" + (cursor.map { "&since=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0) } ?? "")
@@ -627,9 +695,11 @@ func longPollFanOut(_ options: BenchOptions, _ backend: BenchBackend) async thro
         let body = modifyBody(zone: "Bench", records: [benchRecord(round)], operation: "forceReplace")
         let start = now()
         _ = try writer.request("POST", daemon.databasePath + "/records/modify", token: daemon.token, body: body)
-        let text = try awaitFirstAnswerOnAll(waiters, readiness: readiness, start: start)
+        let text = try awaitFirstAnswerOnAll(waiters, readiness: readiness, start: start, clientNice: options.clientNice)
         lastArrivals.append((now() - start) * 1000)
         serverLastWrites.append(try serverLastDeliveryMilliseconds(control))
+        // The same writes (the answer's body) with no server, while the long-polls are not parked.
+        floor.append(try loopbackFloor.round(bytes: text.utf8.count))
         guard let range = text.range(of: #""cursor":""#) else {
             throw RawHTTPConnection.Failure(description: "a long-poll answer without a cursor")
         }
@@ -639,18 +709,20 @@ func longPollFanOut(_ options: BenchOptions, _ backend: BenchBackend) async thro
     if !daemon.directory.isEmpty { try? FileManager.default.removeItem(atPath: daemon.directory) }
     let last = Stats(samples: lastArrivals), server = Stats(samples: serverLastWrites)
     return [
-        "waiters": .int(Int64(waiters.count)), "rounds": .int(Int64(rounds)),
+        "waiters": .int(Int64(waiters.count)), "rounds": .int(Int64(rounds)), "clientNice": .int(Int64(options.clientNice)),
         "lastAnswerMillisecondsMedian": .double(last.median), "lastAnswerMillisecondsP99": .double(last.p99),
         "serverLastAnswerMillisecondsMedian": .double(server.median), "serverLastAnswerMillisecondsP99": .double(server.p99),
-    ]
+    ].merging(floor.figures(pairs: loopbackFloor.pairs, server: server, client: last)) { $1 }
 }
 
 /// Waits until every connection holds a whole long-poll answer (at most 10 s); returns the first
 /// connection's answer body (chunk-framed when the daemon sent it chunked, as parked long-polls
 /// are: the JSON inside is one chunk). Each connection's head, read before the round, is still in
 /// its buffer, so an answer with a length is measured against its head's `Content-Length`.
-func awaitFirstAnswerOnAll(_ connections: [RawHTTPConnection], readiness: ReadinessSet? = nil, start: Double) throws -> String {
-    let kept = try awaitOnAll(connections, readiness: readiness, start: start, what: "long-polls", keeping: 0, isComplete: isWholeAnswer).kept
+func awaitFirstAnswerOnAll(_ connections: [RawHTTPConnection], readiness: ReadinessSet? = nil, start: Double,
+                           clientNice: Int32 = 0) throws -> String {
+    let kept = try awaitOnAll(connections, readiness: readiness, start: start, what: "long-polls", keeping: 0,
+                              clientNice: clientNice, isComplete: isWholeAnswer).kept
     let text = String(decoding: kept, as: UTF8.self)
     return text.range(of: "\r\n\r\n").map { String(text[$0.upperBound...]) } ?? text
 }

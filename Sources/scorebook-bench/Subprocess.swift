@@ -10,6 +10,8 @@ final class Subprocess {
     let pid: pid_t
     /// The read end of the child's standard output, when it was captured.
     let output: Int32?
+    /// The write end of the child's standard input, when the bench feeds it.
+    private(set) var input: Int32?
     private var pending: [UInt8] = []
 
     struct Failure: Error, CustomStringConvertible {
@@ -25,8 +27,9 @@ final class Subprocess {
     private let started: Double
 
     /// Starts `path` with `arguments`. Standard error goes to /dev/null unless `keepStandardError`;
-    /// standard output is captured (`output`) or discarded.
-    init(_ path: String, _ arguments: [String], captureOutput: Bool = false, keepStandardError: Bool = false) throws {
+    /// standard output is captured (`output`) or discarded; standard input is a pipe the bench
+    /// writes (`writeLine`) with `captureInput`, else empty.
+    init(_ path: String, _ arguments: [String], captureOutput: Bool = false, captureInput: Bool = false, keepStandardError: Bool = false) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -40,22 +43,54 @@ final class Subprocess {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         }
         if !keepStandardError { posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        var inputEnds: [Int32] = [-1, -1]
+        if captureInput {
+            guard pipe(&inputEnds) == 0 else { throw Failure(description: "pipe() failed: \(errno)") }
+            posix_spawn_file_actions_adddup2(&actions, inputEnds[0], 0)
+            posix_spawn_file_actions_addclose(&actions, inputEnds[0])
+            posix_spawn_file_actions_addclose(&actions, inputEnds[1])
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var child: pid_t = 0
         started = now()
         let rc = posix_spawn(&child, path, &actions, nil, argv, environ)
         if captureOutput { close(pipeEnds[1]) }
+        if captureInput { close(inputEnds[0]) }
         guard rc == 0 else {
             if captureOutput { close(pipeEnds[0]) }
+            if captureInput { close(inputEnds[1]) }
             throw Failure(description: "cannot start \(path): \(String(cString: strerror(rc)))")
         }
         pid = child
         output = captureOutput ? pipeEnds[0] : nil
+        input = captureInput ? inputEnds[1] : nil
     }
 
-    deinit { if let output { close(output) } }
+    deinit {
+        if let output { close(output) }
+        closeInput()
+    }
+
+    /// Writes `line` and a newline to the child's standard input.
+    func writeLine(_ line: String) throws {
+        guard let input else { throw Failure(description: "the child's input is not a pipe") }
+        let bytes = Array((line + "\n").utf8)
+        var sent = 0
+        while sent < bytes.count {
+            let count = bytes[sent...].withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
+            guard count > 0 else { throw Failure(description: "cannot write to the child: errno \(errno)") }
+            sent += count
+        }
+    }
+
+    /// Ends the child's standard input (it reads end of file).
+    func closeInput() {
+        if let input { close(input) }
+        input = nil
+    }
 
     /// Waits for the child to end.
     func wait() throws -> Exit {

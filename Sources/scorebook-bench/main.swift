@@ -9,7 +9,7 @@ import SQLiteDB
 /// baseline measured in the same run (raw SQLite for writes), because machines here are noisy.
 ///
 ///   swift build -c release --product scorebook-bench (and scorebook, scorebookd: the subprocess scenarios run them)
-///   .build/release/scorebook-bench [--json] [--backend sqlite|postgres|both] [--records N] [--large N] [--subscribers N] [--rounds N] [--runs N] [scenario …]
+///   .build/release/scorebook-bench [--json] [--backend sqlite|postgres|both] [--records N] [--large N] [--subscribers N] [--rounds N] [--runs N] [--client-nice N] [scenario …]
 ///
 /// `--backend postgres` (or `both`) runs the scenarios that have a PostgreSQL form on a
 /// throw-away PostgreSQL 15 cluster the bench starts itself (`BenchPostgres`); `both` runs each
@@ -22,7 +22,15 @@ struct BenchOptions {
     var subscribers = 1000
     var rounds = 200
     var runs = 100
+    /// The nice value of the fan-out scenarios' reading thread (0: the daemon's equal).
+    var clientNice: Int32 = 0
     var scenarios: [String] = []
+}
+
+// The child half of the loopback floor a fan-out compares itself with (see `LoopbackFloor`).
+if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "--loopback-floor",
+   let pairs = Int(CommandLine.arguments[2]), let nice = Int32(CommandLine.arguments[3]) {
+    LoopbackFloor.runChild(pairs: pairs, nice: nice)
 }
 
 var options = BenchOptions()
@@ -45,8 +53,9 @@ while let argument = arguments.popFirst() {
     case "--subscribers": options.subscribers = Int(arguments.popFirst() ?? "") ?? options.subscribers
     case "--rounds": options.rounds = Int(arguments.popFirst() ?? "") ?? options.rounds
     case "--runs": options.runs = Int(arguments.popFirst() ?? "") ?? options.runs
+    case "--client-nice": options.clientNice = Int32(arguments.popFirst() ?? "") ?? options.clientNice
     case "--help", "-h":
-        print("usage: scorebook-bench [--json] [--backend sqlite|postgres|both] [--records N] [--large N] [--subscribers N] [--rounds N] [--runs N] [scenario …]")
+        print("usage: scorebook-bench [--json] [--backend sqlite|postgres|both] [--records N] [--large N] [--subscribers N] [--rounds N] [--runs N] [--client-nice N] [scenario …]")
         print("scenarios: \(Scenario.all.map(\.name).joined(separator: " "))")
         exit(0)
     default: options.scenarios.append(argument)

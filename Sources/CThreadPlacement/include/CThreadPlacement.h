@@ -13,4 +13,7 @@ int scorebook_allowed_cpu_count(void);
 /// that would leave none (or the mask could not be read or set).
 int scorebook_keep_thread_off_cpu(pthread_t thread, int cpu);
 
+/// Sets the calling thread's nice value (Linux keeps one per thread); 0 when done, -1 if refused.
+int scorebook_set_current_thread_nice(int nice);
+
 #endif

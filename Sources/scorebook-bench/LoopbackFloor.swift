@@ -1,0 +1,190 @@
+import CNIOLinux
+import CThreadPlacement
+import Foundation
+import RecordServer
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The floor under a fan-out round, measured in the same run: the same number of writes of the
+/// same size as the daemon's round, from two threads (the daemon's two event loops), to loopback
+/// TCP sockets drained by a reader that reads as the bench client does (one epoll set, one read
+/// per ready socket, looking every 250 µs, at the client's nice value), with no server at all.
+/// What a round of the daemon takes above this is the daemon's; what this takes is the machine's.
+///
+/// It runs in a child process (`scorebook-bench --loopback-floor PAIRS NICE`) because the bench
+/// already holds its connections to the daemon; and because one process may hold only 20,000
+/// descriptors here and holds both ends of each pair, 10,000 subscribers get 9,990 pairs.
+final class LoopbackFloor {
+    private let child: Subprocess
+    let pairs: Int
+
+    init(pairs wanted: Int, clientNice: Int32) throws {
+        let limit = Int(OpenFileLimit.raiseToMaximum())
+        pairs = min(wanted, max(1, (limit - 20) / 2))
+        child = try Subprocess(try siblingBinary("scorebook-bench"), ["--loopback-floor", String(pairs), String(clientNice)],
+                               captureOutput: true, captureInput: true, keepStandardError: true)
+        guard child.readLine(timeout: 60) == "ready" else {
+            throw Subprocess.Failure(description: "the loopback floor did not start")
+        }
+    }
+
+    /// One round: every socket is written `bytes` bytes. Milliseconds until the last write
+    /// returned and until the reader had every byte.
+    func round(bytes: Int) throws -> (writers: Double, all: Double) {
+        try child.writeLine("round \(bytes)")
+        guard let line = child.readLine(timeout: 30) else { throw Subprocess.Failure(description: "the loopback floor stopped answering") }
+        let figures = line.split(separator: " ").compactMap { Double($0) }
+        guard figures.count == 2 else { throw Subprocess.Failure(description: "the loopback floor failed: \(line)") }
+        return (figures[0], figures[1])
+    }
+
+    func stop() {
+        child.closeInput()
+        _ = try? child.wait()
+    }
+
+    /// The child: builds the pairs, then answers `round BYTES` lines on standard input until it ends.
+    static func runChild(pairs: Int, nice: Int32) -> Never {
+        _ = OpenFileLimit.raiseToMaximum()
+        do {
+            let sockets = try SocketPairs(count: pairs)
+            let rounds = FloorRounds(sockets, readerNice: nice)
+            print("ready")
+            fflush(stdout)
+            while let line = Swift.readLine() {
+                let words = line.split(separator: " ")
+                guard words.count == 2, words[0] == "round", let bytes = Int(words[1]), bytes > 0, bytes <= 65_536 else {
+                    print("error: expected round BYTES, got \(line)")
+                    fflush(stdout)
+                    continue
+                }
+                if let (writers, all) = rounds.run(bytes: bytes) {
+                    print(String(format: "%.3f %.3f", writers, all))
+                } else {
+                    print("error: the reader did not get every byte in 10 s")
+                }
+                fflush(stdout)
+            }
+            exit(0)
+        } catch {
+            FileHandle.standardError.write(Data("scorebook-bench --loopback-floor: \(error)\n".utf8))
+            exit(1)
+        }
+    }
+}
+
+/// `count` connected loopback TCP pairs: the accepted (server) ends and the connecting (client) ends.
+private struct SocketPairs {
+    var servers: [Int32] = []
+    var clients: [Int32] = []
+
+    init(count: Int) throws {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
+        }
+        guard listener >= 0, bound, listen(listener, 4096) == 0 else { throw Subprocess.Failure(description: "cannot listen: errno \(errno)") }
+        defer { close(listener) }
+        for _ in 0..<count {
+            let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) == 0 }
+            }
+            let server = connected ? accept(listener, nil, nil) : -1
+            guard client >= 0, server >= 0 else { throw Subprocess.Failure(description: "cannot connect pair \(clients.count): errno \(errno)") }
+            // As the daemon's connections are.
+            var one: Int32 = 1
+            setsockopt(server, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+            servers.append(server)
+            clients.append(client)
+        }
+    }
+}
+
+/// The two writer threads and the reader thread of the floor, parked between rounds.
+private final class FloorRounds: @unchecked Sendable {
+    private let sockets: SocketPairs
+    private let epollDescriptor: Int32
+    private let go = [DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)]
+    private let written = DispatchSemaphore(value: 0)
+    private let allRead = DispatchSemaphore(value: 0)
+    /// Set before the writers start, read by the writers and the reader (ordered by the semaphores).
+    private var bytes = 0
+    private var writerEnds: [Double] = [0, 0]
+    private let readerRound = Mutex<(remaining: [Int], waiting: Int)>(([], 0))
+
+    init(_ sockets: SocketPairs, readerNice: Int32) {
+        self.sockets = sockets
+        epollDescriptor = epoll_create1(Int32(EPOLL_CLOEXEC))
+        for (index, client) in sockets.clients.enumerated() {
+            var event = epoll_event()
+            event.events = EPOLLIN.rawValue
+            event.data.u64 = UInt64(index)
+            epoll_ctl(epollDescriptor, EPOLL_CTL_ADD, client, &event)
+        }
+        for half in 0..<2 {
+            Thread { [self] in writeForever(half: half) }.start()
+        }
+        Thread { [self] in
+            _ = scorebook_set_current_thread_nice(readerNice)
+            readForever()
+        }.start()
+    }
+
+    func run(bytes: Int) -> (writers: Double, all: Double)? {
+        self.bytes = bytes
+        readerRound.withLock { $0 = ([Int](repeating: bytes, count: sockets.clients.count), sockets.clients.count) }
+        let start = now()
+        go.forEach { $0.signal() }
+        written.wait()
+        written.wait()
+        let writers = (writerEnds.max()! - start) * 1000
+        guard allRead.wait(timeout: .now() + 10) == .success else { return nil }
+        return (writers, (now() - start) * 1000)
+    }
+
+    private func writeForever(half: Int) {
+        let buffer = [UInt8](repeating: UInt8(ascii: "x"), count: 65_536)
+        let count = sockets.servers.count
+        while true {
+            go[half].wait()
+            buffer.withUnsafeBytes { raw in
+                for index in (count * half / 2)..<(count * (half + 1) / 2) {
+                    _ = write(sockets.servers[index], raw.baseAddress, bytes)
+                }
+            }
+            writerEnds[half] = now()
+            written.signal()
+        }
+    }
+
+    /// As `awaitOnAll`: one read per ready socket, and a look every 250 µs rather than a wait in epoll.
+    private func readForever() {
+        var events = [epoll_event](repeating: epoll_event(), count: 1024)
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let ready = max(0, Int(epoll_wait(epollDescriptor, &events, Int32(events.count), 0)))
+            for slot in 0..<ready {
+                let index = Int(events[slot].data.u64)
+                let got = buffer.withUnsafeMutableBytes { read(sockets.clients[index], $0.baseAddress, $0.count) }
+                guard got > 0 else { continue }
+                let finished = readerRound.withLock { round -> Bool in
+                    guard round.remaining[index] > 0 else { return false }
+                    round.remaining[index] -= got
+                    guard round.remaining[index] <= 0 else { return false }
+                    round.waiting -= 1
+                    return round.waiting == 0
+                }
+                if finished { allRead.signal() }
+            }
+            if ready < events.count { usleep(250) }
+        }
+    }
+}
