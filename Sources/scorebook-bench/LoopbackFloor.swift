@@ -48,7 +48,10 @@ final class LoopbackFloor {
 
     /// The child: builds the pairs, then answers `round BYTES` lines on standard input until it ends.
     static func runChild(pairs: Int, nice: Int32) -> Never {
-        _ = OpenFileLimit.raiseToMaximum()
+        // The bench's own sockets (to the daemon) came along through the spawn: they would take
+        // half of this process's descriptors.
+        let limit = Int32(clamping: OpenFileLimit.raiseToMaximum())
+        for descriptor in 3..<max(3, limit) { close(descriptor) }
         do {
             let sockets = try SocketPairs(count: pairs)
             let rounds = FloorRounds(sockets, readerNice: nice)
