@@ -22,9 +22,12 @@ package protocol PushStreamSink: AnyObject, Sendable {
 /// per wake serves every waiter of that database.
 ///
 /// Event streams are not waiting tasks: they are registrations the hub writes to on their
-/// connection's event loop. A commit is read once, encoded once per distinct cursor (usually
-/// once), and handed to each event loop in one job that writes the same bytes to all of its
-/// streams, so 10,000 idle streams hold no suspended tasks and a wake costs no task hops.
+/// connection's event loop. A commit is read once and handed to each event loop in one job that
+/// goes through that loop's streams of the database, encodes each distinct cursor's share once
+/// (usually once) and writes the same bytes to all of its streams, so 10,000 idle streams hold no
+/// suspended tasks and a wake costs no task hops. The registrations are kept by loop, so a wake
+/// hands each loop its own (a dictionary shared copy-on-write) without a pass over all of them
+/// first: the pass was the time between the commit and the first write.
 package final class PushHub: Sendable {
     /// What a wait returns: the notifications after the waiter's cursor and the commit generation
     /// they reflect (nil when the batch was cut at the limit, so the next wait must read again).
@@ -41,7 +44,8 @@ package final class PushHub: Sendable {
     }
 
     /// One event stream: its sink and how far it has been sent. `cursor` and `quietBeats` are read
-    /// and written only by the wake task (after registration publishes them through the state lock).
+    /// and written only on the stream's event loop, by the hub's jobs there (after registration
+    /// publishes them through the state lock; the jobs of one loop run in the order handed).
     private final class StreamRegistration: @unchecked Sendable {
         let sink: any PushStreamSink
         /// The sink's loop, kept here so that sorting a delivery's writes by loop does not touch
@@ -50,6 +54,8 @@ package final class PushHub: Sendable {
         let parking: UInt64
         /// A long-poll: answered once (a JSON answer), then forgotten.
         let answersOnce: Bool
+        /// The cursor it registered with, for reads made off its loop.
+        let registeredCursor: Int64
         var cursor: Int64
         /// Heartbeat ticks since the hub last wrote to this stream (see `sendHeartbeats`).
         var quietBeats = 0
@@ -58,13 +64,47 @@ package final class PushHub: Sendable {
             self.eventLoop = sink.eventLoop
             self.parking = parking
             self.answersOnce = answersOnce
+            self.registeredCursor = cursor
             self.cursor = cursor
+        }
+    }
+
+    private typealias Registrations = [ObjectIdentifier: StreamRegistration]
+
+    /// The parked connections of one database, by event loop (a handful of loops, found by identity).
+    private struct DatabaseStreams {
+        var loops: [(loop: any EventLoop, streams: Registrations)] = []
+        /// No registered stream's cursor is below this: a registration lowers it, a wake raises it
+        /// to what it delivered. A wake reads from here without looking at every stream.
+        var lowestCursor = Int64.max
+
+        var count: Int { loops.reduce(0) { $0 + $1.streams.count } }
+
+        private func index(of loop: any EventLoop) -> Int? { loops.firstIndex { $0.loop === loop } }
+
+        func registration(of sink: any PushStreamSink) -> StreamRegistration? {
+            index(of: sink.eventLoop).flatMap { loops[$0].streams[ObjectIdentifier(sink)] }
+        }
+
+        mutating func insert(_ registration: StreamRegistration) {
+            if let index = index(of: registration.eventLoop) {
+                loops[index].streams[ObjectIdentifier(registration.sink)] = registration
+            } else {
+                loops.append((registration.eventLoop, [ObjectIdentifier(registration.sink): registration]))
+            }
+            lowestCursor = min(lowestCursor, registration.cursor)
+        }
+
+        mutating func remove(_ sink: any PushStreamSink) {
+            guard let index = index(of: sink.eventLoop) else { return }
+            loops[index].streams.removeValue(forKey: ObjectIdentifier(sink))
+            if loops[index].streams.isEmpty { loops.remove(at: index) }
         }
     }
 
     private struct State {
         var waiters: [Int64: [UUID: Waiter]] = [:]
-        var streams: [Int64: [ObjectIdentifier: StreamRegistration]] = [:]
+        var streams: [Int64: DatabaseStreams] = [:]
         /// Databases with a commit not yet handled by the wake task.
         var pendingWakes: Set<Int64> = []
         /// A heartbeat tick not yet handled by the wake task.
@@ -84,7 +124,7 @@ package final class PushHub: Sendable {
         /// Whether `stream` is still its connection's registration (not gone, not replaced by a
         /// newer parking of the same connection).
         func isCurrent(_ stream: StreamRegistration, databaseID: Int64) -> Bool {
-            streams[databaseID]?[ObjectIdentifier(stream.sink)] === stream
+            streams[databaseID]?.registration(of: stream.sink) === stream
         }
     }
 
@@ -167,7 +207,7 @@ package final class PushHub: Sendable {
         let registered = state.withLock { state -> Bool in
             if state.closed { return false }
             let registration = StreamRegistration(sink: sink, parking: parking, answersOnce: answersOnce, cursor: cursor)
-            state.streams[databaseID, default: [:]][ObjectIdentifier(sink)] = registration
+            state.streams[databaseID, default: DatabaseStreams()].insert(registration)
             state.pendingCatchUps[databaseID, default: []].append(registration)
             if state.heartbeatTask == nil { state.heartbeatTask = startHeartbeats() }
             return true
@@ -189,10 +229,9 @@ package final class PushHub: Sendable {
     /// Forgets a parked connection (its client has gone, or its long-poll was answered).
     package func unregister(_ sink: any PushStreamSink, parking: UInt64, databaseID: Int64) {
         state.withLock { state in
-            let key = ObjectIdentifier(sink)
-            guard state.streams[databaseID]?[key]?.parking == parking else { return }
-            state.streams[databaseID]?.removeValue(forKey: key)
-            if state.streams[databaseID]?.isEmpty == true { state.streams.removeValue(forKey: databaseID) }
+            guard state.streams[databaseID]?.registration(of: sink)?.parking == parking else { return }
+            state.streams[databaseID]?.remove(sink)
+            if state.streams[databaseID]?.loops.isEmpty == true { state.streams.removeValue(forKey: databaseID) }
         }
     }
 
@@ -216,68 +255,144 @@ package final class PushHub: Sendable {
         }
     }
 
-    /// On the wake task: the comment to every event stream quiet for two ticks.
+    /// On the wake task: the comment to every event stream quiet for two ticks, by a job on each
+    /// loop (where the streams' `quietBeats` live).
     private func sendHeartbeats() {
-        let streams = state.withLock { state in state.streams.values.flatMap { $0.values.filter { !$0.answersOnce } } }
-        var batches = LoopBatches()
-        for stream in streams {
-            stream.quietBeats += 1
-            guard stream.quietBeats >= 2 else { continue }
-            stream.quietBeats = 0
-            batches.append((stream, 0))
-        }
-        if !batches.isEmpty { PushHub.writeOnTheirLoops(batches, shares: [PushHub.heartbeatBytes], then: nil) }
-    }
-
-    /// Writes sorted into their event loops' batches as they are made: a handful of loops, found
-    /// by identity starting from the last one used (not a hashed look-up per write). A write holds
-    /// the stream's registration, which the pass has just read, not its connection: the loop
-    /// reaches the connection when it writes.
-    private struct LoopBatches {
-        typealias Write = (stream: StreamRegistration, share: Int)
-        private(set) var loops: [(loop: any EventLoop, writes: [Write])] = []
-        private var last = 0
-
-        var isEmpty: Bool { loops.isEmpty }
-
-        mutating func append(_ write: Write) {
-            let loop = write.stream.eventLoop
-            if last >= loops.count || loops[last].loop !== loop {
-                if let index = loops.firstIndex(where: { $0.loop === loop }) {
-                    last = index
-                } else {
-                    loops.append((loop, []))
-                    last = loops.count - 1
+        let byLoop = state.withLock { state in
+            var byLoop: [(loop: any EventLoop, groups: [Registrations])] = []
+            for database in state.streams.values {
+                for (loop, streams) in database.loops {
+                    if let index = byLoop.firstIndex(where: { $0.loop === loop }) {
+                        byLoop[index].groups.append(streams)
+                    } else {
+                        byLoop.append((loop, [streams]))
+                    }
                 }
             }
-            loops[last].writes.append(write)
+            return byLoop
+        }
+        for (loop, groups) in byLoop {
+            loop.execute {
+                // This loop's own copy: thousands of writes retaining one buffer from two threads
+                // would fight over its reference count.
+                let heartbeat = ByteBuffer(bytes: PushHub.heartbeatBytes.readableBytesView)
+                for streams in groups {
+                    for stream in streams.values where !stream.answersOnce {
+                        stream.quietBeats += 1
+                        guard stream.quietBeats >= 2 else { continue }
+                        stream.quietBeats = 0
+                        stream.sink.deliver(heartbeat, parking: stream.parking)
+                    }
+                }
+            }
         }
     }
 
-    /// Hands each loop one job for its writes (not one per stream). A write names its bytes by
-    /// index in `shares`; each loop gets its own copy of them: thousands of writes retaining one
-    /// buffer from two threads would fight over its reference count. `then` runs on each loop
-    /// after its writes. Once every loop has written, each settles its connections (bookkeeping
-    /// that is not on the way to any client, so one loop's does not slow another's writes), and
-    /// `afterAll` runs.
-    private static func writeOnTheirLoops(_ batches: LoopBatches, shares: [ByteBuffer], then done: (@Sendable () -> Void)?,
-                                          afterAll: (@Sendable () -> Void)? = nil) {
-        let loops = batches.loops
-        let unfinished = Atomic(loops.count)
-        let settleAll: @Sendable () -> Void = {
-            for (loop, batch) in loops {
-                loop.execute { for write in batch { write.stream.sink.settle(parking: write.stream.parking) } }
-            }
-            afterAll?()
+    /// What a wake or a catch-up read: the notifications after the lowest cursor, and for a batch
+    /// cut at the limit, reads of their own for the cursors past its end.
+    private struct Reading: Sendable {
+        var batch: [StoredNotification]
+        var aheadReads: [Int64: [StoredNotification]]
+    }
+
+    /// One loop's part of a delivery: its streams of the database (the registrations shared
+    /// copy-on-write with the hub's state, or a catch-up's list), dropped once written so that the
+    /// state's dictionary is again its own; and the long-polls it answered.
+    private final class LoopDelivery: @unchecked Sendable {
+        enum Streams {
+            case registered(Registrations)
+            case listed([StreamRegistration])
         }
-        for (loop, batch) in loops {
-            let local = loops.count > 1 ? shares.map { ByteBuffer(bytes: $0.readableBytesView) } : shares
-            loop.execute {
-                for write in batch { write.stream.sink.deliver(local[write.share], parking: write.stream.parking) }
-                done?()
-                if unfinished.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { settleAll() }
+        let loop: any EventLoop
+        /// Confined to `loop` until the loop counts itself finished.
+        var streams: Streams?
+        var answered: [StreamRegistration] = []
+        init(loop: any EventLoop, streams: Streams) {
+            self.loop = loop
+            self.streams = streams
+        }
+    }
+
+    /// Hands each loop one job that writes its streams' shares (`writeShares`). Once every loop has
+    /// written, each settles the long-polls it answered (bookkeeping that is not on the way to any
+    /// client, so one loop's does not slow another's writes), and the hub forgets them.
+    private func deliver(_ deliveries: [LoopDelivery], reading: Reading, databaseID: Int64) {
+        let unfinished = Atomic(deliveries.count)
+        let finish: @Sendable () -> Void = { [weak self] in
+            for delivery in deliveries where !delivery.answered.isEmpty {
+                let answered = delivery.answered
+                delivery.loop.execute { for stream in answered { stream.sink.settle(parking: stream.parking) } }
+            }
+            // A long-poll is answered once: it is forgotten once every loop has written (not
+            // meanwhile, taking a core from the writes). A wake in between that still finds it
+            // delivers nothing (the connection takes no delivery once answered); a connection that
+            // has meanwhile parked again has a new registration, which stays.
+            guard deliveries.contains(where: { !$0.answered.isEmpty }) else { return }
+            self?.state.withLock { state in
+                for delivery in deliveries {
+                    for stream in delivery.answered where state.isCurrent(stream, databaseID: databaseID) {
+                        state.streams[databaseID]?.remove(stream.sink)
+                    }
+                }
+                if state.streams[databaseID]?.loops.isEmpty == true { state.streams.removeValue(forKey: databaseID) }
             }
         }
+        for delivery in deliveries {
+            delivery.loop.execute { [weak self] in
+                let wrote: Bool
+                switch delivery.streams {
+                case .registered(let streams): wrote = PushHub.writeShares(streams.values, reading, answered: &delivery.answered)
+                case .listed(let streams): wrote = PushHub.writeShares(streams, reading, answered: &delivery.answered)
+                case nil: wrote = false
+                }
+                delivery.streams = nil
+                if wrote { self?.deliveryWritten() }
+                if unfinished.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { finish() }
+            }
+        }
+    }
+
+    /// A share of a delivery: the answer for the streams at one cursor, of one kind.
+    private struct ShareKey: Hashable {
+        var cursor: Int64
+        var answersOnce: Bool
+    }
+
+    /// On a loop: writes each of `streams` its share of `reading` (what came after its cursor),
+    /// encoded once per distinct cursor and kind, looked up only when the cursor changes from the
+    /// stream before (usually all streams share one). True if anything was written.
+    private static func writeShares(_ streams: some Sequence<StreamRegistration>, _ reading: Reading,
+                                    answered: inout [StreamRegistration]) -> Bool {
+        typealias Share = (bytes: ByteBuffer, last: Int64)
+        var encoded: [ShareKey: Share?] = [:]
+        var previous: (key: ShareKey, share: Share?)?
+        var wrote = false
+        for stream in streams {
+            let key = ShareKey(cursor: stream.cursor, answersOnce: stream.answersOnce)
+            let share: Share?
+            if let previous, previous.key == key {
+                share = previous.share
+            } else if let known = encoded[key] {
+                share = known
+            } else {
+                let mine = reading.aheadReads[stream.cursor] ?? reading.batch.filter { $0.id > stream.cursor }
+                share = mine.last.map { last in
+                    let bytes = stream.answersOnce
+                        ? PushHub.completeBody(ByteBuffer(bytes: RecordAPI.notificationsAnswer(mine, cursor: stream.cursor).serialized()))
+                        : PushHub.encodeEvents(mine)
+                    return (bytes, last.id)
+                }
+                encoded[key] = share
+            }
+            previous = (key, share)
+            guard let share else { continue }
+            stream.cursor = share.last
+            stream.quietBeats = 0
+            stream.sink.deliver(share.bytes, parking: stream.parking)
+            if stream.answersOnce { answered.append(stream) }
+            wrote = true
+        }
+        return wrote
     }
 
     /// The bytes of `notifications` as events, each with its cursor as `id:`, framed as one
@@ -328,17 +443,17 @@ package final class PushHub: Sendable {
     }
 
     private func wake(_ databaseID: Int64) async {
-        let (generation, taken, streams) = state.withLock { state -> (Int, [UUID: Waiter], [StreamRegistration]) in
+        let (generation, taken, loops, lowestStream) = state.withLock { state in
             let generation = (state.generations[databaseID] ?? 0) + 1
             state.generations[databaseID] = generation
-            return (generation, state.waiters.removeValue(forKey: databaseID) ?? [:], state.streams[databaseID].map { Array($0.values) } ?? [])
+            let database = state.streams[databaseID]
+            // Registrations from here on lower it again; this wake raises it once it has read.
+            state.streams[databaseID]?.lowestCursor = .max
+            return (generation, state.waiters.removeValue(forKey: databaseID) ?? [:], database?.loops ?? [], database?.lowestCursor ?? .max)
         }
-        // The lowest cursor by a plain pass: thousands of streams, usually all at one cursor
-        // (a set of them cost more than the rest of the wake before the writes).
-        guard !taken.isEmpty || !streams.isEmpty else { return }
-        var lowest = Int64.max
+        guard !taken.isEmpty || !loops.isEmpty else { return }
+        var lowest = lowestStream
         for waiter in taken.values where waiter.cursor < lowest { lowest = waiter.cursor }
-        for stream in streams where stream.cursor < lowest { lowest = stream.cursor }
         let batch = (try? await store.notifications(databaseID: databaseID, after: lowest, limit: PushHub.batchLimit)) ?? []
         let complete = batch.count < PushHub.batchLimit
         // A full batch read from the lowest cursor may end before a waiter further ahead: such a
@@ -347,9 +462,19 @@ package final class PushHub: Sendable {
         var aheadReads: [Int64: [StoredNotification]] = [:]
         if !complete, let last = batch.last?.id {
             var cursors = Set(taken.values.map(\.cursor))
-            for stream in streams { cursors.insert(stream.cursor) }
+            // The streams' cursors live on their loops: ask each (only for a batch cut at the limit).
+            for (loop, streams) in loops {
+                cursors.formUnion((try? await loop.submit { Set(streams.values.map(\.cursor)) }.get()) ?? [])
+            }
             for cursor in cursors where cursor >= last {
                 aheadReads[cursor] = (try? await store.notifications(databaseID: databaseID, after: cursor, limit: PushHub.batchLimit)) ?? []
+            }
+        }
+        if !loops.isEmpty {
+            // Once their loops have written, every stream of this wake is at or past this.
+            let delivered = batch.last?.id ?? lowest
+            state.withLock { state in
+                if let bound = state.streams[databaseID]?.lowestCursor { state.streams[databaseID]?.lowestCursor = min(bound, delivered) }
             }
         }
         let ready = state.withLock { state -> [(Waiter, [StoredNotification])] in
@@ -368,16 +493,21 @@ package final class PushHub: Sendable {
         for (waiter, mine) in ready {
             waiter.continuation.resume(returning: Delivery(notifications: mine, generation: complete ? generation : nil))
         }
-        deliver(to: streams, batch: batch, aheadReads: aheadReads, complete: complete, databaseID: databaseID)
+        guard !loops.isEmpty, !batch.isEmpty || !aheadReads.isEmpty else { return }
+        deliver(loops.map { LoopDelivery(loop: $0.loop, streams: .registered($0.streams)) },
+                reading: Reading(batch: batch, aheadReads: aheadReads), databaseID: databaseID)
+        // A stream cut at the batch limit has more waiting: read on for it.
+        if !complete || aheadReads.values.contains(where: { $0.count >= PushHub.batchLimit }) { requestWakes([databaseID]) }
     }
 
     /// Sends streams registered since the last look what is already pending after their cursors
     /// (those still registered: one may have gone, or parked again under a newer registration).
+    /// Each loop skips a stream a wake has meanwhile brought past what this reads.
     private func catchUp(_ databaseID: Int64, _ registrations: [StreamRegistration]) async {
         let streams = state.withLock { state in
             registrations.filter { state.isCurrent($0, databaseID: databaseID) }
         }
-        guard let lowest = streams.lazy.map(\.cursor).min() else { return }
+        guard let lowest = streams.lazy.map(\.registeredCursor).min() else { return }
         let batch = (try? await store.notifications(databaseID: databaseID, after: lowest, limit: PushHub.batchLimit)) ?? []
         guard !batch.isEmpty else { return }
         // A read cut at the limit: the full wake reads on per cursor.
@@ -385,68 +515,16 @@ package final class PushHub: Sendable {
             requestWakes([databaseID])
             return
         }
-        deliver(to: streams, batch: batch, aheadReads: [:], complete: true, databaseID: databaseID)
-    }
-
-    /// Encodes each distinct cursor's share once and writes it to every stream at that cursor.
-    /// This pass runs before any write goes out, once per stream: it looks up the share only when
-    /// the cursor changes from the stream before (usually all streams share one) and sorts the
-    /// writes into their loops' batches as it goes.
-    private func deliver(to streams: [StreamRegistration], batch: [StoredNotification], aheadReads: [Int64: [StoredNotification]],
-                         complete: Bool, databaseID: Int64) {
-        guard !streams.isEmpty, !batch.isEmpty || !aheadReads.isEmpty else { return }
-        struct ShareKey: Hashable {
-            var cursor: Int64
-            var answersOnce: Bool
-        }
-        var encoded: [ShareKey: (index: Int, last: Int64)?] = [:]
-        var shares: [ByteBuffer] = []
-        var batches = LoopBatches()
-        var answered: [StreamRegistration] = []
-        var previous: (key: ShareKey, share: (index: Int, last: Int64)?)?
+        var byLoop: [(loop: any EventLoop, streams: [StreamRegistration])] = []
         for stream in streams {
-            let key = ShareKey(cursor: stream.cursor, answersOnce: stream.answersOnce)
-            let share: (index: Int, last: Int64)?
-            if let previous, previous.key == key {
-                share = previous.share
-            } else if let known = encoded[key] {
-                share = known
+            if let index = byLoop.firstIndex(where: { $0.loop === stream.eventLoop }) {
+                byLoop[index].streams.append(stream)
             } else {
-                let mine = aheadReads[stream.cursor] ?? batch.filter { $0.id > stream.cursor }
-                share = mine.last.map { last in
-                    shares.append(stream.answersOnce
-                        ? PushHub.completeBody(ByteBuffer(bytes: RecordAPI.notificationsAnswer(mine, cursor: stream.cursor).serialized()))
-                        : PushHub.encodeEvents(mine))
-                    return (shares.count - 1, last.id)
-                }
-                encoded[key] = share
-            }
-            previous = (key, share)
-            guard let share else { continue }
-            stream.cursor = share.last
-            stream.quietBeats = 0
-            batches.append((stream, share.index))
-            if stream.answersOnce { answered.append(stream) }
-        }
-        guard !batches.isEmpty else { return }
-        // A long-poll is answered once: it is forgotten once every loop has written (not
-        // meanwhile, taking a core from the writes). A wake in between that still finds it
-        // delivers nothing (the connection takes no delivery once answered); a connection that
-        // has meanwhile parked again has a new registration, which stays.
-        var forgetAnswered: (@Sendable () -> Void)?
-        if !answered.isEmpty {
-            let answeredNow = answered
-            forgetAnswered = { [weak self] in
-                self?.state.withLock { state in
-                    for stream in answeredNow where state.isCurrent(stream, databaseID: databaseID) {
-                        state.streams[databaseID]?.removeValue(forKey: ObjectIdentifier(stream.sink))
-                    }
-                }
+                byLoop.append((stream.eventLoop, [stream]))
             }
         }
-        PushHub.writeOnTheirLoops(batches, shares: shares, then: { [weak self] in self?.deliveryWritten() }, afterAll: forgetAnswered)
-        // A stream cut at the batch limit has more waiting: read on for it.
-        if !complete || aheadReads.values.contains(where: { $0.count >= PushHub.batchLimit }) { requestWakes([databaseID]) }
+        deliver(byLoop.map { LoopDelivery(loop: $0.loop, streams: .listed($0.streams)) },
+                reading: Reading(batch: batch, aheadReads: [:]), databaseID: databaseID)
     }
 
     /// Waits until there are notifications after `cursor`, or `timeout` passes (empty result),
@@ -490,7 +568,7 @@ package final class PushHub: Sendable {
             state.closed = true
             let all = state.waiters.values.flatMap(\.values)
             state.waiters.removeAll()
-            let sinks = state.streams.values.flatMap { $0.values.map { ($0.sink, $0.parking) } }
+            let sinks = state.streams.values.flatMap { $0.loops.flatMap { $0.streams.values.map { ($0.sink, $0.parking) } } }
             state.streams.removeAll()
             return (all, sinks, state.heartbeatTask)
         }

@@ -255,9 +255,20 @@ final class DaemonUnderTest: BenchTarget {
     var databasePath: String { "/database/1/\(container)/\(environment)/private" }
     var environmentPath: String { "/database/1/\(container)/\(environment)" }
 
+    private var stopped = false
+
     /// SIGTERM, then the exit.
     func stop() throws -> Subprocess.Exit {
+        stopped = true
         process.signal(SIGTERM)
         return try process.wait()
+    }
+
+    /// A scenario that failed half-way leaves no daemon behind (the bench exits without unwinding
+    /// further, and the daemon would serve on, holding its connections' memory).
+    deinit {
+        guard !stopped else { return }
+        process.signal(SIGKILL)
+        _ = try? process.wait()
     }
 }

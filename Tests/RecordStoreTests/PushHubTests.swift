@@ -146,6 +146,44 @@ final class PushHubTests: SubscriptionStoreTestCase {
         XCTAssertTrue(latestEvent.contains(next) && !latestEvent.contains(thing))
     }
 
+    /// Streams far apart on two loops: one 600 notifications behind (more than a read's limit),
+    /// one at the latest. The hub reads no stream's cursor off its loop (a wake reads from a bound
+    /// kept at registration; a batch cut at the limit asks the loops for their cursors), and still
+    /// the one behind gets every notification exactly once and in order, and the one at the latest
+    /// gets the next commit, and only it.
+    func testStreamsFarApartEachGetEveryNotificationOnceInOrder() throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        defer { try? group.syncShutdownGracefully() }
+        let hub = PushHub(store: store.base)
+        defer { hub.close() }
+        try subscribe(querySubscription("things", type: "Thing"))
+        for _ in 0..<2 {
+            try modify(ZoneID.defaultZoneName, (0..<300).map { _ in (.create, wireRecord(newName("Thing"), "Thing")) })
+        }
+        let pending = try store.notifications(databaseID: databaseID, after: cursor, limit: 1000)
+        XCTAssertEqual(pending.count, 600)
+        let latest = try XCTUnwrap(pending.last?.id)
+
+        let behind = RecordingSink(eventLoop: group.next())
+        let ahead = RecordingSink(eventLoop: group.next())
+        XCTAssertFalse(behind.eventLoop === ahead.eventLoop)
+        XCTAssertTrue(hub.register(ahead, parking: 1, databaseID: databaseID, after: latest, answersOnce: false))
+        XCTAssertTrue(hub.register(behind, parking: 1, databaseID: databaseID, after: cursor, answersOnce: false))
+        let newest = newName("Thing")
+        try create(ZoneID.defaultZoneName, newest, "Thing")
+        hub.commitLanded([databaseID])
+
+        XCTAssertTrue(ahead.waitForDeliveries(1))
+        let expected = try store.notifications(databaseID: databaseID, after: cursor, limit: 1000).map { NotificationCursor.encode($0.id) }
+        XCTAssertEqual(expected.count, 601)
+        let deadline = Date().addingTimeInterval(10)
+        while behind.eventIDs.count < expected.count, Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        Thread.sleep(forTimeInterval: 0.2)
+        XCTAssertEqual(behind.eventIDs, expected, "every notification once, in order")
+        XCTAssertEqual(ahead.eventIDs, [expected.last!], "the stream at the latest gets the new notification only")
+        XCTAssertTrue(String(decoding: try XCTUnwrap(ahead.deliveries.first).bytes.readableBytesView, as: UTF8.self).contains(newest))
+    }
+
     /// Heartbeats go only to quiet streams: a stream that keeps getting events gets none (at 10,000
     /// streams a heartbeat to each took the event loops as long as a commit's events, and a commit
     /// landing then waited for it), an idle one gets one every interval, and a busy one that goes
@@ -210,6 +248,14 @@ private final class RecordingSink: PushStreamSink, @unchecked Sendable {
 
     var deliveries: [(bytes: ByteBuffer, parking: UInt64)] { recorded.withLock { $0.deliveries } }
     var settled: Int { recorded.withLock { $0.settled } }
+    /// The `id:` of every event delivered, in order.
+    var eventIDs: [String] {
+        deliveries.flatMap { delivery in
+            // Split at any line end: the chunk's "\r\n" is one `Character`, not a "\n".
+            String(decoding: delivery.bytes.readableBytesView, as: UTF8.self).split(whereSeparator: \.isNewline)
+                .filter { $0.hasPrefix("id: ") }.map { String($0.dropFirst(4)) }
+        }
+    }
     var heartbeats: Int {
         deliveries.filter { String(decoding: $0.bytes.readableBytesView, as: UTF8.self).contains(": heartbeat\n\n") }.count
     }
