@@ -71,7 +71,10 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if endPending {
+            // The client's next request, after a long-poll's answer: end that response now (the
+            // hub's settle may still be waiting), then serve the request.
             heldReads.append(data)
+            settle(context)
             return
         }
         switch mode {
@@ -244,9 +247,10 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
     }
 
     /// Writes a long-poll's answer: its whole remaining body (`PushHub.completeBody`), then at
-    /// once or, for answers the hub delivers, after the hub's other writes on this loop
-    /// (`settle`), the end of the response through the HTTP handlers, so the framework's idle
-    /// timeout counts the response as finished (the encoder's duplicate last chunk is dropped).
+    /// once or, for answers the hub delivers, later (`settle`: when the client sends its next
+    /// request, or when the hub settles its writes, whichever comes first), the end of the
+    /// response through the HTTP handlers, so the framework's idle timeout counts the response as
+    /// finished (the encoder's duplicate last chunk is dropped).
     private func answer(_ body: ByteBuffer, _ context: ChannelHandlerContext, settleNow: Bool) {
         unregister()
         mode = .serving
@@ -261,7 +265,7 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler, PushS
     }
 
     func settle(parking: UInt64) {
-        guard let context else { return }
+        guard let context, parking == self.parking else { return }
         settle(context)
     }
 
