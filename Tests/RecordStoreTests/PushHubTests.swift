@@ -15,13 +15,7 @@ final class PushHubTests: SubscriptionStoreTestCase {
     /// gets the new notification at once, not at its timeout.
     func testAWaiterAheadOfAFullBatchIsWokenByTheCommit() throws {
         let hub = PushHub(store: store.base)
-        try subscribe(querySubscription("things", type: "Thing"))
-        for _ in 0..<2 {
-            try modify(ZoneID.defaultZoneName, (0..<300).map { _ in (.create, wireRecord(newName("Thing"), "Thing")) })
-        }
-        let pending = try store.notifications(databaseID: databaseID, after: cursor, limit: 1000)
-        XCTAssertEqual(pending.count, 600)
-        let latest = try XCTUnwrap(pending.last?.id)
+        let (pending, latest) = try sixHundredPendingNotifications()
 
         // The hub has seen no commit yet (generation 0), so neither wait reads on its own: both
         // wait for the next commit, as waiters registered just before a commit do.
@@ -156,13 +150,7 @@ final class PushHubTests: SubscriptionStoreTestCase {
         defer { try? group.syncShutdownGracefully() }
         let hub = PushHub(store: store.base)
         defer { hub.close() }
-        try subscribe(querySubscription("things", type: "Thing"))
-        for _ in 0..<2 {
-            try modify(ZoneID.defaultZoneName, (0..<300).map { _ in (.create, wireRecord(newName("Thing"), "Thing")) })
-        }
-        let pending = try store.notifications(databaseID: databaseID, after: cursor, limit: 1000)
-        XCTAssertEqual(pending.count, 600)
-        let latest = try XCTUnwrap(pending.last?.id)
+        let (_, latest) = try sixHundredPendingNotifications()
 
         let behind = RecordingSink(eventLoop: group.next())
         let ahead = RecordingSink(eventLoop: group.next())
@@ -221,6 +209,18 @@ final class PushHubTests: SubscriptionStoreTestCase {
         let quietBy = Date().addingTimeInterval(3)
         while busy.heartbeats == 0, Date() < quietBy { Thread.sleep(forTimeInterval: 0.02) }
         XCTAssertEqual(busy.heartbeats, 1, "a stream gone quiet gets heartbeats again")
+    }
+
+    /// A query subscription and 600 notifications of it (more than one read's limit): all of
+    /// them after `cursor`, and the id of the last.
+    private func sixHundredPendingNotifications() throws -> (pending: [StoredNotification], latest: Int64) {
+        try subscribe(querySubscription("things", type: "Thing"))
+        for _ in 0..<2 {
+            try modify(ZoneID.defaultZoneName, (0..<300).map { _ in (.create, wireRecord(newName("Thing"), "Thing")) })
+        }
+        let pending = try store.notifications(databaseID: databaseID, after: cursor, limit: 1000)
+        XCTAssertEqual(pending.count, 600)
+        return (pending, try XCTUnwrap(pending.last?.id))
     }
 
     private func blockingResult(of task: Task<PushHub.Delivery, Never>) throws -> PushHub.Delivery {
