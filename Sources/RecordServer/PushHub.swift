@@ -50,8 +50,7 @@ package final class PushHub: Sendable {
     /// publishes them through the state lock; the jobs of one loop run in the order handed).
     private final class StreamRegistration: @unchecked Sendable {
         let sink: any PushStreamSink
-        /// The sink's loop, kept here so that sorting a delivery's writes by loop does not touch
-        /// every connection (10,000 cold objects on the pass before the first write).
+        /// The sink's loop, kept here so that filing a registration by loop does not touch its connection.
         let eventLoop: any EventLoop
         let parking: UInt64
         /// A long-poll: answered once (a JSON answer), then forgotten.
@@ -239,12 +238,12 @@ package final class PushHub: Sendable {
 
     private static let heartbeatBytes = PushHub.chunk(ByteBuffer(string: ": heartbeat\n\n"))
 
-    /// One task for all streams ticks at half the interval; the wake task, which owns the
-    /// streams' bookkeeping, then writes the comment to each stream that had nothing written to
-    /// it for two ticks, so an idle stream hears from the daemon at least every interval (the
-    /// contract asks for 15 s; the interval is 10) and a busy one never gets a heartbeat: 10,000
-    /// comments at a tick took the event loops as long as a commit's 10,000 events, and a commit
-    /// landing just then waited for them.
+    /// One task for all streams ticks at half the interval; the wake task then has each loop
+    /// write the comment to each of its streams that had nothing written to it for two ticks, so
+    /// an idle stream hears from the daemon at least every interval (the contract asks for 15 s;
+    /// the interval is 10) and a busy one never gets a heartbeat: 10,000 comments at a tick took
+    /// the event loops as long as a commit's 10,000 events, and a commit landing just then waited
+    /// for them.
     private func startHeartbeats() -> Task<Void, Never> {
         let tick = heartbeatInterval / 2
         return Task { [weak self] in
