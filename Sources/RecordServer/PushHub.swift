@@ -259,19 +259,7 @@ package final class PushHub: Sendable {
     /// On the wake task: the comment to every event stream quiet for two ticks, by a job on each
     /// loop (where the streams' `quietBeats` live).
     private func sendHeartbeats() {
-        let byLoop = state.withLock { state in
-            var byLoop: [(loop: any EventLoop, groups: [Registrations])] = []
-            for database in state.streams.values {
-                for (loop, streams) in database.loops {
-                    if let index = byLoop.firstIndex(where: { $0.loop === loop }) {
-                        byLoop[index].groups.append(streams)
-                    } else {
-                        byLoop.append((loop, [streams]))
-                    }
-                }
-            }
-            return byLoop
-        }
+        let byLoop = state.withLock { state in PushHub.groupedByLoop(state.streams.values.flatMap { $0.loops.map { ($0.loop, $0.streams) } }) }
         for (loop, groups) in byLoop {
             loop.execute {
                 // This loop's own copy: thousands of writes retaining one buffer from two threads
@@ -287,6 +275,19 @@ package final class PushHub: Sendable {
                 }
             }
         }
+    }
+
+    /// `pairs` grouped by their event loop (a handful, found by identity), in order of first sight.
+    private static func groupedByLoop<Item>(_ pairs: [(loop: any EventLoop, item: Item)]) -> [(loop: any EventLoop, items: [Item])] {
+        var groups: [(loop: any EventLoop, items: [Item])] = []
+        for (loop, item) in pairs {
+            if let index = groups.firstIndex(where: { $0.loop === loop }) {
+                groups[index].items.append(item)
+            } else {
+                groups.append((loop, [item]))
+            }
+        }
+        return groups
     }
 
     /// What a wake or a catch-up read: the notifications after the lowest cursor, and for a batch
@@ -518,15 +519,8 @@ package final class PushHub: Sendable {
             requestWakes([databaseID])
             return
         }
-        var byLoop: [(loop: any EventLoop, streams: [StreamRegistration])] = []
-        for stream in streams {
-            if let index = byLoop.firstIndex(where: { $0.loop === stream.eventLoop }) {
-                byLoop[index].streams.append(stream)
-            } else {
-                byLoop.append((stream.eventLoop, [stream]))
-            }
-        }
-        deliver(byLoop.map { LoopDelivery(loop: $0.loop, streams: .listed($0.streams)) },
+        let byLoop = PushHub.groupedByLoop(streams.map { ($0.eventLoop, $0) })
+        deliver(byLoop.map { LoopDelivery(loop: $0.loop, streams: .listed($0.items)) },
                 reading: Reading(batch: batch, aheadReads: [:]), databaseID: databaseID)
     }
 

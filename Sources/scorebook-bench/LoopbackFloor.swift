@@ -1,8 +1,6 @@
-import CNIOLinux
 import CThreadPlacement
 import Foundation
 import RecordServer
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +8,7 @@ import Glibc
 
 /// The floor under a fan-out round, measured in the same run: the same number of writes of the
 /// same size as the daemon's round, from two threads (the daemon's two event loops), to loopback
-/// TCP sockets drained by a reader that reads as the bench client does (one epoll set, one read
+/// TCP sockets drained by the bench client's own reading (`awaitOnAll`: one epoll set, one read
 /// per ready socket, looking every 250 µs, at the client's nice value), with no server at all.
 /// What a round of the daemon takes above this is the daemon's; what this takes is the machine's.
 ///
@@ -54,7 +52,7 @@ final class LoopbackFloor {
         for descriptor in 3..<max(3, limit) { close(descriptor) }
         do {
             let sockets = try SocketPairs(count: pairs)
-            let rounds = FloorRounds(sockets, readerNice: nice)
+            let rounds = try FloorRounds(sockets, readerNice: nice)
             print("ready")
             fflush(stdout)
             while let line = Swift.readLine() {
@@ -79,10 +77,11 @@ final class LoopbackFloor {
     }
 }
 
-/// `count` connected loopback TCP pairs: the accepted (server) ends and the connecting (client) ends.
+/// `count` connected loopback TCP pairs: the accepted (server) ends, and the connecting ends as
+/// the bench client's own connections.
 private struct SocketPairs {
     var servers: [Int32] = []
-    var clients: [Int32] = []
+    var clients: [RawHTTPConnection] = []
 
     init(count: Int) throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -95,13 +94,11 @@ private struct SocketPairs {
         }
         guard listener >= 0, bound, listen(listener, 4096) == 0 else { throw Subprocess.Failure(description: "cannot listen: errno \(errno)") }
         defer { close(listener) }
+        let port = Int(UInt16(bigEndian: address.sin_port))
         for _ in 0..<count {
-            let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(client, $0, length) == 0 }
-            }
-            let server = connected ? accept(listener, nil, nil) : -1
-            guard client >= 0, server >= 0 else { throw Subprocess.Failure(description: "cannot connect pair \(clients.count): errno \(errno)") }
+            let client = try RawHTTPConnection(port: port)
+            let server = accept(listener, nil, nil)
+            guard server >= 0 else { throw Subprocess.Failure(description: "cannot accept pair \(clients.count): errno \(errno)") }
             // As the daemon's connections are.
             var one: Int32 = 1
             setsockopt(server, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -111,48 +108,41 @@ private struct SocketPairs {
     }
 }
 
-/// The two writer threads and the reader thread of the floor, parked between rounds.
+/// The two writer threads of the floor, parked between rounds, and its reader: the bench
+/// client's own (`awaitOnAll`).
 private final class FloorRounds: @unchecked Sendable {
     private let sockets: SocketPairs
-    private let epollDescriptor: Int32
+    private let readiness: ReadinessSet
+    private let readerNice: Int32
     private let go = [DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)]
     private let written = DispatchSemaphore(value: 0)
-    private let allRead = DispatchSemaphore(value: 0)
-    /// Set before the writers start, read by the writers and the reader (ordered by the semaphores).
+    /// Set before the writers start (ordered by the semaphores).
     private var bytes = 0
     /// When each writer finished its half: one slot each, so the two never write one array.
     private let writerEnds = UnsafeMutableBufferPointer<Double>.allocate(capacity: 2)
-    private let readerRound = Mutex<(remaining: [Int], waiting: Int)>(([], 0))
 
-    init(_ sockets: SocketPairs, readerNice: Int32) {
+    init(_ sockets: SocketPairs, readerNice: Int32) throws {
         self.sockets = sockets
+        self.readerNice = readerNice
+        readiness = try ReadinessSet(sockets.clients)
         writerEnds.initialize(repeating: 0)
-        epollDescriptor = epoll_create1(Int32(EPOLL_CLOEXEC))
-        for (index, client) in sockets.clients.enumerated() {
-            var event = epoll_event()
-            event.events = EPOLLIN.rawValue
-            event.data.u64 = UInt64(index)
-            epoll_ctl(epollDescriptor, EPOLL_CTL_ADD, client, &event)
-        }
         for half in 0..<2 {
             Thread { [self] in writeForever(half: half) }.start()
         }
-        Thread { [self] in
-            _ = scorebook_set_current_thread_nice(readerNice)
-            readForever()
-        }.start()
     }
 
+    /// Nil when the reader did not get every byte in 10 s.
     func run(bytes: Int) -> (writers: Double, all: Double)? {
         self.bytes = bytes
-        readerRound.withLock { $0 = ([Int](repeating: bytes, count: sockets.clients.count), sockets.clients.count) }
         let start = now()
         go.forEach { $0.signal() }
+        let read = try? awaitOnAll(sockets.clients, readiness: readiness, start: start, what: "floor sockets",
+                                   clientNice: readerNice) { $0.count >= bytes }
+        let all = (now() - start) * 1000
         written.wait()
         written.wait()
-        let writers = (max(writerEnds[0], writerEnds[1]) - start) * 1000
-        guard allRead.wait(timeout: .now() + 10) == .success else { return nil }
-        return (writers, (now() - start) * 1000)
+        guard read != nil else { return nil }
+        return ((max(writerEnds[0], writerEnds[1]) - start) * 1000, all)
     }
 
     private func writeForever(half: Int) {
@@ -167,29 +157,6 @@ private final class FloorRounds: @unchecked Sendable {
             }
             writerEnds[half] = now()
             written.signal()
-        }
-    }
-
-    /// As `awaitOnAll`: one read per ready socket, and a look every 250 µs rather than a wait in epoll.
-    private func readForever() {
-        var events = [epoll_event](repeating: epoll_event(), count: 1024)
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let ready = max(0, Int(epoll_wait(epollDescriptor, &events, Int32(events.count), 0)))
-            for slot in 0..<ready {
-                let index = Int(events[slot].data.u64)
-                let got = buffer.withUnsafeMutableBytes { read(sockets.clients[index], $0.baseAddress, $0.count) }
-                guard got > 0 else { continue }
-                let finished = readerRound.withLock { round -> Bool in
-                    guard round.remaining[index] > 0 else { return false }
-                    round.remaining[index] -= got
-                    guard round.remaining[index] <= 0 else { return false }
-                    round.waiting -= 1
-                    return round.waiting == 0
-                }
-                if finished { allRead.signal() }
-            }
-            if ready < events.count { usleep(250) }
         }
     }
 }

@@ -504,15 +504,10 @@ func serverLastDeliveryMilliseconds(_ connection: RawHTTPConnection) throws -> D
     return seconds * 1000
 }
 
-/// Waits until every stream holds one event (at most 10 s); returns the milliseconds from
-/// `start` to the first arrival.
-func awaitEventOnAll(_ streams: [RawHTTPConnection], readiness: ReadinessSet? = nil, start: Double) throws -> Double {
-    try awaitOnAll(streams, readiness: readiness, start: start, what: "subscribers", isComplete: containsCompleteEvent).first
-}
-
-/// As `awaitEventOnAll`, read at `clientNice`; also the size of the event (the first stream's bytes).
-func awaitEventOnAll(_ streams: [RawHTTPConnection], readiness: ReadinessSet, start: Double,
-                     clientNice: Int32) throws -> (first: Double, eventBytes: Int) {
+/// Waits until every stream holds one event (at most 10 s), read at `clientNice`; the
+/// milliseconds from `start` to the first arrival, and the size of the event (the first stream's bytes).
+func awaitEventOnAll(_ streams: [RawHTTPConnection], readiness: ReadinessSet? = nil, start: Double,
+                     clientNice: Int32 = 0) throws -> (first: Double, eventBytes: Int) {
     let (first, kept) = try awaitOnAll(streams, readiness: readiness, start: start, what: "subscribers", keeping: 0,
                                        clientNice: clientNice, isComplete: containsCompleteEvent)
     return (first, kept.count)

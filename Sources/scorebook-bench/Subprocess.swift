@@ -33,25 +33,20 @@ final class Subprocess {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        var pipeEnds: [Int32] = [-1, -1]
-        if captureOutput {
-            guard pipe(&pipeEnds) == 0 else { throw Failure(description: "pipe() failed: \(errno)") }
-            posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
-            posix_spawn_file_actions_addclose(&actions, pipeEnds[0])
-            posix_spawn_file_actions_addclose(&actions, pipeEnds[1])
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        /// A pipe whose end `childEnd` (0 read, 1 write) becomes the child's descriptor `standard`.
+        func pipe(becoming standard: Int32, childEnd: Int) throws -> [Int32] {
+            var ends: [Int32] = [-1, -1]
+            guard Glibc.pipe(&ends) == 0 else { throw Failure(description: "pipe() failed: \(errno)") }
+            posix_spawn_file_actions_adddup2(&actions, ends[childEnd], standard)
+            posix_spawn_file_actions_addclose(&actions, ends[0])
+            posix_spawn_file_actions_addclose(&actions, ends[1])
+            return ends
         }
+        let pipeEnds = captureOutput ? try pipe(becoming: 1, childEnd: 1) : [-1, -1]
+        if !captureOutput { posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0) }
         if !keepStandardError { posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) }
-        var inputEnds: [Int32] = [-1, -1]
-        if captureInput {
-            guard pipe(&inputEnds) == 0 else { throw Failure(description: "pipe() failed: \(errno)") }
-            posix_spawn_file_actions_adddup2(&actions, inputEnds[0], 0)
-            posix_spawn_file_actions_addclose(&actions, inputEnds[0])
-            posix_spawn_file_actions_addclose(&actions, inputEnds[1])
-        } else {
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        }
+        let inputEnds = captureInput ? try pipe(becoming: 0, childEnd: 0) : [-1, -1]
+        if !captureInput { posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0) }
         let argv = ([path] + arguments).map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }
         var child: pid_t = 0
