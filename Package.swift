@@ -1,7 +1,7 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// Modules are split by role (see DESIGN.md): the CLI side (RecordClient, SyncEngine, Scorebook,
+// Modules are split by role (docs/architecture.md draws the graph): the CLI side (RecordClient, SyncEngine, Scorebook,
 // `scorebook`) never compiles the server's HTTP stack, and RecordModel imports nothing of ours.
 let settings: [SwiftSetting] = [.swiftLanguageMode(.v5)]
 
@@ -28,7 +28,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-atomics", from: "1.3.0"),
         // Already in Hummingbird's graph; named for NIOThreadPool, where SQLiteStorage blocks.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
-        // The PostgreSQL backend only (CONTRACT §6); nothing on the CLI side links it.
+        // The PostgreSQL backend only; nothing on the CLI side links it.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // ECDSA P-256 for server-to-server keys and SHA-256 for token hashes; already in postgres-nio's
         // graph. Server modules only: the CLI (RecordModel and below) does not compile BoringSSL.
