@@ -7,7 +7,9 @@ A document fails the check when it
   - names a repository path in inline code (`Sources/…`, `scripts/…`, `docs/…`, …) that matches
     no file or folder;
   - names a `scorebook …` or `scorebookd …` command line, in a code block or in inline code, whose
-    subcommands or flags the binary's `--help` does not list.
+    subcommands or flags the binary's `--help` does not list;
+  - points at documents outside the repository (`../shared/`, `CONTRACT.md`, `DESIGN.md`, section
+    numbers such as `§3.9`): a reader of the repository does not have them.
 
 Every problem is printed as `FILE:LINE: message`; the exit status is 1 when there is one.
 The binaries are run from `.build/debug/` (build them first: `swift build`).
@@ -159,6 +161,17 @@ def check_named_paths(document, root, problems):
                 path = word.split("#")[0].split(":")[0]
                 if not glob.glob(os.path.join(root, path)):
                     problems.append((document.path, number, "names a path that does not exist: %s" % path))
+
+
+OUTSIDE_DOCUMENT = re.compile(r"\.\./shared/|\bCONTRACT(\.md)?\b|\bDESIGN\.md\b|§\s?\d")
+
+
+def check_outside_references(document, problems):
+    for number, line in enumerate(document.lines, start=1):
+        found = OUTSIDE_DOCUMENT.search(line)
+        if found:
+            problems.append((document.path, number,
+                             "points at a document outside the repository: %s" % found.group(0)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,6 +361,7 @@ def main(arguments):
         document = documents[path]
         check_links(document, root, documents, problems)
         check_named_paths(document, root, problems)
+        check_outside_references(document, problems)
         check_commands(document, catalog, problems)
     for path, number, message in problems:
         print("%s:%d: %s" % (os.path.relpath(path, root), number, message))
