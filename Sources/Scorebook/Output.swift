@@ -60,7 +60,8 @@ public enum Output {
     }
 
     /// `book list`: NAME, OWNER, ROLE, records, last sync (CONTRACT §4.3).
-    public static func books(_ books: [LocalBookSummary], json: Bool) -> String {
+    /// `ownerLabels` shows an owner by name in text (`alice <alice@example.com>`); JSON keeps the user record name.
+    public static func books(_ books: [LocalBookSummary], ownerLabels: [String: String] = [:], json: Bool) -> String {
         func owner(_ book: LocalBookSummary) -> String { book.book.ownerRecordName.isEmpty ? "me" : book.book.ownerRecordName }
         if json {
             return JSONText.render(.array(books.map { book in
@@ -70,7 +71,7 @@ public enum Output {
             }))
         }
         let rows = books.map { book in
-            [book.title ?? book.book.zoneName, owner(book), book.role, String(book.recordCount),
+            [book.title ?? book.book.zoneName, ownerLabels[book.book.ownerRecordName] ?? owner(book), book.role, String(book.recordCount),
              book.lastSync.flatMap(ISO8601.date(from:)).map(day) ?? "never"]
         }
         return TextTable(headers: ["NAME", "OWNER", "ROLE", "RECORDS", "LAST SYNC"], rows: rows).rendered
@@ -234,12 +235,18 @@ public enum Output {
     /// One line of `sync --watch` per applied remote change.
     /// One `sync --watch` line; `by` names another user who made the change (a shared book).
     /// A watch line; `book` names the change's book (text: `[friday] …`, JSON: `"book"`).
-    public static func change(_ change: AppliedChange, by writer: String? = nil, book: String? = nil, json: Bool) -> String {
-        guard json else { return shown((book.map { "[\($0)] " } ?? "") + Scorebook.describe(change) + (writer.map { " by \($0)" } ?? "")) }
+    /// `line` is how the change reads (`Scorebook.describeChange`); `writer` is the writer's name in text and
+    /// `writerID` its user record name in JSON.
+    public static func change(_ change: AppliedChange, line: String? = nil, by writer: String? = nil, writerID: String? = nil,
+                              book: String? = nil, json: Bool) -> String
+    {
+        guard json else {
+            return shown((book.map { "[\($0)] " } ?? "") + (line ?? Scorebook.describe(change)) + (writer.map { " by \($0)" } ?? ""))
+        }
         let type = change.recordType.isEmpty ? (RecordNaming.recordType(fromRecordName: change.recordName) ?? "") : change.recordType
         var members: [String: JSONValue] = ["event": .string(change.kind.rawValue), "recordType": .string(type),
                                             "recordName": .string(change.recordName)]
-        if let writer { members["by"] = .string(writer) }
+        if let writer = writerID ?? writer { members["by"] = .string(writer) }
         if let book { members["book"] = .string(book) }
         return JSONText.render(.object(members))
     }
@@ -250,40 +257,23 @@ public enum Output {
                 "container": .string(account.container), "environment": .string(account.environment)]
     }
 
-    static func accountText(_ account: SyncAccount?, dataOwner: String?) -> String {
+    static func accountText(_ account: SyncAccount?, dataOwner: String?, label: String? = nil) -> String {
         guard let account else {
             return "not logged in" + (dataOwner.map { " (the local data belongs to \($0))" } ?? "")
         }
-        return shown("\(account.userRecordName) at \(account.serverURL.absoluteString) (\(account.container), \(account.environment))")
-    }
-
-    /// `status`: account, sync switch, last sync, pending changes, last error.
-    public static func status(_ status: SyncStatus, json: Bool) -> String {
-        if json {
-            return JSONText.render([
-                "account": accountJSON(status.account), "syncEnabled": .bool(status.syncEnabled),
-                "lastSync": status.lastSync.map { .string(ISO8601.string(from: $0)) } ?? .null,
-                "pending": .int(Int64(status.pendingChanges)), "lastError": status.lastError.map(JSONValue.string) ?? .null,
-            ])
-        }
-        return [
-            "account: \(accountText(status.account, dataOwner: status.dataOwner))",
-            "sync: \(status.syncEnabled ? "on" : "off")",
-            "last sync: \(status.lastSync.map { LocalTime.string(from: $0) } ?? "never")",
-            "pending changes: \(status.pendingChanges)",
-            "last error: \(status.lastError.map(shown) ?? "none")",
-        ].joined(separator: "\n")
+        return shown("\(label ?? account.userRecordName) at \(account.serverURL.absoluteString) (\(account.container), \(account.environment))")
     }
 
     /// `account status` (and the answer to `account login`).
-    public static func account(_ status: SyncStatus, json: Bool) -> String {
+    /// `label` names the user in text (`alice <alice@example.com>`).
+    public static func account(_ status: SyncStatus, label: String? = nil, json: Bool) -> String {
         if json {
             var members: [String: JSONValue] = ["loggedIn": .bool(status.account != nil)]
             if case .object(let account) = accountJSON(status.account) { members.merge(account) { $1 } }
             members["dataOwner"] = status.dataOwner.map(JSONValue.string) ?? .null
             return JSONText.render(.object(members))
         }
-        return accountText(status.account, dataOwner: status.dataOwner)
+        return accountText(status.account, dataOwner: status.dataOwner, label: label)
     }
 
     /// A start time in a table: local, to the minute, with the zone's offset.

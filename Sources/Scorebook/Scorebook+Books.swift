@@ -16,9 +16,11 @@ extension Scorebook {
         let name = parts.first ?? bookName
         let owner = parts.count == 2 ? parts[1] : nil
         let known = try defaultBook.store.books().filter { !$0.pendingDelete }
+        // The owner by user record name, or by the email or name this store knows them by.
+        let owners = owner.map { [$0] + defaultBook.userRecordNames(named: $0) } ?? []
         let candidates = known.filter { summary in
             (summary.book.zoneName == name || summary.title == name)
-                && (owner == nil || summary.book.ownerRecordName == owner || (owner == "me" && summary.book.scope == .private))
+                && (owner == nil || owners.contains(summary.book.ownerRecordName) || (owner == "me" && summary.book.scope == .private))
         }
         let chosen = candidates.count == 1 ? candidates[0]
             : (owner == nil ? candidates.first { $0.book.scope == .private && $0.book.zoneName == name } : nil)
@@ -59,6 +61,13 @@ extension Scorebook {
 
     /// Deletes a book the user owns, here at once and on the server at the next sync.
     public func deleteBook(named name: String) throws {
+        try ownedBookStore(named: name)
+        try store.opening(LocalBook(zoneName: name)).deleteBookLocally()
+    }
+
+    /// The store of the book `name` (a zone name) the user owns, or why it cannot be changed.
+    @discardableResult
+    func ownedBookStore(named name: String) throws -> LocalRecordStore {
         guard name != Self.defaultBookName else {
             throw ScorebookError(.invalidInput, "the default book \(Self.defaultBookName) cannot be deleted")
         }
@@ -70,6 +79,15 @@ extension Scorebook {
         guard try store.hasBook(book), try !store.opening(book).isPendingDelete() else {
             throw ScorebookError(.invalidInput, "no book named \"\(name)\"")
         }
-        try store.opening(book).deleteBookLocally()
+        return try store.opening(book)
+    }
+
+    /// How `book list` shows each owner in text: by name when this store has looked them up.
+    public func ownerLabels() -> [String: String] {
+        var labels: [String: String] = [:]
+        for summary in (try? books()) ?? [] where !summary.book.ownerRecordName.isEmpty {
+            labels[summary.book.ownerRecordName] = personLabel(summary.book.ownerRecordName)
+        }
+        return labels
     }
 }

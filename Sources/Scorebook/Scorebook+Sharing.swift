@@ -90,10 +90,15 @@ extension Scorebook {
     }
 
     /// Saves the share of an owned book with `participants` (the whole new list).
-    func saveShare(_ client: RecordClient, zone: ZoneID, existing: JSONValue?, participants: [JSONValue]) async throws -> JSONValue {
+    /// The title is `title`, else the share's current one, else the book's.
+    func saveShare(_ client: RecordClient, zone: ZoneID, existing: JSONValue?, participants: [JSONValue],
+                   title: String? = nil) async throws -> JSONValue
+    {
+        let title = title ?? existing?["fields"]?["cloudkit.title"]?["value"]?.stringValue
+            ?? (try? store.bookSummary())??.title ?? zone.zoneName
         var record: [String: JSONValue] = [
             "recordName": .string(Self.shareRecordName), "recordType": "cloudkit.share",
-            "fields": ["cloudkit.title": ["value": .string(zone.zoneName)]],
+            "fields": ["cloudkit.title": ["value": .string(title)]],
             "publicPermission": "NONE", "participants": .array(participants),
         ]
         var operation: [String: JSONValue] = ["operationType": "create"]
@@ -123,12 +128,13 @@ extension Scorebook {
         }
     }
 
-    /// Shares this (owned) book with `who` (an email or a user record name); returns the share URL.
-    public func shareBook(with who: String, readOnly: Bool) async throws -> String {
+    /// Shares this (owned) book with `who` (an email or a user record name): the share URL, and
+    /// whether no user has that email yet (the invitation then waits for one to be created).
+    public func shareBook(with who: String, readOnly: Bool) async throws -> (url: String, waitsForUser: Bool) {
         let book = try ownedBook("share")
         guard !who.isEmpty else { throw ScorebookError(.invalidInput, "--with needs an email or a user record name") }
         let client = try accountClient()
-        return try await talking {
+        let url = try await talking {
             // The zone must exist on the server before its share can: creating it again is harmless.
             try await client.createZone(book.zoneID)
             let existing = try await currentShare(client, zone: book.zoneID)
@@ -139,20 +145,24 @@ extension Scorebook {
             let saved = try await saveShare(client, zone: book.zoneID, existing: existing, participants: participants)
             return saved["url"]?.stringValue ?? saved["shortGUID"]?.stringValue ?? ""
         }
+        let waits = who.contains("@") ? await userExists(email: who) == false : false
+        return (url, waits)
     }
 
-    /// Removes `who` from this (owned) book's share.
-    public func unshareBook(with who: String) async throws {
+    /// Removes `who` from this (owned) book's share; returns how the removed person is named.
+    @discardableResult
+    public func unshareBook(with who: String) async throws -> String {
         let book = try ownedBook("unshare")
         let client = try accountClient()
-        try await talking {
+        return try await talking {
             guard let existing = try await currentShare(client, zone: book.zoneID),
-                  Self.participants(of: existing).contains(where: { $0.type != "OWNER" && Self.participant($0, is: who) })
+                  let removed = Self.participants(of: existing).first(where: { $0.type != "OWNER" && Self.participant($0, is: who) })
             else {
                 throw ScorebookError(.invalidInput, "the book \(book.zoneName) is not shared with \(who)")
             }
             _ = try await saveShare(client, zone: book.zoneID, existing: existing,
                                     participants: Self.keptParticipants(existing, dropping: who))
+            return removed.name ?? removed.emailAddress ?? removed.userRecordName ?? who
         }
     }
 
@@ -173,6 +183,7 @@ extension Scorebook {
             let answer = try await client.call("invitations/list", [:], database: "shared")
             return (answer["invitations"]?.arrayValue ?? []).compactMap { entry in
                 guard let guid = entry["shortGUID"]?.stringValue, let zone = entry["zoneID"]?["zoneName"]?.stringValue else { return nil }
+                rememberUser(entry["owner"])
                 return BookInvitation(
                     shortGUID: guid, url: entry["url"]?.stringValue, zoneName: zone,
                     ownerRecordName: entry["zoneID"]?["ownerRecordName"]?.stringValue ?? entry["owner"]?["userRecordName"]?.stringValue ?? "",
@@ -231,37 +242,6 @@ extension Scorebook {
     }
 }
 
-/// Who wrote what in a shared book, by name: user record names are looked up once
-/// (`public/users/discover`) after a sync and kept in the file, so names show offline.
-extension Scorebook {
-    static func userNameKey(_ userRecordName: String) -> String { "userName:\(userRecordName)" }
-
-    /// The name of a user this store has looked up, if any.
-    public func userName(_ userRecordName: String) throws -> String? {
-        try store.setting(Self.userNameKey(userRecordName))
-    }
-
-    /// Looks up the names of every writer of a shared book not yet known; best effort: a
-    /// failure leaves the user record names showing.
-    func learnWriterNames() async {
-        guard let client = try? accountClient(), let books = try? store.books() else { return }
-        var unknown: Set<String> = []
-        for summary in books {
-            guard let bookStore = try? store.opening(summary.book), let writers = try? bookStore.writerUserRecordNames() else { continue }
-            for writer in writers where (try? userName(writer)) == nil { unknown.insert(writer) }
-        }
-        guard !unknown.isEmpty else { return }
-        let lookups: [JSONValue] = unknown.sorted().map { ["userRecordName": .string($0)] }
-        guard let answer = try? await client.call("users/discover", ["lookupInfos": .array(lookups)], database: "public") else { return }
-        for user in answer["users"]?.arrayValue ?? [] {
-            guard let id = user["userRecordName"]?.stringValue,
-                  let name = user["nameComponents"]?["givenName"]?.stringValue ?? user["lookupInfo"]?["emailAddress"]?.stringValue
-            else { continue }
-            try? store.setSetting(Self.userNameKey(id), name)
-        }
-    }
-}
-
 extension Scorebook {
     /// Whether this book is shared as far as this store can tell: it is someone else's, or
     /// someone other than the store's user wrote in it.
@@ -279,13 +259,13 @@ extension Scorebook {
 }
 
 extension Scorebook {
-    /// Who made a remote change when it is someone other than the store's user (which happens
-    /// only in a shared book): a name when known, else the user record name.
-    public func otherWriter(of change: AppliedChange) -> String? {
+    /// Who made a remote change (a user record name) when it is someone other than the store's
+    /// user, which happens only in a shared book.
+    public func otherWriterID(of change: AppliedChange) -> String? {
         guard let writer = change.record?.modified?.userRecordName,
               let me = try? store.setting(SyncSettingKey.dataOwner), writer != me
         else { return nil }
-        return (try? userName(writer)) ?? writer
+        return writer
     }
 
     /// Learns the names of the participants of the user's shared books from their share
@@ -295,8 +275,8 @@ extension Scorebook {
         for summary in books where summary.book.scope == .private && !summary.pendingDelete {
             guard let share = try? await currentShare(client, zone: summary.book.zoneID) else { continue }
             for participant in Self.participants(of: share) {
-                guard let id = participant.userRecordName, let name = participant.name ?? participant.emailAddress else { continue }
-                try? store.setSetting(Self.userNameKey(id), name)
+                guard let id = participant.userRecordName else { continue }
+                rememberUser(id, name: participant.name, email: participant.emailAddress)
             }
         }
     }

@@ -37,10 +37,25 @@ extension Scorebook {
     public func sync(onChange: (AppliedChange) -> Void = { _ in },
                      onProgress: ((SyncProgress) -> Void)? = nil) async throws -> SyncSummary
     {
+        try await syncAndReport(onChange: onChange, onProgress: onProgress).summary
+    }
+
+    /// A sync, with what a person is told about it: the conflicts it settled, scores entered
+    /// twice that met, and invitations not announced before.
+    public func syncAndReport(onChange: (AppliedChange) -> Void = { _ in },
+                              onProgress: ((SyncProgress) -> Void)? = nil) async throws -> SyncReport
+    {
+        var applied: [(LocalBook, AppliedChange)] = []
         do {
-            let summary = try await accounts.syncPrivateBooks(onChange: { _, change in onChange(change) }, onProgress: onProgress)
+            let summary = try await accounts.syncPrivateBooks(onChange: { book, change in
+                applied.append((book, change))
+                onChange(change)
+            }, onProgress: onProgress)
             await learnWriterNames()
-            return summary
+            let invitations = await newInvitations()
+            let all = invitations.isEmpty ? [] : ((try? await self.invitations()) ?? invitations)
+            return SyncReport(summary: summary, conflicts: conflictReports(summary), duplicates: duplicateScores(among: applied),
+                              invitations: invitations.map { invitationLine($0, among: all) })
         } catch let error as SyncError {
             throw ScorebookError(.sync, error.description)
         } catch let stopped as SyncStopped {
@@ -52,19 +67,35 @@ extension Scorebook {
     /// Syncs, then applies remote changes as they are announced and sends the edits other
     /// processes make on this store, for `seconds` (or until the task is cancelled), in every
     /// book of the store: its private books and the accepted shared ones, books that join
-    /// meanwhile included. `onChange` hears each change with the name of its book. The first
-    /// sync reports its progress to `onInitialSyncProgress`. Returns why it stopped early when
-    /// the store's account or sync switch changed meanwhile (nil when the time was up).
+    /// meanwhile included. `onStart` hears how many books are watched and as whom; `onChange`
+    /// each change with the name of its book and the line that describes it; `onInvitation`
+    /// each new invitation's line; `onConnectionRestored` when the server answers again after
+    /// a problem. The first sync reports its progress to `onInitialSyncProgress`. Returns why
+    /// it stopped early when the store's account or sync switch changed meanwhile (nil when
+    /// the time was up).
     @discardableResult
-    public func watch(seconds: Double?, onChange: (_ book: String, AppliedChange) -> Void, onProblem: (String) -> Void,
+    public func watch(seconds: Double?, onStart: (_ books: Int, _ user: String) -> Void = { _, _ in },
+                      onChange: (_ book: String, AppliedChange, _ line: String) -> Void, onProblem: (String) -> Void,
+                      onInvitation: (String) -> Void = { _ in }, onConnectionRestored: () -> Void = {},
                       onInitialSyncProgress: ((SyncProgress) -> Void)? = nil) async throws -> SyncStopped?
     {
         do {
             await learnParticipantNames()
             await learnWriterNames()
+            if let account = try accounts.account() {
+                onStart((try? books().count) ?? 1, (try? userName(account.userRecordName)).flatMap { $0 } ?? account.userRecordName)
+            }
+            func announceInvitations() async {
+                let fresh = await newInvitations()
+                guard !fresh.isEmpty else { return }
+                let all = (try? await invitations()) ?? fresh
+                for invitation in fresh { onInvitation(invitationLine(invitation, among: all)) }
+            }
+            await announceInvitations()
             return try await accounts.watchBooks(until: seconds.map { Date().addingTimeInterval($0) }, onChange: { book, change in
-                onChange(bookName(book), change)
-            }, onProblem: onProblem, onInitialSyncProgress: onInitialSyncProgress)
+                onChange(bookName(book), change, describeChange(change, in: book))
+            }, onProblem: onProblem, onConnectionRestored: onConnectionRestored, onIdle: announceInvitations,
+               onInitialSyncProgress: onInitialSyncProgress)
         } catch let error as SyncError {
             throw ScorebookError(.sync, error.description)
         }
@@ -88,4 +119,13 @@ extension Scorebook {
         let name = change.record.flatMap(displayName(of:))
         return "\(change.kind.rawValue) \(type)\(name.map { " \"\($0)\"" } ?? "") (\(change.recordName))"
     }
+}
+
+/// What `sync` tells a person: the counts, each conflict settled, scores entered twice, and
+/// new invitations (each a line with the command that accepts it).
+public struct SyncReport: Sendable {
+    public var summary: SyncSummary
+    public var conflicts: [ConflictReport]
+    public var duplicates: [DuplicateScore]
+    public var invitations: [String]
 }

@@ -9,6 +9,7 @@ extension SyncSummary {
         left.receivedSaved += right.receivedSaved
         left.receivedDeleted += right.receivedDeleted
         left.conflicts += right.conflicts
+        left.conflictDetails += right.conflictDetails
         left.dropped += right.dropped
         left.booksRemoved += right.booksRemoved
         left.picturesUploaded += right.picturesUploaded

@@ -18,8 +18,11 @@ extension AccountManager {
     /// outage, covers every book. Stops as a one-book watch does when the store's account,
     /// generation or sync switch changes.
     @discardableResult
+    /// `onIdle` runs at each quiet poll interval (what the server does not notify, such as new
+    /// invitations); `onConnectionRestored` after a sync that follows a reported problem.
     public func watchBooks(until deadline: Date?, pollTimeout: Int = 30, onChange: (LocalBook, AppliedChange) -> Void,
-                           onProblem: (String) -> Void = { _ in },
+                           onProblem: (String) -> Void = { _ in }, onConnectionRestored: () -> Void = {},
+                           onIdle: () async -> Void = {},
                            onInitialSyncProgress: ((SyncProgress) -> Void)? = nil) async throws -> SyncStopped?
     {
         // The private database and the file-wide settings (channel, cursor) through the default book.
@@ -46,7 +49,7 @@ extension AccountManager {
 
         return try await anchor.runWatch(
             until: deadline, pollTimeout: pollTimeout, coversEveryBook: true, onProblem: onProblem,
-            onInitialSyncProgress: onInitialSyncProgress,
+            onConnectionRestored: onConnectionRestored, onInitialSyncProgress: onInitialSyncProgress,
             subscribe: {
                 try await database.saveSubscription(Self.privateDatabaseSubscription)
                 try await database.sharedScope().saveSubscription(Self.sharedDatabaseSubscription)
@@ -54,6 +57,7 @@ extension AccountManager {
                 try await subscribeBooks()
             },
             idleCheck: {
+                await onIdle()
                 // The server does not notify a participant of its own removal: the shared database's
                 // zones are compared with the store's shared books at every quiet poll interval.
                 guard try anchorManager.store.books().contains(where: { $0.book.scope == .shared }) else { return SyncSummary() }

@@ -10,6 +10,7 @@ extension LocalRecordStore {
         var savedCount = 0
         var deletedCount = 0
         var conflicts = 0
+        var conflictDetails: [ConflictDetail] = []
         var dropped: [DroppedChange] = []
     }
 
@@ -50,6 +51,7 @@ extension LocalRecordStore {
                     outcome.savedCount += 1
                 }
                 if merge.hadConflict { outcome.conflicts += 1 }
+                outcome.conflictDetails += merge.conflicts
             }
             for entry in plan.waiting {
                 try connection.run("""

@@ -184,7 +184,8 @@ extension LocalRecordStore {
     /// What merging a server copy into the local one did.
     struct MergeOutcome {
         var applied: AppliedChange?
-        var hadConflict: Bool
+        var conflicts: [ConflictDetail] = []
+        var hadConflict: Bool { !conflicts.isEmpty }
     }
 
     /// Merges a newer server copy into the local record (three-way, with the previous server
@@ -202,13 +203,13 @@ extension LocalRecordStore {
         if local == nil, entry != nil {
             // Deleted here and not yet sent: the deletion stands; remember the copy for its tag.
             try writeServerCopy(server, in: connection)
-            return MergeOutcome(applied: nil, hadConflict: false)
+            return MergeOutcome(applied: nil)
         }
         guard let local, entry != nil else {
             // Nothing local to keep: take the server copy.
             try writeRecord(server, in: connection)
             try writeServerCopy(server, in: connection)
-            return MergeOutcome(applied: AppliedChange(kind: .saved, record: server), hadConflict: false)
+            return MergeOutcome(applied: AppliedChange(kind: .saved, record: server))
         }
         // The ancestor is what the server held as far as this machine knows: its last copy, or,
         // after a send whose answer was lost, the state that send produces (so our own write
@@ -226,7 +227,7 @@ extension LocalRecordStore {
         try writeServerCopy(server, in: connection)
         if !result.needsUpload { try connection.run("DELETE FROM outbox WHERE book = current_book() AND name = ?", [.text(name)]) }
         let applied = result.changedLocally ? AppliedChange(kind: .saved, record: merged) : nil
-        return MergeOutcome(applied: applied, hadConflict: !result.conflictingFields.isEmpty)
+        return MergeOutcome(applied: applied, conflicts: ConflictDetail.details(of: result, local: local, server: server, merged: merged))
     }
 
     /// What a remote deletion removed here: every local record of its cascade, and the local

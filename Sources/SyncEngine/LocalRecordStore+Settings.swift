@@ -16,6 +16,15 @@ extension LocalRecordStore {
         }
     }
 
+    /// The keys of the file's settings that start with `prefix`.
+    public func settingKeys(withPrefix prefix: String) throws -> [String] {
+        try withConnection { connection in
+            try connection.map("SELECT key FROM settings WHERE book = 0 AND substr(key, 1, length(?)) = ?", [.text(prefix), .text(prefix)]) {
+                $0.text(0)
+            }
+        }
+    }
+
     /// Settings that belong to one book (its zone's sync state); the rest belong to the file
     /// (account, sync switch, notification channel) and are stored under book 0.
     static let perBookSettingKeys: Set<String> = [

@@ -42,6 +42,18 @@ public struct SyncStatus: Equatable, Sendable {
     public var dataOwner: String?
     public var syncEnabled: Bool
     public var lastSync: Date?
+    /// Changes waiting to be sent, in every book of the store.
+    public var pendingChanges: Int
+    public var lastError: String?
+    /// Each book's own share of that: what waits in it and its last error.
+    public var books: [BookSyncStatus] = []
+}
+
+/// One book of a store in `status`.
+public struct BookSyncStatus: Equatable, Sendable {
+    /// The book as people name it: a shared book's title, else its zone name.
+    public var name: String
+    public var book: LocalBook
     public var pendingChanges: Int
     public var lastError: String?
 }
@@ -135,11 +147,20 @@ public struct AccountManager: Sendable {
         try store.setting(SyncSettingKey.syncEnabled) != "0"
     }
 
+    /// Where the store stands, counting every book: a shared book's unsent scores are pending too.
     public func status() throws -> SyncStatus {
-        SyncStatus(account: try account(), dataOwner: try store.setting(SyncSettingKey.dataOwner),
-                   syncEnabled: try isSyncEnabled(),
-                   lastSync: try store.setting(SyncSettingKey.lastSync).flatMap(ISO8601.date(from:)),
-                   pendingChanges: try store.pendingChangeCount(), lastError: try store.setting(SyncSettingKey.lastError))
+        let books = try store.books().filter { !$0.pendingDelete }.map { summary in
+            let bookStore = try store.opening(summary.book)
+            return BookSyncStatus(name: summary.title ?? summary.book.zoneName, book: summary.book,
+                                  pendingChanges: try bookStore.pendingChangeCount(),
+                                  lastError: try bookStore.setting(SyncSettingKey.lastError))
+        }
+        // The error of the book asked about, else the first book's that has one.
+        let lastError = try store.setting(SyncSettingKey.lastError) ?? books.lazy.compactMap(\.lastError).first
+        return SyncStatus(account: try account(), dataOwner: try store.setting(SyncSettingKey.dataOwner),
+                          syncEnabled: try isSyncEnabled(),
+                          lastSync: try store.setting(SyncSettingKey.lastSync).flatMap(ISO8601.date(from:)),
+                          pendingChanges: books.reduce(0) { $0 + $1.pendingChanges }, lastError: lastError, books: books)
     }
 
     /// An engine for the store's account, or an error saying why syncing is not possible now.

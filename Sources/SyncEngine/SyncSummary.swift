@@ -8,6 +8,8 @@ public struct SyncSummary: Equatable, Sendable {
     public var receivedDeleted = 0
     /// Records changed on both sides in the same field, settled by the merge rule.
     public var conflicts = 0
+    /// Each field those conflicts settled: what was kept and what was lost.
+    public var conflictDetails: [ConflictDetail] = []
     /// Local edits the server could not take because their record or its parent was deleted
     /// elsewhere (they are gone; the deletion stands).
     public var dropped: [DroppedChange] = []
@@ -23,8 +25,13 @@ public struct SyncSummary: Equatable, Sendable {
 /// Why a sync, login or watch failed, in one line a person can act on.
 public struct SyncError: Error, CustomStringConvertible, Equatable {
     public var description: String
+    /// The server refused the account's token: retrying cannot help, a watch stops.
+    public var isAuthenticationFailure = false
 
-    public init(_ description: String) { self.description = description }
+    public init(_ description: String, isAuthenticationFailure: Bool = false) {
+        self.description = description
+        self.isAuthenticationFailure = isAuthenticationFailure
+    }
 }
 
 /// The names under which the sync engine keeps its state in the store's settings.

@@ -28,6 +28,7 @@ extension ZoneSynchronizer {
                 summary.receivedSaved += outcome.savedCount
                 summary.receivedDeleted += outcome.deletedCount
                 summary.conflicts += outcome.conflicts
+                summary.conflictDetails += outcome.conflictDetails
                 summary.dropped += outcome.dropped
                 outcome.applied.forEach(onChange)
                 progress.received(page.changes.count)

@@ -158,6 +158,7 @@ extension ZoneSynchronizer {
     private func merge(_ serverRecord: Record, _ summary: inout SyncSummary, onChange: (AppliedChange) -> Void) throws {
         let outcome = try guarded { try store.mergeServerRecord(serverRecord) }
         if outcome.hadConflict { summary.conflicts += 1 }
+        summary.conflictDetails += outcome.conflicts
         if let applied = outcome.applied {
             summary.receivedSaved += 1
             onChange(applied)

@@ -37,6 +37,7 @@ extension ZoneSynchronizer {
     /// since the last successful sync, or everything when its flag says so (the first sync,
     /// and after a failure, an outage or a new channel, when notifications may have been missed).
     func runWatch(until deadline: Date?, pollTimeout: Int, coversEveryBook: Bool, onProblem: (String) -> Void,
+                  onConnectionRestored: () -> Void = {},
                   onInitialSyncProgress: ((SyncProgress) -> Void)?,
                   subscribe: () async throws -> Void,
                   idleCheck: () async throws -> SyncSummary = { SyncSummary() },
@@ -56,6 +57,11 @@ extension ZoneSynchronizer {
         func problem(_ text: String) {
             if text != lastProblem { onProblem(text) }
             lastProblem = text
+        }
+        func problem(of error: Error) {
+            let failure = Self.syncError(error)
+            // A refused token ends the watch with a line of its own.
+            if !failure.isAuthenticationFailure { problem(failure.description) }
         }
         let monitor = StoreFileMonitor(storePath: store.path)
         // Other processes' commits since this version have not been looked at yet.
@@ -80,7 +86,7 @@ extension ZoneSynchronizer {
                     } catch let stopped as SyncStopped {
                         throw stopped
                     } catch {
-                        problem(Self.syncError(error).description)
+                        problem(of: error)
                         machine.channelFailed(Self.clientError(error), now: Date())
                     }
                 case .sync:
@@ -92,13 +98,15 @@ extension ZoneSynchronizer {
                         syncEverything = false
                         for dropped in summary.dropped { onProblem(Self.describe(dropped)) }
                         for removed in summary.booksRemoved { onProblem(Self.bookRemovedLine(removed)) }
+                        // A sync after a reported problem: the server is reachable again.
+                        if lastProblem != nil { onConnectionRestored() }
                         lastProblem = nil
                         machine.syncSucceeded()
                         try guarded { try store.setSetting(SyncSettingKey.notificationCursor, machine.cursor) }
                     } catch let stopped as SyncStopped {
                         throw stopped
                     } catch {
-                        problem(Self.syncError(error).description)
+                        problem(of: error)
                         syncEverything = true
                         machine.syncFailed(Self.clientError(error), now: Date())
                     }
@@ -145,7 +153,7 @@ extension ZoneSynchronizer {
                                 } catch let stopped as SyncStopped {
                                     throw stopped
                                 } catch {
-                                    problem(Self.syncError(error).description)
+                                    problem(of: error)
                                 }
                             }
                         } catch let stopped as SyncStopped {
@@ -158,7 +166,7 @@ extension ZoneSynchronizer {
                                 channel = nil
                                 try storeChannel(nil)
                             } else {
-                                problem(Self.syncError(error).description)
+                                problem(of: error)
                             }
                             machine.pollFailed(clientError, now: Date())
                         }
@@ -249,6 +257,10 @@ extension ZoneSynchronizer {
 
     static func clientError(_ error: Error) -> RecordClientError {
         if let error = error as? RecordClientError { return error }
+        // A refused token already turned into a line still stops the watch, not retried.
+        if let error = error as? SyncError, error.isAuthenticationFailure {
+            return .server(ServerError(.authenticationFailed, error.description), httpStatus: 401)
+        }
         return .unreachable(String(describing: error))
     }
 

@@ -105,7 +105,8 @@ public final class ZoneSynchronizer: @unchecked Sendable {
         case let error as SyncStopped: return SyncError(error.description)
         case RecordClientError.server(let serverError, _)
             where serverError.code == .authenticationFailed || serverError.code == .authenticationRequired:
-            return SyncError("the server refused the account's token (\(serverError.code.rawValue)); log in again")
+            return SyncError("the server refused the account's token (\(serverError.code.rawValue)); log in again",
+                             isAuthenticationFailure: true)
         case let error as RecordClientError: return SyncError(error.description)
         default: return SyncError(String(describing: error))
         }

@@ -25,9 +25,10 @@ struct AccountCommand: ParsableCommand {
             let token = try TokenSource.token(flag: token, file: tokenFile,
                                               environment: ProcessInfo.processInfo.environment["SCOREBOOK_TOKEN"])
             let book = try global.openScorebook()
-            try await book.login(server: server, token: token, container: container, environment: environment)
+            let account = try await book.login(server: server, token: token, container: container, environment: environment)
             let status = try book.status()
-            emit(global.json ? Output.account(status, json: true) : "logged in as \(Output.account(status, json: false))")
+            let label = await book.accountLabel(account)
+            emit(global.json ? Output.account(status, json: true) : "logged in as \(Output.account(status, label: label, json: false))")
         }
     }
 
@@ -50,7 +51,9 @@ struct AccountCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
 
         func run() throws {
-            emit(Output.account(try global.openScorebook().status(), json: global.json))
+            let book = try global.openScorebook()
+            let status = try book.status()
+            emit(Output.account(status, label: status.account.flatMap { book.personLabel($0.userRecordName) }, json: global.json))
         }
     }
 }

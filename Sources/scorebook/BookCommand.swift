@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Scorebook
 
 /// `scorebook book …`: the books (zones) of the store (CONTRACT §4.3).
@@ -6,7 +7,7 @@ struct BookCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "book", abstract: "Create, list and delete books (one zone each).",
         subcommands: [Create.self, List.self, Delete.self, Share.self, Unshare.self, Participants.self, Invitations.self,
-                      Accept.self, Leave.self])
+                      Accept.self, Leave.self, Rename.self])
 
     struct Create: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -26,19 +27,56 @@ struct BookCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
 
         func run() throws {
-            emit(Output.books(try global.openScorebook().books(), json: global.json))
+            let book = try global.openScorebook()
+            emit(Output.books(try book.books(), ownerLabels: book.ownerLabels(), json: global.json))
         }
     }
 
-    struct Delete: ParsableCommand {
+    struct Delete: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "delete", abstract: "Delete a book you own: here now, on the server at the next sync.")
+            commandName: "delete", abstract: "Delete a book you own: here now, on the server at the next sync.",
+            discussion: "A book others have accepted goes for them too: it asks first on a terminal, and needs --yes otherwise.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The book's name.") var name: String
+        @Flag(name: .long, help: "Delete a book others have accepted without asking.") var yes = false
 
-        func run() throws {
-            try global.openScorebook().deleteBook(named: name)
+        func run() async throws {
+            let book = try global.openScorebook()
+            if !yes {
+                let others: [String]
+                do {
+                    others = try await book.acceptedParticipants(ofBook: name)
+                } catch let error as ScorebookError where error.kind == .sync {
+                    throw ScorebookError(.sync, "cannot tell who else has the book \(name) (\(error.description)); run with --yes to delete it anyway")
+                }
+                if !others.isEmpty { try Self.confirm(name, others) }
+            }
+            try book.deleteBook(named: name)
             emit(Output.bookChanged("deleted", name, json: global.json))
+        }
+
+        /// Says who loses the book, and asks on a terminal; anywhere else --yes is needed.
+        static func confirm(_ name: String, _ others: [String]) throws {
+            let what = "deleting \(name) also deletes it for \(others.joined(separator: ", ")), who accepted it"
+            guard isatty(STDIN_FILENO) == 1 else {
+                throw ScorebookError(.invalidInput, "\(what); run with --yes to delete it for everyone")
+            }
+            FileHandle.standardError.write(Data("\(DisplayText.escapingControls(what)). Delete it? [y/N] ".utf8))
+            let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased()
+            guard answer == "y" || answer == "yes" else { throw ScorebookError(.invalidInput, "nothing deleted") }
+        }
+    }
+
+    struct Rename: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rename", abstract: "Give a book you own a new title (shared: the title participants see); its zone name stays.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The book's name or title.") var name: String
+        @Argument(help: "The new title.") var title: String
+
+        func run() async throws {
+            try await global.openScorebook().renameBook(named: name, to: title)
+            emit(global.json ? Output.bookChanged("renamed", title, json: true) : "renamed book \(name) to \"\(title)\"")
         }
     }
 
@@ -58,8 +96,10 @@ struct BookCommand: ParsableCommand {
         @Flag(name: .long, help: "The user may read but not change the book.") var readOnly = false
 
         func run() async throws {
-            let url = try await BookCommand.open(global, name).shareBook(with: with, readOnly: readOnly)
+            let (url, waits) = try await BookCommand.open(global, name).shareBook(with: with, readOnly: readOnly)
             emit(Output.bookChanged("shared", url, json: global.json).replacingOccurrences(of: "shared book ", with: ""))
+            // On standard error: the URL stays the only output.
+            if waits { warn("no user has \(with) yet; the invitation waits for them") }
         }
     }
 
@@ -70,8 +110,8 @@ struct BookCommand: ParsableCommand {
         @Option(name: .long, help: ArgumentHelp("The user: an email or a user record name.", valueName: "email|user")) var with: String
 
         func run() async throws {
-            try await BookCommand.open(global, name).unshareBook(with: with)
-            emit(Output.bookChanged("unshared", name, json: global.json))
+            let who = try await BookCommand.open(global, name).unshareBook(with: with)
+            emit(global.json ? Output.bookChanged("unshared", name, json: true) : "\(who) is no longer in \(name)")
         }
     }
 

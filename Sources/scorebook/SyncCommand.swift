@@ -28,25 +28,37 @@ struct SyncCommand: AsyncParsableCommand {
         defer { progress?.stop() }
         let onProgress = progress.map { display in { (counts: SyncProgress) in display.update(counts) } }
         guard watch else {
-            let summary = try await book.sync(onProgress: onProgress)
+            let report = try await book.syncAndReport(onProgress: onProgress)
             progress?.stop()
-            emit(Output.syncSummary(summary, json: json))
+            emit(Output.syncReport(report, names: { $0.flatMap(book.shortName) }, json: json))
             return
         }
         Self.exitQuietlyOnSignals()
         func printing(_ body: () -> Void) {
             if let progress { progress.interrupt(body) } else { body() }
         }
-        let stopped = try await book.watch(seconds: seconds, onChange: { bookName, change in
-            // Lines name their book once the store has more than one (it may grow during the watch);
-            // with one book they stay as CONTRACT §4.2 shows them.
+        var saved = 0, deleted = 0
+        let stopped = try await book.watch(seconds: seconds, onStart: { books, user in
+            // JSON lines stay one object per change.
+            if !json { printing { emit(Output.watchStart(books: books, user: user)) } }
+        }, onChange: { bookName, change, line in
+            if change.kind == .saved { saved += 1 } else { deleted += 1 }
+            // Lines name their book once the store has more than one (it may grow during the watch).
             let named = book.hasSeveralBooks() ? bookName : nil
-            printing { emit(Output.change(change, by: book.otherWriter(of: change), book: named, json: json)) }
-        },
-                                           onProblem: { problem in printing { warn("warning: \(problem)") } },
-                                           onInitialSyncProgress: onProgress)
+            let writer = book.otherWriterID(of: change)
+            printing {
+                emit(Output.change(change, line: line, by: writer.flatMap(book.shortName), writerID: writer, book: named, json: json))
+            }
+        }, onProblem: { problem in printing { warn("warning: \(problem)") } },
+           onInvitation: { line in printing { json ? warn(line) : emit(line) } },
+           onConnectionRestored: { printing { warn("connected to the server again") } },
+           onInitialSyncProgress: onProgress)
         // Another process logged out, logged in or turned sync off: one line, and status 0.
-        if let stopped { printing { warn(stopped.description) } }
+        if let stopped {
+            printing { warn(stopped.description) }
+        } else if let seconds, !json {
+            printing { emit(Output.watchSummary(seconds: seconds, saved: saved, deleted: deleted)) }
+        }
     }
 
     /// Ctrl-C or SIGTERM ends a watch with status 0: every change applied so far is committed.
@@ -90,6 +102,8 @@ struct StatusCommand: ParsableCommand {
     @OptionGroup var global: GlobalOptions
 
     func run() throws {
-        emit(Output.status(try global.openScorebook().status(), json: global.json))
+        let book = try global.openScorebook()
+        let status = try book.status()
+        emit(Output.status(status, label: status.account.flatMap { book.personLabel($0.userRecordName) }, json: global.json))
     }
 }
