@@ -214,7 +214,7 @@ public enum Output {
             return JSONText.render(.object(members))
         }
         return "sent \(summary.sentSaved) saved, \(summary.sentDeleted) deleted; "
-            + "received \(summary.receivedSaved) saved, \(summary.receivedDeleted) deleted; \(summary.conflicts) conflicts"
+            + "received \(summary.receivedSaved) saved, \(summary.receivedDeleted) deleted; \(summary.conflicts) conflict\(summary.conflicts == 1 ? "" : "s")"
             + droppedText(summary.dropped)
             + summary.booksRemoved.map { "; book \(shown($0)) was deleted on the server and removed here" }.joined()
             + (summary.picturesUploaded + summary.picturesDownloaded > 0

@@ -22,6 +22,7 @@ public struct DuplicateScore: Sendable {
     /// `Score "Ada, round 2"`.
     public var subject: String
     public var scores: [Score]
+    /// Who entered each (a user record name; nil: this store's user).
     public var writers: [String?]
 }
 
@@ -86,7 +87,12 @@ extension Scorebook {
                 .filter { $0.round == score.round }.sorted { $0.recordName < $1.recordName }
             guard same.count > 1 else { continue }
             seen.formUnion(same.map(\.recordName))
-            let writers = same.map { (try? bookStore.serverCopy(named: $0.recordName))??.modified?.userRecordName }
+            // nil: this store's user.
+            let me = try? store.setting(SyncSettingKey.dataOwner)
+            let writers = same.map { score -> String? in
+                let writer = (try? bookStore.serverCopy(named: score.recordName))??.modified?.userRecordName
+                return writer == me ? nil : writer
+            }
             reports.append(DuplicateScore(subject: "Score \"\(scoreTitle(score, in: book))\"", scores: same, writers: writers))
         }
         return reports

@@ -1,0 +1,96 @@
+import Foundation
+import RecordModel
+import XCTest
+
+/// Sharing says what happened, people show by name, invitations are announced once, and a
+/// book is renamed, or deleted for others only when the owner says so.
+final class CLISharingFeedbackTests: SharedBookTestCase {
+    func testShareToAnUnknownAddressSaysTheInvitationWaitsAndUnshareSaysWhom() throws {
+        let alice = try user("alice"), bob = try user("bob")
+        _ = try shareFriday(from: alice, to: bob)
+
+        let typo = try alice.run("book", "share", "friday", "--with", "bob@exmaple.com")
+        XCTAssertTrue(typo.stdout.contains("/share/"), typo.stdout)
+        XCTAssertTrue(typo.stderr.contains("no user has bob@exmaple.com yet; the invitation waits for them"), typo.stderr)
+        let known = try alice.run("book", "share", "friday", "--with", "bob@example.com")
+        XCTAssertFalse(known.stderr.contains("no user has"), known.stderr)
+
+        let unshared = try alice.run("book", "unshare", "friday", "--with", "bob@example.com")
+        XCTAssertEqual(unshared.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "bob is no longer in friday")
+    }
+
+    func testPeopleShowByNameAndNameTheOwnerOfABook() throws {
+        let alice = try user("alice"), bob = try user("bob")
+        let relogin = try alice.run("account", "login", "--server", daemon.baseURL.absoluteString, "--token", tokens["alice"]!)
+        XCTAssertTrue(relogin.stdout.hasPrefix("logged in as alice <alice@example.com> at "), relogin.stdout)
+        let aliceID = try XCTUnwrap(userRecordNames["alice"])
+        XCTAssertEqual(try alice.json("account", "status")["userRecordName"]?.stringValue, aliceID, "JSON keeps the id")
+
+        _ = try shareFriday(from: alice, to: bob)
+        let list = try bob.run("book", "list").stdout
+        let friday = try XCTUnwrap(list.split(separator: "\n").first { $0.hasPrefix("friday") }, list)
+        XCTAssertTrue(friday.contains("alice <alice@example.com>"), list)
+        XCTAssertFalse(friday.contains(aliceID), list)
+        XCTAssertEqual(try bob.json("book", "list").arrayValue?.first { $0["name"]?.stringValue == "friday" }?["owner"]?.stringValue, aliceID)
+
+        // NAME@OWNER by the owner's email or name, as well as the user record name.
+        for owner in ["alice@example.com", "alice", aliceID] {
+            XCTAssertEqual(try bob.json("--book", "friday@\(owner)", "game", "list").arrayValue?.first?["name"]?.stringValue, "Catan", owner)
+        }
+        XCTAssertNotEqual(try bob.run(["--book", "friday@carol", "game", "list"], allowFailure: true).status, 0)
+    }
+
+    func testSyncAnnouncesEachNewInvitationOnceWithACommandForTheShell() throws {
+        let alice = try user("alice"), bob = try user("bob")
+        try alice.run("book", "create", "friday")
+        try alice.sync()
+        try alice.run("book", "rename", "friday", "Friday games")
+        try alice.run("book", "share", "friday", "--with", "bob@example.com")
+
+        let first = try bob.run("sync").stdout
+        XCTAssertTrue(first.contains("invitation: \"Friday games\" from alice — scorebook book accept 'Friday games'"), first)
+        let again = try bob.run("sync").stdout
+        XCTAssertFalse(again.contains("invitation:"), again)
+
+        // Another one later is announced once too, in JSON as well.
+        try alice.run("book", "create", "sunday")
+        try alice.sync()
+        try alice.run("book", "share", "sunday", "--with", "bob@example.com")
+        let json = try bob.json("sync")
+        XCTAssertEqual(json["invitations"]?.arrayValue?.count, 1, json.serializedString())
+        XCTAssertTrue(json["invitations"]?.arrayValue?.first?.stringValue?.hasSuffix("scorebook book accept sunday") ?? false)
+        XCTAssertEqual(try bob.json("sync")["invitations"]?.arrayValue?.count, 0)
+
+        // The title the owner gave is what the participant's book list shows; the zone name stays.
+        try bob.run("book", "accept", "Friday games")
+        try bob.sync()
+        let books = try bob.json("book", "list").arrayValue ?? []
+        let shared = try XCTUnwrap(books.first { $0["zoneName"]?.stringValue == "friday" })
+        XCTAssertEqual(shared["name"]?.stringValue, "Friday games")
+        let own = try XCTUnwrap(try alice.json("book", "list").arrayValue?.first { $0["zoneName"]?.stringValue == "friday" })
+        XCTAssertEqual(own["name"]?.stringValue, "Friday games")
+    }
+
+    func testDeletingABookOthersAcceptedNeedsYesAndABookNobodyAcceptedDoesNot() throws {
+        let alice = try user("alice"), bob = try user("bob")
+        _ = try shareFriday(from: alice, to: bob)
+
+        let refused = try alice.run(["book", "delete", "friday"], allowFailure: true)
+        XCTAssertEqual(refused.status, 1)
+        XCTAssertTrue(refused.stderr.contains("bob"), refused.stderr)
+        XCTAssertTrue(refused.stderr.contains("--yes"), refused.stderr)
+        XCTAssertTrue(try alice.json("book", "list").arrayValue?.contains { $0["name"]?.stringValue == "friday" } ?? false,
+                      "nothing changed")
+
+        try alice.run("book", "delete", "friday", "--yes")
+        XCTAssertFalse(try alice.json("book", "list").arrayValue?.contains { $0["name"]?.stringValue == "friday" } ?? true)
+
+        // Shared but not accepted, or never shared: no question.
+        try alice.run("book", "create", "solo")
+        try alice.sync()
+        try alice.run("book", "share", "solo", "--with", "bob@example.com")
+        try alice.run("book", "delete", "solo")
+        try alice.run("book", "create", "scratch")
+        try alice.run("book", "delete", "scratch")
+    }
+}
