@@ -21,7 +21,7 @@ extension Scorebook {
 
     /// The logged-in user by name, looked up now if not yet known.
     public func accountLabel(_ account: SyncAccount) async -> String? {
-        if personLabel(account.userRecordName) == nil { await learnUsers([account.userRecordName]) }
+        if !knowsUser(account.userRecordName) { await learnUsers([account.userRecordName]) }
         return personLabel(account.userRecordName)
     }
 
@@ -72,17 +72,22 @@ extension Scorebook {
         return users.contains { ($0["lookupInfo"]?["emailAddress"]?.stringValue ?? $0["emailAddress"]?.stringValue)?.lowercased() == email.lowercased() }
     }
 
+    /// Whether both a user's name and email are known (an invitation, for one, gives only the name).
+    func knowsUser(_ userRecordName: String) -> Bool {
+        ((try? store.setting(Self.userEmailKey(userRecordName))) ?? nil) != nil
+    }
+
     /// Looks up the names of every writer and every book owner not yet known.
     func learnWriterNames() async {
         guard let books = try? store.books() else { return }
         var unknown: Set<String> = []
-        if let me = try? store.setting(SyncSettingKey.dataOwner), personLabel(me) == nil { unknown.insert(me) }
+        if let me = try? store.setting(SyncSettingKey.dataOwner), !knowsUser(me) { unknown.insert(me) }
         for summary in books {
-            if !summary.book.ownerRecordName.isEmpty, personLabel(summary.book.ownerRecordName) == nil {
+            if !summary.book.ownerRecordName.isEmpty, !knowsUser(summary.book.ownerRecordName) {
                 unknown.insert(summary.book.ownerRecordName)
             }
             guard let bookStore = try? store.opening(summary.book), let writers = try? bookStore.writerUserRecordNames() else { continue }
-            for writer in writers where personLabel(writer) == nil { unknown.insert(writer) }
+            for writer in writers where !knowsUser(writer) { unknown.insert(writer) }
         }
         await learnUsers(unknown)
     }
