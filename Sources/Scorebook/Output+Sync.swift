@@ -56,6 +56,7 @@ extension Output {
         let lines = [syncSummary(report.summary, json: false)]
             + report.conflicts.map { conflictLine($0, names: names) }
             + report.duplicates.map { duplicateLine($0, names: names) }
+            + report.booksLost
             + report.invitations
         return lines.map(shown).joined(separator: "\n")
     }

@@ -216,7 +216,9 @@ public enum Output {
         return "sent \(summary.sentSaved) saved, \(summary.sentDeleted) deleted; "
             + "received \(summary.receivedSaved) saved, \(summary.receivedDeleted) deleted; \(summary.conflicts) conflict\(summary.conflicts == 1 ? "" : "s")"
             + droppedText(summary.dropped)
-            + summary.booksRemoved.map { "; book \(shown($0)) was deleted on the server and removed here" }.joined()
+            // Shared books lost are told on lines of their own (`Output.syncReport`).
+            + summary.booksRemoved.filter { summary.sharedBooksLost[$0] == nil }
+            .map { "; book \(shown($0)) was deleted on the server and removed here" }.joined()
             + (summary.picturesUploaded + summary.picturesDownloaded > 0
                 ? "; pictures: \(summary.picturesUploaded) uploaded, \(summary.picturesDownloaded) downloaded" : "")
     }

@@ -55,6 +55,7 @@ extension Scorebook {
             let invitations = await newInvitations()
             let all = invitations.isEmpty ? [] : ((try? await self.invitations()) ?? invitations)
             return SyncReport(summary: summary, conflicts: conflictReports(summary), duplicates: duplicateScores(among: applied),
+                              booksLost: sharedBookLostLines(summary),
                               invitations: invitations.map { invitationLine($0, among: all) })
         } catch let error as SyncError {
             throw ScorebookError(.sync, error.description)
@@ -94,7 +95,8 @@ extension Scorebook {
             await announceInvitations()
             return try await accounts.watchBooks(until: seconds.map { Date().addingTimeInterval($0) }, onChange: { book, change in
                 onChange(bookName(book), change, describeChange(change, in: book))
-            }, onProblem: onProblem, onConnectionRestored: onConnectionRestored, onIdle: announceInvitations,
+            }, onProblem: onProblem, onConnectionRestored: onConnectionRestored, removedBookLines: removedBookLines,
+               onIdle: announceInvitations,
                onInitialSyncProgress: onInitialSyncProgress)
         } catch let error as SyncError {
             throw ScorebookError(.sync, error.description)
@@ -127,5 +129,7 @@ public struct SyncReport: Sendable {
     public var summary: SyncSummary
     public var conflicts: [ConflictReport]
     public var duplicates: [DuplicateScore]
+    /// A line for each shared book this user lost.
+    public var booksLost: [String]
     public var invitations: [String]
 }

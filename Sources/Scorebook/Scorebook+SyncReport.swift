@@ -156,3 +156,23 @@ extension Scorebook {
         return "invitation: \"\(title)\" from \(from) — " + ShellQuoting.command(["scorebook", "book", "accept", reference])
     }
 }
+
+/// Books that left the store because the server no longer has them for this user.
+extension Scorebook {
+    /// For each shared book lost: `you no longer have the book friday from alice: alice
+    /// deleted it, stopped sharing it or removed you`. The shared database answers the same
+    /// in all three cases, so the line names the owner and the three.
+    func sharedBookLostLines(_ summary: SyncSummary) -> [String] {
+        summary.booksRemoved.compactMap { name in
+            guard let owner = summary.sharedBooksLost[name] else { return nil }
+            let who = shortName(owner)
+            return "you no longer have the book \(name) from \(who): \(who) deleted it, stopped sharing it or removed you; it was removed here"
+        }
+    }
+
+    /// A watch's lines for lost books: shared ones as above, the user's own as deleted on the server.
+    func removedBookLines(_ summary: SyncSummary) -> [String] {
+        summary.booksRemoved.filter { summary.sharedBooksLost[$0] == nil }.map { "book \($0) was deleted on the server and removed here" }
+            + sharedBookLostLines(summary)
+    }
+}

@@ -12,6 +12,7 @@ extension SyncSummary {
         left.conflictDetails += right.conflictDetails
         left.dropped += right.dropped
         left.booksRemoved += right.booksRemoved
+        left.sharedBooksLost.merge(right.sharedBooksLost) { $1 }
         left.picturesUploaded += right.picturesUploaded
         left.picturesDownloaded += right.picturesDownloaded
     }
@@ -119,6 +120,7 @@ extension AccountManager {
             let pending = try bookStore.sendableChanges().filter { $0.operation == .save }
             summary.dropped += pending.map { DroppedChange(recordName: $0.recordName, recordType: $0.recordType, reason: .deleted) }
             summary.booksRemoved.append(known.title ?? known.book.zoneName)
+            summary.sharedBooksLost[known.title ?? known.book.zoneName] = known.book.ownerRecordName
             try bookStore.forgetBook()
         }
         let known = Set(try store.books().map(\.book))

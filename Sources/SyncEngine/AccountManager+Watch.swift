@@ -22,6 +22,7 @@ extension AccountManager {
     /// invitations); `onConnectionRestored` after a sync that follows a reported problem.
     public func watchBooks(until deadline: Date?, pollTimeout: Int = 30, onChange: (LocalBook, AppliedChange) -> Void,
                            onProblem: (String) -> Void = { _ in }, onConnectionRestored: () -> Void = {},
+                           removedBookLines: (SyncSummary) -> [String] = ZoneSynchronizer.removedBookLines,
                            onIdle: () async -> Void = {},
                            onInitialSyncProgress: ((SyncProgress) -> Void)? = nil) async throws -> SyncStopped?
     {
@@ -49,7 +50,7 @@ extension AccountManager {
 
         return try await anchor.runWatch(
             until: deadline, pollTimeout: pollTimeout, coversEveryBook: true, onProblem: onProblem,
-            onConnectionRestored: onConnectionRestored, onInitialSyncProgress: onInitialSyncProgress,
+            onConnectionRestored: onConnectionRestored, removedBookLines: removedBookLines, onInitialSyncProgress: onInitialSyncProgress,
             subscribe: {
                 try await database.saveSubscription(Self.privateDatabaseSubscription)
                 try await database.sharedScope().saveSubscription(Self.sharedDatabaseSubscription)

@@ -15,6 +15,10 @@ public struct SyncSummary: Equatable, Sendable {
     public var dropped: [DroppedChange] = []
     /// Books this file dropped because their zone is gone from the server.
     public var booksRemoved: [String] = []
+    /// Which of those were shared with this user, with their owners' user record names: the
+    /// server does not say whether the owner deleted the book, stopped sharing it or removed
+    /// the user, only that it is gone.
+    public var sharedBooksLost: [String: String] = [:]
     /// Pictures uploaded before the records that refer to them, and downloaded for fetched records.
     public var picturesUploaded = 0
     public var picturesDownloaded = 0

@@ -38,6 +38,7 @@ extension ZoneSynchronizer {
     /// and after a failure, an outage or a new channel, when notifications may have been missed).
     func runWatch(until deadline: Date?, pollTimeout: Int, coversEveryBook: Bool, onProblem: (String) -> Void,
                   onConnectionRestored: () -> Void = {},
+                  removedBookLines: (SyncSummary) -> [String] = ZoneSynchronizer.removedBookLines,
                   onInitialSyncProgress: ((SyncProgress) -> Void)?,
                   subscribe: () async throws -> Void,
                   idleCheck: () async throws -> SyncSummary = { SyncSummary() },
@@ -97,7 +98,7 @@ extension ZoneSynchronizer {
                         notifications = []
                         syncEverything = false
                         for dropped in summary.dropped { onProblem(Self.describe(dropped)) }
-                        for removed in summary.booksRemoved { onProblem(Self.bookRemovedLine(removed)) }
+                        removedBookLines(summary).forEach(onProblem)
                         // A sync after a reported problem: the server is reachable again.
                         if lastProblem != nil { onConnectionRestored() }
                         lastProblem = nil
@@ -149,7 +150,7 @@ extension ZoneSynchronizer {
                                 do {
                                     let summary = try await idleCheck()
                                     for dropped in summary.dropped { onProblem(Self.describe(dropped)) }
-                                    for removed in summary.booksRemoved { onProblem(Self.bookRemovedLine(removed)) }
+                                    removedBookLines(summary).forEach(onProblem)
                                 } catch let stopped as SyncStopped {
                                     throw stopped
                                 } catch {
@@ -242,9 +243,9 @@ extension ZoneSynchronizer {
         return nil
     }
 
-    /// A watch's line for a book the server no longer has for this user.
-    static func bookRemovedLine(_ book: String) -> String {
-        "book \(book) was deleted on the server or is no longer shared with you, and was removed here"
+    /// A watch's lines for the books the server no longer has for this user.
+    public static func removedBookLines(_ summary: SyncSummary) -> [String] {
+        summary.booksRemoved.map { "book \($0) was deleted on the server or is no longer shared with you, and was removed here" }
     }
 
     /// A watch's line for a local edit dropped because its record or parent was deleted elsewhere.

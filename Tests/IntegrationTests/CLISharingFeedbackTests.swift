@@ -17,6 +17,11 @@ final class CLISharingFeedbackTests: SharedBookTestCase {
 
         let unshared = try alice.run("book", "unshare", "friday", "--with", "bob@example.com")
         XCTAssertEqual(unshared.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "bob is no longer in friday")
+
+        // Bob hears who took it, and no longer that it "was deleted on the server".
+        let lost = try bob.run("sync").stdout
+        XCTAssertTrue(lost.contains("you no longer have the book friday from alice: alice deleted it, stopped sharing it or removed you"), lost)
+        XCTAssertFalse(lost.contains("was deleted on the server"), lost)
     }
 
     func testPeopleShowByNameAndNameTheOwnerOfABook() throws {

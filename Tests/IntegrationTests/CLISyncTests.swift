@@ -158,7 +158,11 @@ final class CLISyncTests: XCTestCase {
         try laptop.sync()
         let watch = try BackgroundCLI(["--store", phone.storePath, "sync", "--watch", "--for", "2"])
         XCTAssertTrue(watch.wait(timeout: 15))
-        XCTAssertEqual(watch.lines, ["deleted Game \"Catan\" (\(game))"])
+        // A start line, the change, and the summary of the time watched.
+        XCTAssertEqual(watch.lines.count, 3, watch.stdout.text)
+        XCTAssertTrue(watch.lines.first?.hasPrefix("watching 1 book as ") ?? false, watch.stdout.text)
+        XCTAssertEqual(watch.lines.dropFirst().first, "deleted Game \"Catan\" (\(game))")
+        XCTAssertEqual(watch.lines.last, "watched for 2 s: 0 saved, 1 deleted")
     }
 
     func testConcurrentEditsToDifferentFieldsBothSurvive() throws {
