@@ -153,7 +153,7 @@ extension Scorebook {
         // The title names it unless another invitation has the same one.
         let unique = all.filter { ($0.title ?? $0.zoneName) == title }.count == 1
         let reference = unique ? title : (invitation.url ?? invitation.shortGUID)
-        return "invitation: \"\(title)\" from \(from) — " + ShellQuoting.command(["scorebook", "book", "accept", reference])
+        return "invitation: \"\(title)\" from \(from) — " + ShellCommand.line(["scorebook", "book", "accept", reference])
     }
 }
 
