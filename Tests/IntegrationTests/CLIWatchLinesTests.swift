@@ -83,4 +83,17 @@ final class CLIWatchLinesTests: SharedBookTestCase {
         XCTAssertEqual(sync.status, 1)
         XCTAssertEqual(sync.stderr.split(separator: "\n").count, 1, sync.stderr)
     }
+
+    func testAWatchAnnouncesANewInvitationOnce() throws {
+        let alice = try user("alice"), bob = try user("bob")
+        try alice.run("book", "create", "friday")
+        try alice.sync()
+        try alice.run("book", "share", "friday", "--with", "bob@example.com")
+        let first = try BackgroundCLI(["--store", bob.storePath, "sync", "--watch", "--for", "2"])
+        XCTAssertTrue(first.wait(timeout: 20))
+        XCTAssertTrue(first.lines.contains("invitation: \"friday\" from alice — scorebook book accept friday"), first.stdout.text)
+        let second = try BackgroundCLI(["--store", bob.storePath, "sync", "--watch", "--for", "2"])
+        XCTAssertTrue(second.wait(timeout: 20))
+        XCTAssertFalse(second.stdout.text.contains("invitation:"), second.stdout.text)
+    }
 }
