@@ -98,4 +98,44 @@ final class CLISharingFeedbackTests: SharedBookTestCase {
         try alice.run("book", "create", "scratch")
         try alice.run("book", "delete", "scratch")
     }
+
+    func testDeletingABookOthersAcceptedAsksOnATerminal() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/script") else {
+            throw XCTSkip("script(1) is needed to give the CLI a terminal")
+        }
+        let alice = try user("alice"), bob = try user("bob")
+        _ = try shareFriday(from: alice, to: bob)
+
+        let declined = try deleteOnATerminal("friday", on: alice, answering: "n")
+        XCTAssertEqual(declined.status, 1, declined.output)
+        XCTAssertTrue(declined.output.contains("deleting friday also deletes it for bob <bob@example.com>"), declined.output)
+        XCTAssertTrue(try alice.json("book", "list").arrayValue?.contains { $0["name"]?.stringValue == "friday" } ?? false)
+
+        let confirmed = try deleteOnATerminal("friday", on: alice, answering: "y")
+        XCTAssertEqual(confirmed.status, 0, confirmed.output)
+        XCTAssertFalse(try alice.json("book", "list").arrayValue?.contains { $0["name"]?.stringValue == "friday" } ?? true)
+    }
+
+    /// `book delete NAME` with a terminal as standard input (through script(1)), answering the
+    /// question once it is asked.
+    func deleteOnATerminal(_ name: String, on machine: CLIMachine, answering answer: String) throws -> (status: Int32, output: String) {
+        let command = [DaemonProcess.binaryURL("scorebook").path, "--store", machine.storePath, "book", "delete", name]
+            .map { "'" + $0 + "'" }.joined(separator: " ")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/script")
+        process.arguments = ["-qec", command, "/dev/null"]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let collected = PipeCollector(output.fileHandleForReading)
+        defer { if process.isRunning { process.terminate() } }
+        XCTAssertTrue(eventually { collected.text.contains("[y/N]") }, collected.text)
+        input.fileHandleForWriting.write(Data((answer + "\n").utf8))
+        XCTAssertTrue(DaemonProcess.waitForExit(process, timeout: 20), collected.text)
+        input.fileHandleForWriting.closeFile()
+        _ = collected.waitForEOF(timeout: 5)
+        return (process.terminationStatus, collected.text)
+    }
 }
