@@ -144,6 +144,14 @@ extension AccountManager {
         var summary = try await reconcileSharedZones(database: database, session: session)
         for known in try store.books() where known.book.scope == .shared {
             let bookStore = try store.opening(known.book)
+            // The owner may have renamed the book or changed the user's permission since.
+            if let participation = try? await database.shareParticipation(zoneID: known.book.zoneID),
+               participation.title != nil && participation.title != known.title
+                || (participation.readOnly ? "read-only" : "read-write") != known.role
+            {
+                try bookStore.setBookDetails(title: participation.title ?? known.title,
+                                             role: participation.readOnly ? "read-only" : "read-write")
+            }
             // Zones of the shared database are never created by a participant.
             try bookStore.setSetting(SyncSettingKey.zoneReady, "1")
             let synchronizer = ZoneSynchronizer(store: bookStore, database: database, zoneID: known.book.zoneID, session: session)

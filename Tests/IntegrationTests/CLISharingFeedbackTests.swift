@@ -43,6 +43,13 @@ final class CLISharingFeedbackTests: SharedBookTestCase {
             XCTAssertEqual(try bob.json("--book", "friday@\(owner)", "game", "list").arrayValue?.first?["name"]?.stringValue, "Catan", owner)
         }
         XCTAssertNotEqual(try bob.run(["--book", "friday@carol", "game", "list"], allowFailure: true).status, 0)
+
+        // Renamed by its owner: the participant's book takes the new title at the next sync.
+        XCTAssertEqual(try alice.run("book", "rename", "friday", "Friday games").stdout, "renamed book friday to \"Friday games\"\n")
+        try bob.sync()
+        let renamed = try XCTUnwrap(try bob.json("book", "list").arrayValue?.first { $0["zoneName"]?.stringValue == "friday" })
+        XCTAssertEqual(renamed["name"]?.stringValue, "Friday games")
+        XCTAssertEqual(try bob.json("--book", "Friday games", "game", "list").arrayValue?.count, 1)
     }
 
     func testSyncAnnouncesEachNewInvitationOnceWithACommandForTheShell() throws {
