@@ -30,6 +30,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
         // The PostgreSQL backend only; nothing on the CLI side links it.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // Already in postgres-nio's graph; named for the TLS context of the store's own connections.
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         // ECDSA P-256 for server-to-server keys and SHA-256 for token hashes; already in postgres-nio's
         // graph. Server modules only: the CLI (RecordModel and below) does not compile BoringSSL.
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
@@ -53,7 +55,8 @@ let package = Package(
             name: "PostgresRecordStore",
             dependencies: [
                 "RecordModel", "RecordStore", .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         .target(

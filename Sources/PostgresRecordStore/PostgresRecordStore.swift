@@ -15,13 +15,12 @@ import Synchronization
 /// snapshot never skips a number that commits later. The rules themselves (`RecordRules`,
 /// `FeedRules`, `QueryRules`, `SubscriptionRules`) are RecordStore's, shared with SQLite.
 package final class PostgresRecordStore: RecordStorage {
-    let client: PostgresClient
+    let pool: PostgresConnectionPool
     let logger: Logger
     let productionSchema: Schema
     let clock: @Sendable () -> Int64
     /// Identifies this store in sync tokens (a token from another store is rejected).
     package let storeID: String
-    private let runTask: Task<Void, Never>
     private let state = Mutex(State())
     /// How long one request may take, connection wait included, before it answers `TRY_AGAIN_LATER`.
     let requestDeadline: Duration
@@ -75,66 +74,39 @@ package final class PostgresRecordStore: RecordStorage {
                             clock: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) },
                             logger: Logger = Logger(label: "scorebookd.postgres")) async throws -> PostgresRecordStore
     {
-        let configuration = try configuration(url: url)
-        let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        let runTask = Task { await client.run() }
+        let pool = try PostgresRecordStore.connectionPool(url: url, logger: logger)
         do {
             // A store that still needs a migration step with data to rewrite (the query index's
             // backfill) gets an hour instead of the open deadline, and so does a daemon waiting
             // for another one's migration: a large store must not fail its upgrade half-way at 30 s.
-            let migrating = try await PostgresRecordStore.needsDataMigration(client, logger: logger, url: url, deadline: openDeadline)
-            let storeID = try await PostgresRecordStore.prepare(client, create: create, logger: logger, url: url,
+            let migrating = try await PostgresRecordStore.needsDataMigration(pool, logger: logger, url: url, deadline: openDeadline)
+            let storeID = try await PostgresRecordStore.prepare(pool, create: create, logger: logger, url: url,
                                                                 deadline: migrating ? .seconds(3600) : openDeadline, migrating: migrating)
-            return PostgresRecordStore(client: client, runTask: runTask, storeID: storeID, schema: schema, clock: clock, logger: logger)
+            return PostgresRecordStore(pool: pool, storeID: storeID, schema: schema, clock: clock, logger: logger)
         } catch {
-            runTask.cancel()
-            await runTask.value
+            pool.close()
             throw error
         }
     }
 
-    private init(client: PostgresClient, runTask: Task<Void, Never>, storeID: String, schema: Schema,
-                 clock: @escaping @Sendable () -> Int64, logger: Logger)
-    {
-        self.client = client
-        self.runTask = runTask
+    private init(pool: PostgresConnectionPool, storeID: String, schema: Schema, clock: @escaping @Sendable () -> Int64, logger: Logger) {
+        self.pool = pool
         self.storeID = storeID
         self.productionSchema = schema
         self.clock = clock
         self.logger = logger
         self.requestDeadline = .seconds(10)
-        let listener = Task { [weak self, client, logger] in
-            await PostgresRecordStore.listenForCommits(client: client, logger: logger) { [weak self] databaseID in
-                self?.announce(databaseID)
+        let listener = Task { [weak self, pool, logger] in
+            await PostgresRecordStore.listenForCommits(pool: pool, logger: logger) { [weak self] databaseIDs in
+                self?.announce(databaseIDs)
             }
         }
         state.withLock { $0.listener = listener }
     }
 
-    /// Holds one connection that LISTENs for commits of every daemon on the database, and tells
-    /// the commit observer (the push hub) about each, so a write through another daemon wakes
-    /// this daemon's long-polls and event streams. Reconnects when the database comes back.
-    static func listenForCommits(client: PostgresClient, logger: Logger, _ deliver: @escaping @Sendable (Int64) -> Void) async {
-        while !Task.isCancelled {
-            do {
-                try await client.withConnection { connection in
-                    try await connection.listen(on: commitChannel) { notifications in
-                        for try await notification in notifications {
-                            if let databaseID = Int64(notification.payload) { deliver(databaseID) }
-                        }
-                    }
-                }
-            } catch {
-                if Task.isCancelled { return }
-                logger.debug("commit listener lost its connection: \(error)")
-            }
-            try? await Task.sleep(for: .milliseconds(500))
-        }
-    }
-
-    private func announce(_ databaseID: Int64) {
+    private func announce(_ databaseIDs: Set<Int64>) {
         let observer = state.withLock { $0.onCommit }
-        observer?([databaseID])
+        observer?(databaseIDs)
     }
 
     /// Announces, when the caller's transaction commits, that `databaseID` changed (to every
@@ -145,11 +117,11 @@ package final class PostgresRecordStore: RecordStorage {
 
     /// Creates the tables or brings them to `StoreMigration.latestVersion` (under an advisory
     /// lock, so daemons starting together do not race) and returns the store's identity.
-    private static func prepare(_ client: PostgresClient, create: Bool, logger: Logger, url: String, deadline: Duration,
+    private static func prepare(_ pool: PostgresConnectionPool, create: Bool, logger: Logger, url: String, deadline: Duration,
                                 migrating: Bool) async throws -> String
     {
-        try await withDeadline(deadline, unreachable: "PostgreSQL at \(redacted(url)) is unreachable") {
-            try await client.withConnection { connection in
+        try await withDeadline(deadline, unreachable: "PostgreSQL at \(redacted(url)) is unreachable") { abandonment in
+            try await pool.withConnection(abandonment) { connection in
                 try await connection.query("BEGIN", logger: logger)
                 do {
                     if migrating {
@@ -181,9 +153,9 @@ package final class PostgresRecordStore: RecordStorage {
 
     /// Whether the store at the client's database exists and is at a version before a step that
     /// rewrites stored data (read without the lock, within the open deadline).
-    private static func needsDataMigration(_ client: PostgresClient, logger: Logger, url: String, deadline: Duration) async throws -> Bool {
-        try await withDeadline(deadline, unreachable: "PostgreSQL at \(redacted(url)) is unreachable") {
-            try await client.withConnection { connection in
+    private static func needsDataMigration(_ pool: PostgresConnectionPool, logger: Logger, url: String, deadline: Duration) async throws -> Bool {
+        try await withDeadline(deadline, unreachable: "PostgreSQL at \(redacted(url)) is unreachable") { abandonment in
+            try await pool.withConnection(abandonment) { connection in
                 let exists = try await connection.query("SELECT to_regclass('meta') IS NOT NULL", logger: logger)
                     .collect().first?.decode(Bool.self) ?? false
                 guard exists else { return false }
@@ -215,107 +187,9 @@ package final class PostgresRecordStore: RecordStorage {
         let listener = state.withLock { $0.listener }
         listener?.cancel()
         await listener?.value
-        runTask.cancel()
-        await runTask.value
+        pool.close()
         // Uploads in flight at shutdown leave their staged files here.
         try? FileManager.default.removeItem(atPath: PostgresRecordStore.stagingDirectoryPath)
-    }
-
-    // MARK: Running requests
-
-    /// What a transaction body decides: commit, or roll back (an atomic batch that failed) and
-    /// still answer.
-    enum Outcome<T> {
-        case commit(T)
-        case rollback(T)
-    }
-
-    /// Runs `body` in one transaction within the request deadline, mapping PostgreSQL's transient
-    /// failures to `TRY_AGAIN_LATER`.
-    func transaction<T: Sendable>(readOnly: Bool = false, _ body: @escaping @Sendable (PostgresConnection) async throws -> Outcome<T>)
-        async throws -> T
-    {
-        let logger = self.logger
-        let client = self.client
-        return try await PostgresRecordStore.mapFailures {
-            try await PostgresRecordStore.withDeadline(self.requestDeadline, unreachable: "the database did not answer in time") {
-                try await client.withConnection { connection in
-                    try await connection.query(
-                        readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN ISOLATION LEVEL READ COMMITTED", logger: logger)
-                    do {
-                        switch try await body(connection) {
-                        case .commit(let value):
-                            try await connection.query("COMMIT", logger: logger)
-                            return value
-                        case .rollback(let value):
-                            try await connection.query("ROLLBACK", logger: logger)
-                            return value
-                        }
-                    } catch {
-                        _ = try? await connection.query("ROLLBACK", logger: logger)
-                        throw error
-                    }
-                }
-            }
-        }
-    }
-
-    func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
-        try await transaction(readOnly: true) { .commit(try await body($0)) }
-    }
-
-    func write<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
-        try await transaction { .commit(try await body($0)) }
-    }
-
-    /// PostgreSQL unreachable, restarting, or a statement or lock past its timeout: transient.
-    static func mapFailures<T>(_ body: () async throws -> T) async throws -> T {
-        do {
-            return try await body()
-        } catch let error as ServerError {
-            throw error
-        } catch let error as PSQLError {
-            if error.code == .server {
-                let state = error.serverInfo?[.sqlState] ?? ""
-                // 57014 statement timeout, 55P03 lock timeout, 40001/40P01 serialization or
-                // deadlock, 57P0x shutdown, 53300 too many connections, 08xxx connection.
-                if ["57014", "55P03", "40001", "40P01", "57P01", "57P02", "57P03", "53300", "53400"].contains(state)
-                    || state.hasPrefix("08")
-                {
-                    throw ServerError(.tryAgainLater, "the database is busy or restarting; try again", retryAfter: 1)
-                }
-                throw error
-            }
-            throw ServerError(.tryAgainLater, "the database is unreachable; try again", retryAfter: 2)
-        } catch is CancellationError {
-            throw ServerError(.tryAgainLater, "the database did not answer in time; try again", retryAfter: 2)
-        } catch let error as StoreMissingError {
-            throw error
-        } catch let error as MigrationRefused {
-            throw error
-        } catch {
-            // Connection failures that postgres-nio reports with NIO's own errors.
-            throw ServerError(.tryAgainLater, "the database is unreachable; try again", retryAfter: 2)
-        }
-    }
-
-    /// Fails with `TRY_AGAIN_LATER` when `body` has not finished by `deadline` (postgres-nio waits
-    /// for a connection indefinitely while the server is down).
-    static func withDeadline<T: Sendable>(_ deadline: Duration, unreachable: String,
-                                          _ body: @escaping @Sendable () async throws -> T) async throws -> T
-    {
-        try await withThrowingTaskGroup(of: T?.self) { group in
-            group.addTask { try await body() }
-            group.addTask {
-                try await Task.sleep(for: deadline)
-                return nil
-            }
-            defer { group.cancelAll() }
-            guard let first = try await group.next(), let value = first else {
-                throw ServerError(.tryAgainLater, "\(unreachable); try again", retryAfter: 2)
-            }
-            return value
-        }
     }
 
     // MARK: Users and credentials

@@ -177,8 +177,13 @@ package final class PushHub: Sendable {
         }
     }
 
-    /// Called by the store after every commit.
+    /// Called by the store after every commit; the empty set when commits may have been missed
+    /// (the store's commit listener reconnected): then every waiting database reads again.
     package func commitLanded(_ databaseIDs: Set<Int64>) {
+        if databaseIDs.isEmpty {
+            requestWakes(state.withLock { Set($0.waiters.keys).union($0.streams.keys) })
+            return
+        }
         lastCommitNanoseconds.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
         requestWakes(databaseIDs)
     }

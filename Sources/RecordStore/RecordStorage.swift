@@ -60,7 +60,8 @@ package protocol RecordStorage: AnyObject, Sendable {
     func pushToken(_ scope: DatabaseScope, token: String) async throws -> PushToken
     /// Notifications of a database after `cursor`, oldest first.
     func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification]
-    /// Sets the callback told, after each commit, which databases it changed.
+    /// Sets the callback told, after each commit, which databases it changed (the empty set:
+    /// any database may have changed unannounced, as after a lost connection to the database).
     func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void)
     /// Removes notifications older than the given age.
     func purgeNotifications(olderThanMilliseconds: Int64) async throws -> Int

@@ -1,0 +1,171 @@
+import RecordModel
+import Synchronization
+
+/// What a transaction left behind must release when it is abandoned: the body registers, as it
+/// takes them, the resources only it could give back (a database connection to close).
+package final class TransactionAbandonment: Sendable {
+    private struct State {
+        var abandoned = false
+        var cleanups: [@Sendable () -> Void] = []
+    }
+
+    private let state = Mutex(State())
+
+    package init() {}
+
+    /// Whether the runner has given up on the transaction (its caller is already answered).
+    package var isAbandoned: Bool { state.withLock { $0.abandoned } }
+
+    /// Runs `cleanup` when the transaction is abandoned, at once if it already is.
+    package func onAbandon(_ cleanup: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            if state.abandoned { return true }
+            state.cleanups.append(cleanup)
+            return false
+        }
+        if now { cleanup() }
+    }
+
+    func abandon() {
+        let cleanups = state.withLock { state -> [@Sendable () -> Void] in
+            state.abandoned = true
+            defer { state.cleanups.removeAll() }
+            return state.cleanups
+        }
+        for cleanup in cleanups { cleanup() }
+    }
+}
+
+/// Runs one store transaction under the request deadline, for both backends.
+///
+/// The transaction runs in a task of its own and the caller waits for the first of three things:
+/// its result, the deadline, or the caller's own cancellation (a shutdown). On the deadline or the
+/// cancellation the caller is answered `TRY_AGAIN_LATER` at once and the transaction is abandoned:
+/// cancelled, and its registered cleanups run (PostgreSQL closes the transaction's connection, so
+/// the server rolls it back and the connection never returns to a pool). The caller never waits
+/// for the abandoned work, which may not honour cancellation: a query on a connection the server
+/// went away from, a wait for a connection. A task group would: it always waits for its children.
+package struct StoreTransactionRunner: Sendable {
+    /// How long a transaction may take, connection wait included.
+    package var deadline: Duration
+
+    package init(deadline: Duration) {
+        self.deadline = deadline
+    }
+
+    /// Transactions abandoned and not yet ended, across the process (tests and metrics read it).
+    package static let abandonedInFlight = Atomic<Int>(0)
+    /// Transactions abandoned since the process started.
+    package static let abandonedTotal = Atomic<Int>(0)
+
+    /// The answer to a transaction past its deadline or interrupted.
+    package static func timedOut(_ reason: String) -> ServerError {
+        ServerError(.tryAgainLater, "\(reason); try again", retryAfter: 2)
+    }
+
+    /// Runs `body`; past the deadline (or when the caller is cancelled) throws
+    /// `TRY_AGAIN_LATER` naming `unreachable` and abandons it.
+    package func run<T: Sendable>(unreachable: String = "the store did not answer in time",
+                                  _ body: @escaping @Sendable (TransactionAbandonment) async throws -> T) async throws -> T
+    {
+        let abandonment = TransactionAbandonment()
+        let race = Race<T>()
+        let deadline = self.deadline
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+                race.start(continuation)
+                let work = Task {
+                    let result: Result<T, any Error>
+                    do { result = .success(try await body(abandonment)) } catch { result = .failure(error) }
+                    if !race.finish(result) {
+                        // Abandoned earlier: its cleanups ran then; it has ended now.
+                        StoreTransactionRunner.abandonedInFlight.subtract(1, ordering: .relaxed)
+                    }
+                }
+                let timer = Task {
+                    try? await Task.sleep(for: deadline)
+                    if Task.isCancelled { return }
+                    race.giveUp(StoreTransactionRunner.timedOut(unreachable), abandonment: abandonment, work: work)
+                }
+                race.whenFinished { timer.cancel() }
+                race.setCancelHandler { race.giveUp(StoreTransactionRunner.timedOut(unreachable), abandonment: abandonment, work: work) }
+            }
+        } onCancel: {
+            race.cancel()
+        }
+    }
+}
+
+/// The one answer of a transaction run: whichever of result, deadline and cancellation comes
+/// first resumes the caller; the others do nothing.
+private final class Race<T: Sendable>: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<T, any Error>?
+        var answered = false
+        var cancelRequested = false
+        var cancelHandler: (@Sendable () -> Void)?
+        var finishedHooks: [@Sendable () -> Void] = []
+    }
+
+    private let state = Mutex(State())
+
+    func start(_ continuation: CheckedContinuation<T, any Error>) {
+        state.withLock { $0.continuation = continuation }
+    }
+
+    /// What the caller's cancellation does; runs at once when it came first.
+    func setCancelHandler(_ handler: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            if state.cancelRequested { return true }
+            state.cancelHandler = handler
+            return false
+        }
+        if now { handler() }
+    }
+
+    func cancel() {
+        let handler = state.withLock { state -> (@Sendable () -> Void)? in
+            state.cancelRequested = true
+            defer { state.cancelHandler = nil }
+            return state.cancelHandler
+        }
+        handler?()
+    }
+
+    /// Runs `hook` once the caller is answered (at once if it already is).
+    func whenFinished(_ hook: @escaping @Sendable () -> Void) {
+        let now = state.withLock { state -> Bool in
+            if state.answered { return true }
+            state.finishedHooks.append(hook)
+            return false
+        }
+        if now { hook() }
+    }
+
+    /// Answers with the transaction's own result; false when the caller was answered before.
+    func finish(_ result: Result<T, any Error>) -> Bool { answer(result) }
+
+    /// Answers `error` and abandons the transaction, unless the caller was answered before.
+    func giveUp(_ error: ServerError, abandonment: TransactionAbandonment, work: Task<Void, Never>) {
+        guard answer(.failure(error)) else { return }
+        StoreTransactionRunner.abandonedInFlight.add(1, ordering: .relaxed)
+        StoreTransactionRunner.abandonedTotal.add(1, ordering: .relaxed)
+        work.cancel()
+        abandonment.abandon()
+    }
+
+    private func answer(_ result: Result<T, any Error>) -> Bool {
+        let taken = state.withLock { state -> (CheckedContinuation<T, any Error>, [@Sendable () -> Void])? in
+            guard !state.answered, let continuation = state.continuation else { return nil }
+            state.answered = true
+            state.continuation = nil
+            state.cancelHandler = nil
+            defer { state.finishedHooks.removeAll() }
+            return (continuation, state.finishedHooks)
+        }
+        guard let (continuation, hooks) = taken else { return false }
+        continuation.resume(with: result)
+        for hook in hooks { hook() }
+        return true
+    }
+}
