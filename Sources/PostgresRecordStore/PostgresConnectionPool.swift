@@ -230,8 +230,10 @@ final class PostgresConnectionPool: Sendable {
 }
 
 extension PostgresConnection {
-    /// Starts closing the connection without waiting for it (queries on it then fail).
+    /// Starts closing the connection without waiting for it (queries on it then fail). The
+    /// connection is kept alive until it has closed (postgres-nio asserts that in its deinit).
     func closeNow() {
-        let _: EventLoopFuture<Void> = close()
+        let closing: EventLoopFuture<Void> = close()
+        closing.whenComplete { _ in withExtendedLifetime(self) {} }
     }
 }

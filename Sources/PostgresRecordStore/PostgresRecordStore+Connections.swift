@@ -105,6 +105,13 @@ extension PostgresRecordStore {
         }
     }
 
+    /// A read of one row within the request deadline: what `GET /ready` asks.
+    package func checkReady() async throws {
+        try await read { connection in
+            _ = try await connection.query("SELECT 1", logger: self.logger).collect()
+        }
+    }
+
     func read<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         try await transaction(readOnly: true) { .commit(try await body($0)) }
     }

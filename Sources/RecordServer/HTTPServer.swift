@@ -19,6 +19,8 @@ package struct HTTPServerConfiguration: Sendable {
     package var idleTimeoutSeconds: Int64 = 30
     /// Connections beyond this are closed on arrival.
     package var maximumConnections = 4096
+    /// How long in-flight requests may finish after SIGTERM/SIGINT (`--shutdown-grace`).
+    package var shutdownGraceSeconds = 10
 
     package init(host: String, port: Int) {
         self.host = host
@@ -119,7 +121,7 @@ struct ConnectionRequestContext: RequestContext {
 }
 
 /// The daemon's HTTP server: serves `api` until SIGINT or SIGTERM, then stops accepting, lets
-/// in-flight requests finish (at most 10 s) and returns.
+/// in-flight requests finish (at most the shutdown grace) and returns.
 package struct HTTPServer {
     package let api: RecordAPI
     package let configuration: HTTPServerConfiguration
@@ -161,7 +163,7 @@ package struct HTTPServer {
             gracefulShutdownSignals: [.sigterm, .sigint],
             cancellationSignals: [],
             logger: logger)
-        groupConfiguration.maximumGracefulShutdownDuration = .seconds(10)
+        groupConfiguration.maximumGracefulShutdownDuration = .seconds(configuration.shutdownGraceSeconds)
         try await ServiceGroup(configuration: groupConfiguration).run()
     }
 }

@@ -67,6 +67,7 @@ package final class RecordAPI: Sendable {
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let operation = RecordAPI.operationLabel(request.path)
         metrics.record(operation: operation, status: response.status, seconds: seconds)
+        if response.status == 503 { metrics.storeUnavailableAnswered() }
         // One structured line per request; errors at info so they show by default. The line's
         // metadata is made only when it is written (formatting it was a few microseconds a request).
         let level: Logger.Level = response.status >= 500 ? .error : response.status >= 400 ? .info : .debug
@@ -82,7 +83,7 @@ package final class RecordAPI: Sendable {
 
     /// A bounded label for metrics: the API operation, or `other`.
     static func operationLabel(_ path: String) -> String {
-        if path == "/health" || path == "/metrics" { return String(path.dropFirst()) }
+        if path == "/health" || path == "/ready" || path == "/metrics" { return String(path.dropFirst()) }
         let parts = path.split(separator: "/")
         guard parts.count >= 6 else { return "other" }
         if parts[4] == "courier" { return "courier" }
@@ -96,6 +97,7 @@ package final class RecordAPI: Sendable {
     func answer(_ request: APIRequest, requestID uuid: String, authenticatedWebAuthToken: inout String?) async -> APIResponse {
         do {
             if request.path == "/health" { return APIResponse(status: 200, json: ["status": "ok"]) }
+            if request.path == "/ready" { return await readinessResponse() }
             if request.path == "/metrics" { return try await metricsResponse() }
             if let console = Console.response(to: request) { return console }
             let route = try parseRoute(request.path)
@@ -161,13 +163,18 @@ package final class RecordAPI: Sendable {
     }
 
     func metricsResponse() async throws -> APIResponse {
-        let statistics = try await self.store.statistics()
-        let text = metrics.render(gauges: [
+        // Without the store's figures while it cannot answer: the rest still tells what is happening.
+        let statistics = try? await StoreTransactionRunner(deadline: RecordAPI.readinessDeadline).run { _ in try await self.store.statistics() }
+        let storeGauges: [(String, String, Double)] = statistics.map { statistics in [
             ("scorebookd_records", "Live records in all zones.", Double(statistics.records)),
             ("scorebookd_zones", "Live zones in all databases.", Double(statistics.zones)),
             ("scorebookd_notifications_stored", "Notifications kept for delivery.", Double(statistics.notifications)),
+        ] } ?? []
+        let text = metrics.render(gauges: storeGauges + [
             ("scorebookd_subscribers_connected", "Open event streams.", Double(metrics.connectedEventStreams)),
             ("scorebookd_waiters", "Long-polls and event streams waiting for a commit.", Double(pushHub.waiterCount)),
+            ("scorebookd_store_transactions_abandoned", "Store transactions given up at the request deadline and still running.",
+             Double(StoreTransactionRunner.abandonedInFlight.load(ordering: .relaxed))),
             ("scorebookd_push_last_delivery_seconds",
              "From the last commit reaching the push hub to the last delivery written after it (the server's fan-out time).",
              pushHub.lastCommitToLastDeliverySeconds),

@@ -16,6 +16,8 @@ package final class ServerMetrics: Sendable {
         var requests: [String: Int] = [:]  // "operation\u{0}status"
         var latencies: [String: Histogram] = [:]
         var openEventStreams = 0
+        /// Answers `503 TRY_AGAIN_LATER` because the store could not serve (and `/ready` refusals).
+        var storeUnavailable = 0
     }
 
     private let state = Mutex(State())
@@ -33,6 +35,8 @@ package final class ServerMetrics: Sendable {
         }
     }
 
+    func storeUnavailableAnswered() { state.withLock { $0.storeUnavailable += 1 } }
+
     func eventStreamOpened() { state.withLock { $0.openEventStreams += 1 } }
     func eventStreamClosed() { state.withLock { $0.openEventStreams -= 1 } }
 
@@ -40,7 +44,7 @@ package final class ServerMetrics: Sendable {
 
     /// The exposition text; `gauges` adds point-in-time values (name, help, value).
     func render(gauges: [(String, String, Double)]) -> String {
-        let (requests, latencies) = state.withLock { ($0.requests, $0.latencies) }
+        let (requests, latencies, storeUnavailable) = state.withLock { ($0.requests, $0.latencies, $0.storeUnavailable) }
         var out = "# HELP scorebookd_requests_total Requests by API operation and HTTP status.\n# TYPE scorebookd_requests_total counter\n"
         for (key, count) in requests.sorted(by: { $0.key < $1.key }) {
             let parts = key.split(separator: "\u{0}")
@@ -55,6 +59,8 @@ package final class ServerMetrics: Sendable {
             out += "scorebookd_request_duration_seconds_sum{operation=\"\(operation)\"} \(histogram.sum)\n"
             out += "scorebookd_request_duration_seconds_count{operation=\"\(operation)\"} \(histogram.count)\n"
         }
+        out += "# HELP scorebookd_store_unavailable_total Answers refused because the store could not serve (503 TRY_AGAIN_LATER, /ready 503).\n"
+        out += "# TYPE scorebookd_store_unavailable_total counter\nscorebookd_store_unavailable_total \(storeUnavailable)\n"
         for (name, help, value) in gauges {
             out += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n\(name) \(value)\n"
         }

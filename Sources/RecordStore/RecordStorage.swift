@@ -60,6 +60,9 @@ package protocol RecordStorage: AnyObject, Sendable {
     func pushToken(_ scope: DatabaseScope, token: String) async throws -> PushToken
     /// Notifications of a database after `cursor`, oldest first.
     func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification]
+    /// Answers when the store can serve a read, else throws (`TRY_AGAIN_LATER` past the deadline):
+    /// what `GET /ready` asks.
+    func checkReady() async throws
     /// Sets the callback told, after each commit, which databases it changed (the empty set:
     /// any database may have changed unannounced, as after a lost connection to the database).
     func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void)
@@ -155,8 +158,12 @@ package final class SQLiteStorage: RecordStorage {
         return pool
     }
 
-    package init(_ store: SQLiteRecordStore) {
+    /// The request deadline every store call runs under.
+    private let runner: StoreTransactionRunner
+
+    package init(_ store: SQLiteRecordStore, requestDeadline: Duration = .seconds(10)) {
         self.store = store
+        self.runner = StoreTransactionRunner(deadline: requestDeadline)
         self.readPool = SQLiteStorage.sharedReadPool
         self.writePool = SQLiteStorage.sharedWritePool
     }
@@ -164,14 +171,24 @@ package final class SQLiteStorage: RecordStorage {
     /// How many threads are inside a store call right now, across the process (tests check the bound).
     package static let threadsInStore = Atomic<Int>(0)
 
+    /// Runs `body` on a pool thread under the request deadline (`StoreTransactionRunner`). Work
+    /// still queued when the deadline passes never starts; work already running finishes on its
+    /// thread (all or nothing, as every store transaction), its caller long answered.
     private func offload<T: Sendable>(write: Bool = false, _ body: @escaping @Sendable (SQLiteRecordStore) throws -> T) async throws -> T {
         let store = self.store
-        return try await (write ? writePool : readPool).runIfActive {
-            SQLiteStorage.threadsInStore.add(1, ordering: .relaxed)
-            defer { SQLiteStorage.threadsInStore.subtract(1, ordering: .relaxed) }
-            return try body(store)
+        let pool = write ? writePool : readPool
+        return try await runner.run { abandonment in
+            try await pool.runIfActive {
+                if abandonment.isAbandoned { throw StoreTransactionRunner.timedOut("the store did not answer in time") }
+                SQLiteStorage.threadsInStore.add(1, ordering: .relaxed)
+                defer { SQLiteStorage.threadsInStore.subtract(1, ordering: .relaxed) }
+                return try body(store)
+            }
         }
     }
+
+    /// Whether the store answers a read.
+    package func checkReady() async throws { try await offload { try $0.checkReadable() } }
 
     package func createUser(name: String, email: String?) async throws -> (user: User, token: String) {
         let answer = try await offload(write: true) { try $0.createUser(name: name, email: email) }

@@ -126,6 +126,11 @@ extension SQLiteRecordStore {
         }
     }
 
+    /// Reads one row of the schema: throws when the file cannot be read.
+    package func checkReadable() throws {
+        _ = try database.readSync { try $0.scalarInt("SELECT COUNT(*) FROM meta") }
+    }
+
     package func statistics() throws -> StoreStatistics {
         try database.readSync { connection in
             StoreStatistics(

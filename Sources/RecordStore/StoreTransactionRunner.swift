@@ -1,3 +1,5 @@
+import NIOCore
+import NIOPosix
 import RecordModel
 import Synchronization
 
@@ -70,7 +72,8 @@ package struct StoreTransactionRunner: Sendable {
     {
         let abandonment = TransactionAbandonment()
         let race = Race<T>()
-        let deadline = self.deadline
+        let deadline = TimeAmount.nanoseconds(Int64(self.deadline.components.seconds) * 1_000_000_000
+                                              + self.deadline.components.attoseconds / 1_000_000_000)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
                 race.start(continuation)
@@ -82,13 +85,13 @@ package struct StoreTransactionRunner: Sendable {
                         StoreTransactionRunner.abandonedInFlight.subtract(1, ordering: .relaxed)
                     }
                 }
-                let timer = Task {
-                    try? await Task.sleep(for: deadline)
-                    if Task.isCancelled { return }
+                let giveUp: @Sendable () -> Void = {
                     race.giveUp(StoreTransactionRunner.timedOut(unreachable), abandonment: abandonment, work: work)
                 }
+                // An event loop's timer, not a sleeping task: one heap entry per transaction.
+                let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: deadline, giveUp)
                 race.whenFinished { timer.cancel() }
-                race.setCancelHandler { race.giveUp(StoreTransactionRunner.timedOut(unreachable), abandonment: abandonment, work: work) }
+                race.setCancelHandler(giveUp)
             }
         } onCancel: {
             race.cancel()

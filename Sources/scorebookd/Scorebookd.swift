@@ -140,12 +140,15 @@ struct Serve: AsyncParsableCommand {
     var maxConnections = 4096
     @Option(name: .customLong("busy-timeout"), help: "Milliseconds a write waits for a lock another process holds on the store before answering TRY_AGAIN_LATER.")
     var busyTimeout = 10_000
+    @Option(name: .customLong("shutdown-grace"), help: "Seconds in-flight requests may finish after SIGTERM or SIGINT; the daemon exits within this plus one second.")
+    var shutdownGrace = 10
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535") }
         guard rateLimit >= 1 else { throw ValidationError("--rate-limit must be at least 1") }
         guard maxConnections >= 1 else { throw ValidationError("--max-connections must be at least 1") }
         guard (1...600_000).contains(busyTimeout) else { throw ValidationError("--busy-timeout must be 1-600000 milliseconds") }
+        guard (0...3600).contains(shutdownGrace) else { throw ValidationError("--shutdown-grace must be 0-3600 seconds") }
         guard tombstoneRetention >= 1 else { throw ValidationError("--tombstone-retention must be at least 1 day") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
     }
@@ -195,6 +198,10 @@ struct Serve: AsyncParsableCommand {
         let api = RecordAPI(store: storage, requestsPerSecond: Double(rateLimit), logger: logger)
         var configuration = HTTPServerConfiguration(host: host, port: port)
         configuration.maximumConnections = maxConnections
+        configuration.shutdownGraceSeconds = shutdownGrace
+        // Whatever the store is doing (PostgreSQL gone or hung, a request half-sent), the process
+        // ends within the grace plus one second of the signal.
+        ShutdownWatchdog.arm(graceSeconds: shutdownGrace, logger: logger)
         var server = HTTPServer(api: api, configuration: configuration, logger: logger)
         server.services = [
             TombstonePurger(store: storage, retentionDays: tombstoneRetention, logger: logger), PushHubCloser(hub: api.pushHub),
