@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PostgresNIO
+import RecordModel
 import RecordStore
 import Synchronization
 
@@ -26,7 +27,7 @@ final class PostgresConnectionPool: Sendable {
     let logger: Logger
 
     private struct State {
-        var idle: [PostgresConnection] = []
+        var idle: [PooledConnection] = []
         /// Idle, leased and being opened.
         var open = 0
         var nextConnectionID = 0
@@ -53,8 +54,10 @@ final class PostgresConnectionPool: Sendable {
     func withConnection<T: Sendable>(_ abandonment: TransactionAbandonment?,
                                      _ body: (PostgresConnection) async throws -> T) async throws -> T
     {
-        let connection = try await lease()
-        let lease = Lease(pool: self, connection: connection)
+        let pooled = try await lease()
+        let connection = pooled.connection
+        let lease = Lease(pool: self, pooled: pooled)
+        pooled.holder.withLock { $0 = abandonment }
         abandonment?.onAbandon { lease.end(reusable: false) }
         do {
             let value = try await body(connection)
@@ -69,37 +72,54 @@ final class PostgresConnectionPool: Sendable {
         }
     }
 
+    /// A connection of the pool and the transaction holding it, if any.
+    final class PooledConnection: Sendable {
+        let connection: PostgresConnection
+        let holder = Mutex<TransactionAbandonment?>(nil)
+
+        init(_ connection: PostgresConnection) {
+            self.connection = connection
+            // A query on a connection that closed under it is never answered (see above): the
+            // transaction holding it is given up the moment it closes, not at the deadline.
+            connection.closeFuture.whenComplete { [weak self] _ in
+                let holding = self?.holder.withLock { $0 }
+                holding?.interrupt(ServerError(.tryAgainLater, "the database closed the connection; try again", retryAfter: 1))
+            }
+        }
+    }
+
     /// One lease, ended once: by its body or by the abandonment, whichever comes first.
     private final class Lease: Sendable {
         let pool: PostgresConnectionPool
-        let connection: PostgresConnection
+        let pooled: PooledConnection
         private let ended = Atomic<Bool>(false)
 
-        init(pool: PostgresConnectionPool, connection: PostgresConnection) {
+        init(pool: PostgresConnectionPool, pooled: PooledConnection) {
             self.pool = pool
-            self.connection = connection
+            self.pooled = pooled
         }
 
         func end(reusable: Bool) {
             guard !ended.exchange(true, ordering: .acquiringAndReleasing) else { return }
-            pool.release(connection, reusable: reusable)
+            pooled.holder.withLock { $0 = nil }
+            pool.release(pooled, reusable: reusable)
         }
     }
 
     private enum Step {
-        case use(PostgresConnection)
+        case use(PooledConnection)
         case connect(Int)
         case wait
     }
 
-    private func lease() async throws -> PostgresConnection {
+    private func lease() async throws -> PooledConnection {
         // Bounded by the caller's deadline: the runner cancels a lease it gave up on.
         while true {
             try Task.checkCancellation()
             let step = try state.withLock { state -> Step in
                 if state.closed { throw PoolFailure.closed }
-                while let connection = state.idle.popLast() {
-                    if !connection.isClosed { return .use(connection) }
+                while let pooled = state.idle.popLast() {
+                    if !pooled.connection.isClosed { return .use(pooled) }
                     state.open -= 1
                 }
                 guard state.open < maximum else { return .wait }
@@ -112,7 +132,7 @@ final class PostgresConnectionPool: Sendable {
                 return connection
             case .connect(let id):
                 do {
-                    return try await connect(id: id)
+                    return PooledConnection(try await connect(id: id))
                 } catch {
                     slotFreed()
                     throw error
@@ -163,10 +183,11 @@ final class PostgresConnectionPool: Sendable {
         case closed
     }
 
-    private func release(_ connection: PostgresConnection, reusable: Bool) {
+    private func release(_ pooled: PooledConnection, reusable: Bool) {
+        let connection = pooled.connection
         let keep = state.withLock { state -> Bool in
             if reusable && !state.closed && !connection.isClosed {
-                state.idle.append(connection)
+                state.idle.append(pooled)
                 return true
             }
             return false
@@ -224,7 +245,7 @@ final class PostgresConnectionPool: Sendable {
             }
             return (state.idle, Array(state.waiters.values))
         }
-        for connection in idle { connection.closeNow() }
+        for pooled in idle { pooled.connection.closeNow() }
         for waiter in waiters { waiter.resume() }
     }
 }

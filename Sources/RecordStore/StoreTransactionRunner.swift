@@ -9,11 +9,23 @@ package final class TransactionAbandonment: Sendable {
     private struct State {
         var abandoned = false
         var cleanups: [@Sendable () -> Void] = []
+        var interrupter: (@Sendable (ServerError) -> Void)?
     }
 
     private let state = Mutex(State())
 
     package init() {}
+
+    /// Answers the caller `error` now and abandons the transaction, which can no longer succeed
+    /// (its connection closed under it): the caller need not wait for the deadline.
+    package func interrupt(_ error: ServerError) {
+        let interrupter = state.withLock { $0.interrupter }
+        interrupter?(error)
+    }
+
+    func setInterrupter(_ interrupter: @escaping @Sendable (ServerError) -> Void) {
+        state.withLock { $0.interrupter = interrupter }
+    }
 
     /// Whether the runner has given up on the transaction (its caller is already answered).
     package var isAbandoned: Bool { state.withLock { $0.abandoned } }
@@ -31,6 +43,7 @@ package final class TransactionAbandonment: Sendable {
     func abandon() {
         let cleanups = state.withLock { state -> [@Sendable () -> Void] in
             state.abandoned = true
+            state.interrupter = nil
             defer { state.cleanups.removeAll() }
             return state.cleanups
         }
@@ -88,6 +101,7 @@ package struct StoreTransactionRunner: Sendable {
                 let giveUp: @Sendable () -> Void = {
                     race.giveUp(StoreTransactionRunner.timedOut(unreachable), abandonment: abandonment, work: work)
                 }
+                abandonment.setInterrupter { error in race.giveUp(error, abandonment: abandonment, work: work) }
                 // An event loop's timer, not a sleeping task: one heap entry per transaction.
                 let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: deadline, giveUp)
                 race.whenFinished { timer.cancel() }
