@@ -109,9 +109,29 @@ public final class PostgresTestCluster: @unchecked Sendable {
 
     static func shellQuoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }
 
-    /// Stops the server (fast shutdown: open sessions are ended) and keeps its files.
-    public func stopServer() throws {
-        try run(["\(binaries)/pg_ctl", "-D", "\(directory)/data", "-m", "fast", "-w", "-t", "30", "stop"], asServerUser: true)
+    /// Stops the server (fast shutdown: open sessions are ended; `immediate`: every server
+    /// process quits at once, as in a crash) and keeps its files.
+    public func stopServer(immediate: Bool = false) throws {
+        try run(["\(binaries)/pg_ctl", "-D", "\(directory)/data", "-m", immediate ? "immediate" : "fast", "-w", "-t", "30", "stop"],
+                asServerUser: true)
+    }
+
+    /// Sends `signal` to the postmaster and every process it started (SIGSTOP: the server hangs,
+    /// its sockets open and silent, as a paused VM's; SIGCONT: it goes on).
+    public func signalServer(_ signal: Int32) throws {
+        guard let text = try? String(contentsOfFile: "\(directory)/data/postmaster.pid", encoding: .utf8),
+            let line = text.split(separator: "\n").first, let postmaster = pid_t(line.trimmingCharacters(in: .whitespaces))
+        else { throw Unavailable(description: "the server is not running (no postmaster.pid)") }
+        var targets = [postmaster]
+        for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+            guard let pid = pid_t(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { continue }
+            // pid (comm) state ppid …: the fields after the command's closing parenthesis.
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            if fields.count > 1, pid_t(fields[1]) == postmaster { targets.append(pid) }
+        }
+        for pid in targets { kill(pid, signal) }
     }
 
     /// A URL to a new, empty database of this cluster.
