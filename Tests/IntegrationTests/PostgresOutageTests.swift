@@ -85,7 +85,9 @@ final class PostgresOutageUnderLoadTests: PushTestCase {
 
     override func setUpWithError() throws {
         if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
-        cluster = try PostgresTestCluster.startDedicated()
+        // Durable: a crash (stop -m immediate) of the throw-away clusters' fast settings loses
+        // the last commits PostgreSQL itself acknowledged.
+        cluster = try PostgresTestCluster.startDedicated(durable: true)
         let url = try cluster.createDatabase()
         daemon = try DaemonProcess.start(postgresURL: url, extraArguments: ["--shutdown-grace", String(grace)])
         second = try DaemonProcess.start(postgresURL: url, extraArguments: ["--shutdown-grace", String(grace)])
@@ -207,18 +209,24 @@ final class PostgresOutageUnderLoadTests: PushTestCase {
         XCTAssertEqual(found, names.count, "every acknowledged write survives")
         XCTAssertGreaterThan(names.count, 20)
 
-        // SIGTERM while PostgreSQL is gone, a request in flight on each daemon: exit 0 within grace + 1 s.
-        try cluster.stopServer(immediate: true)
-        let inFlight = [daemon!, second!].map { target in background { try target.get(self.path("zones/list"), token: self.token) } }
-        Thread.sleep(forTimeInterval: 0.5)
-        for target in [daemon!, second!] {
+        // SIGTERM with a request in flight while PostgreSQL is hung (the first daemon), then while
+        // it is stopped (the second): each exits 0 within its grace plus one second.
+        try cluster.signalServer(SIGSTOP)
+        defer { try? cluster.signalServer(SIGCONT) }
+        for (target, stopDatabase) in [(daemon!, false), (second!, true)] {
+            if stopDatabase {
+                try cluster.signalServer(SIGCONT)
+                try cluster.stopServer(immediate: true)
+            }
+            let inFlight = background { try target.get(self.path("zones/list"), token: self.token) }
+            Thread.sleep(forTimeInterval: 0.5)
             let signalled = Date()
             XCTAssertNoThrow(try target.stop(), "SIGTERM: exit 0")
             let seconds = Date().timeIntervalSince(signalled)
             XCTAssertLessThanOrEqual(seconds, TimeInterval(grace + 1), "ended within the grace plus one second")
-            print(String(format: "SIGTERM with PostgreSQL gone: exited after %.2f s", seconds))
+            print(String(format: "SIGTERM with PostgreSQL %@ and a request in flight: exited after %.2f s", stopDatabase ? "stopped" : "hung", seconds))
+            _ = inFlight.wait(timeout: 5)
         }
-        for request in inFlight { _ = request.wait(timeout: 5) }
         for figure in figures { print(figure) }
     }
 }
