@@ -90,22 +90,22 @@ package struct StoreTransactionRunner: Sendable {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
                 race.start(continuation)
-                let work = Task {
+                let giveUp: @Sendable (ServerError) -> Void = { error in race.giveUp(error, abandonment: abandonment) }
+                abandonment.setInterrupter(giveUp)
+                race.setWork(Task {
                     let result: Result<T, any Error>
                     do { result = .success(try await body(abandonment)) } catch { result = .failure(error) }
                     if !race.finish(result) {
                         // Abandoned earlier: its cleanups ran then; it has ended now.
                         StoreTransactionRunner.abandonedInFlight.subtract(1, ordering: .relaxed)
                     }
-                }
-                let giveUp: @Sendable () -> Void = {
-                    race.giveUp(StoreTransactionRunner.timedOut(unreachable), abandonment: abandonment, work: work)
-                }
-                abandonment.setInterrupter { error in race.giveUp(error, abandonment: abandonment, work: work) }
+                })
                 // An event loop's timer, not a sleeping task: one heap entry per transaction.
-                let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: deadline, giveUp)
+                let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: deadline) {
+                    giveUp(StoreTransactionRunner.timedOut(unreachable))
+                }
                 race.whenFinished { timer.cancel() }
-                race.setCancelHandler(giveUp)
+                race.setCancelHandler { giveUp(StoreTransactionRunner.timedOut(unreachable)) }
             }
         } onCancel: {
             race.cancel()
@@ -122,6 +122,8 @@ private final class Race<T: Sendable>: Sendable {
         var cancelRequested = false
         var cancelHandler: (@Sendable () -> Void)?
         var finishedHooks: [@Sendable () -> Void] = []
+        var work: Task<Void, Never>?
+        var abandoned = false
     }
 
     private let state = Mutex(State())
@@ -159,30 +161,44 @@ private final class Race<T: Sendable>: Sendable {
         if now { hook() }
     }
 
-    /// Answers with the transaction's own result; false when the caller was answered before.
-    func finish(_ result: Result<T, any Error>) -> Bool { answer(result) }
-
-    /// Answers `error` and abandons the transaction, unless the caller was answered before.
-    func giveUp(_ error: ServerError, abandonment: TransactionAbandonment, work: Task<Void, Never>) {
-        guard answer(.failure(error)) else { return }
-        StoreTransactionRunner.abandonedInFlight.add(1, ordering: .relaxed)
-        StoreTransactionRunner.abandonedTotal.add(1, ordering: .relaxed)
-        work.cancel()
-        abandonment.abandon()
+    /// The task running the transaction (cancelled at once if it was given up on already).
+    func setWork(_ work: Task<Void, Never>) {
+        let cancelNow = state.withLock { state -> Bool in
+            state.work = work
+            return state.abandoned
+        }
+        if cancelNow { work.cancel() }
     }
 
-    private func answer(_ result: Result<T, any Error>) -> Bool {
-        let taken = state.withLock { state -> (CheckedContinuation<T, any Error>, [@Sendable () -> Void])? in
+    /// Answers with the transaction's own result; false when the caller was answered before.
+    func finish(_ result: Result<T, any Error>) -> Bool {
+        guard let (continuation, hooks) = take(abandoning: false) else { return false }
+        continuation.resume(with: result)
+        for hook in hooks { hook() }
+        return true
+    }
+
+    /// Abandons the transaction and answers `error`, unless the caller was answered before. The
+    /// cleanups run first, so what they free (a pool's slot) is free when the caller goes on.
+    func giveUp(_ error: ServerError, abandonment: TransactionAbandonment) {
+        guard let (continuation, hooks) = take(abandoning: true) else { return }
+        StoreTransactionRunner.abandonedInFlight.add(1, ordering: .relaxed)
+        StoreTransactionRunner.abandonedTotal.add(1, ordering: .relaxed)
+        state.withLock { $0.work }?.cancel()
+        abandonment.abandon()
+        continuation.resume(throwing: error)
+        for hook in hooks { hook() }
+    }
+
+    private func take(abandoning: Bool) -> (CheckedContinuation<T, any Error>, [@Sendable () -> Void])? {
+        state.withLock { state -> (CheckedContinuation<T, any Error>, [@Sendable () -> Void])? in
             guard !state.answered, let continuation = state.continuation else { return nil }
             state.answered = true
+            state.abandoned = abandoning
             state.continuation = nil
             state.cancelHandler = nil
             defer { state.finishedHooks.removeAll() }
             return (continuation, state.finishedHooks)
         }
-        guard let (continuation, hooks) = taken else { return false }
-        continuation.resume(with: result)
-        for hook in hooks { hook() }
-        return true
     }
 }

@@ -1,0 +1,122 @@
+import Foundation
+import RecordModel
+import RecordStore
+import Synchronization
+import XCTest
+
+/// `StoreTransactionRunner`: the caller is answered by the transaction, or `TRY_AGAIN_LATER` at
+/// the deadline, at its own cancellation or at an interruption, and never waits for work that
+/// does not end; abandoned work gets its cleanups run.
+final class StoreTransactionRunnerTests: XCTestCase {
+    /// Work that ends only when the test lets it (or never, like a query on a dead connection).
+    final class Gate: Sendable {
+        private let stream: AsyncStream<Void>
+        private let continuation: AsyncStream<Void>.Continuation
+
+        init() { (stream, continuation) = AsyncStream.makeStream() }
+
+        func wait() async { for await _ in stream {} }
+        func open() { continuation.finish() }
+    }
+
+    final class Flag: Sendable {
+        private let value = Atomic<Int>(0)
+        func raise() { value.add(1, ordering: .relaxed) }
+        var count: Int { value.load(ordering: .relaxed) }
+    }
+
+    func assertTryAgainLater(_ body: () async throws -> Void, file: StaticString = #filePath, line: UInt = #line) async -> ServerError? {
+        do {
+            try await body()
+            XCTFail("expected TRY_AGAIN_LATER", file: file, line: line)
+        } catch let error as ServerError {
+            XCTAssertEqual(error.code, .tryAgainLater, file: file, line: line)
+            XCTAssertNotNil(error.retryAfter, file: file, line: line)
+            return error
+        } catch {
+            XCTFail("expected a ServerError, got \(error)", file: file, line: line)
+        }
+        return nil
+    }
+
+    func testTheTransactionsOwnResultIsReturnedAndNothingIsAbandoned() async throws {
+        let cleaned = Flag()
+        let value = try await StoreTransactionRunner(deadline: .seconds(60)).run { abandonment in
+            abandonment.onAbandon { cleaned.raise() }
+            return 42
+        }
+        XCTAssertEqual(value, 42)
+        XCTAssertEqual(cleaned.count, 0)
+    }
+
+    func testWorkThatNeverEndsIsAbandonedAtTheDeadlineAndItsCleanupRuns() async throws {
+        let gate = Gate()
+        let cleaned = Flag()
+        let abandonedBefore = StoreTransactionRunner.abandonedTotal.load(ordering: .relaxed)
+        let error = await assertTryAgainLater {
+            _ = try await StoreTransactionRunner(deadline: .milliseconds(50)).run(unreachable: "the test store did not answer") { abandonment in
+                abandonment.onAbandon { cleaned.raise() }
+                await gate.wait()  // does not honour cancellation
+                return 1
+            }
+        }
+        XCTAssertEqual(error?.reason.hasPrefix("the test store did not answer"), true)
+        XCTAssertEqual(cleaned.count, 1, "the abandoned work's cleanup ran")
+        XCTAssertGreaterThan(StoreTransactionRunner.abandonedTotal.load(ordering: .relaxed), abandonedBefore)
+        gate.open()
+    }
+
+    func testCancellingTheCallerAnswersAtOnceAndAbandonsTheWork() async throws {
+        let gate = Gate()
+        let cleaned = Flag()
+        let started = Gate()
+        let caller = Task {
+            try await StoreTransactionRunner(deadline: .seconds(3600)).run { abandonment in
+                abandonment.onAbandon { cleaned.raise() }
+                started.open()
+                await gate.wait()
+                return 1
+            }
+        }
+        await started.wait()
+        caller.cancel()
+        _ = await assertTryAgainLater { _ = try await caller.value }
+        XCTAssertEqual(cleaned.count, 1)
+        gate.open()
+    }
+
+    func testAnInterruptionAnswersItsErrorWithoutWaitingForTheWork() async throws {
+        let gate = Gate()
+        let cleaned = Flag()
+        let error = await assertTryAgainLater {
+            _ = try await StoreTransactionRunner(deadline: .seconds(3600)).run { abandonment in
+                abandonment.onAbandon { cleaned.raise() }
+                abandonment.interrupt(ServerError(.tryAgainLater, "the connection closed", retryAfter: 1))
+                await gate.wait()
+                return 1
+            }
+        }
+        XCTAssertEqual(error?.reason, "the connection closed")
+        XCTAssertEqual(cleaned.count, 1)
+        gate.open()
+    }
+
+    func testACleanupRegisteredAfterAbandonmentRunsAtOnce() async throws {
+        let gate = Gate()
+        let registeredLate = Flag()
+        let abandoned = Gate()
+        _ = await assertTryAgainLater {
+            _ = try await StoreTransactionRunner(deadline: .milliseconds(20)).run { abandonment in
+                abandonment.onAbandon { abandoned.open() }
+                await gate.wait()
+                // A resource taken after the runner gave up (a connection that opened late).
+                abandonment.onAbandon { registeredLate.raise() }
+                return 1
+            }
+        }
+        await abandoned.wait()
+        gate.open()
+        for _ in 0..<200 where registeredLate.count == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        XCTAssertEqual(registeredLate.count, 1)
+    }
+}
