@@ -60,7 +60,7 @@ extension AccountManager {
         var summary = SyncSummary()
         var serverZones: Set<String>
         do {
-            serverZones = Set(try await database.listZones().map(\.zoneName))
+            serverZones = Set(try await first.retryPolicy.waitingOutBusyServer(sleep: first.sleep) { try await database.listZones() }.map(\.zoneName))
         } catch {
             // Recorded as a failed sync of this book would be, for `status`.
             let failure = ZoneSynchronizer.syncError(error)
@@ -108,7 +108,9 @@ extension AccountManager {
         var summary = SyncSummary()
         let visible: Set<LocalBook>
         do {
-            visible = Set(try await database.listZones().map {
+            visible = Set(try await RetryPolicy().waitingOutBusyServer(sleep: { try await Task.sleep(for: .seconds($0)) }) {
+                try await database.listZones()
+            }.map {
                 LocalBook(scope: .shared, zoneName: $0.zoneName, ownerRecordName: $0.ownerRecordName ?? "")
             })
         } catch {

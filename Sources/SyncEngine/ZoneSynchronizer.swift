@@ -114,13 +114,13 @@ public final class ZoneSynchronizer: @unchecked Sendable {
 
     func ensureZone() async throws {
         guard try store.setting(SyncSettingKey.zoneReady) == nil else { return }
-        try await database.createZone(zoneID)
+        try await retryPolicy.waitingOutBusyServer(sleep: sleep) { try await database.createZone(zoneID) }
         try guarded { try store.setSetting(SyncSettingKey.zoneReady, "1") }
     }
 
     /// The zone is gone on the server: create it again and queue every local record.
     func recreateZone() async throws {
-        try await database.createZone(zoneID)
+        try await retryPolicy.waitingOutBusyServer(sleep: sleep) { try await database.createZone(zoneID) }
         try guarded {
             try store.resetForRecreatedZone(tokenKey: SyncSettingKey.syncToken, flagKey: SyncSettingKey.refetchInProgress)
             try store.setSetting(SyncSettingKey.zoneReady, "1")
