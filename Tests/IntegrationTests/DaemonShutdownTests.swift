@@ -19,6 +19,9 @@ final class DaemonShutdownTests: PushTestCase {
     }
 
     func testSIGTERMEndsWithinTheGraceWithLongPollsAStreamAndAHalfSentRequestOpen() throws {
+        let ready = try daemon.get("/ready", token: nil)
+        XCTAssertEqual(ready.status, 200, "the SQLite store answers: ready")
+        XCTAssertEqual(ready.body, ["status": "ok"])
         try createZone(zone)
         try subscribe(querySubscription("things", type: "Thing"))
         let courier = try createCourier()

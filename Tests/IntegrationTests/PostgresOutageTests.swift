@@ -10,13 +10,23 @@ import Glibc
 /// PostgreSQL stopped under a serving daemon: requests answer `503 TRY_AGAIN_LATER` with
 /// `retryAfter` (never hang), the daemon stays up, and it serves again once PostgreSQL is back.
 final class PostgresOutageTests: XCTestCase {
-    func testRequestsAnswerTryAgainLaterWhilePostgreSQLIsDownAndRecoverAfter() throws {
+    /// A cluster of the test's own (it is stopped and started), a daemon on it and a user's token.
+    func startOnDedicatedCluster() throws -> (PostgresTestCluster, DaemonProcess, String) {
         if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
         let cluster = try PostgresTestCluster.startDedicated()
+        do {
+            let daemon = try DaemonProcess.start(postgresURL: try cluster.createDatabase())
+            return (cluster, daemon, try daemon.createUser("alice"))
+        } catch {
+            cluster.stop()
+            throw error
+        }
+    }
+
+    func testRequestsAnswerTryAgainLaterWhilePostgreSQLIsDownAndRecoverAfter() throws {
+        let (cluster, daemon, token) = try startOnDedicatedCluster()
         defer { cluster.stop() }
-        let daemon = try DaemonProcess.start(postgresURL: try cluster.createDatabase())
         defer { daemon.kill() }
-        let token = try daemon.createUser("alice")
         let zones = "/database/1/iCloud.scorebook.tests/development/private/zones/list"
         XCTAssertEqual(try daemon.get(zones, token: token).status, 200)
 
@@ -43,12 +53,9 @@ final class PostgresOutageTests: XCTestCase {
     /// down (503 TRY_AGAIN_LATER, which the CLI waits out) completes once it is back, and the
     /// edit reaches the other machine; the daemon never stops.
     func testASyncRunningWhilePostgreSQLRestartsCompletesAndLosesNothing() throws {
-        if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
-        let cluster = try PostgresTestCluster.startDedicated()
+        let (cluster, daemon, token) = try startOnDedicatedCluster()
         defer { cluster.stop() }
-        let daemon = try DaemonProcess.start(postgresURL: try cluster.createDatabase())
         defer { daemon.kill() }
-        let token = try daemon.createUser("alice")
         let laptop = CLIMachine("laptop"), phone = CLIMachine("phone")
         try laptop.login(daemon, token: token)
         try phone.login(daemon, token: token)
@@ -208,6 +215,9 @@ final class PostgresOutageUnderLoadTests: PushTestCase {
         }
         XCTAssertEqual(found, names.count, "every acknowledged write survives")
         XCTAssertGreaterThan(names.count, 20)
+        let metrics = try daemon.request("GET", "/metrics").text
+        let refusedLine = metrics.split(separator: "\n").first { $0.hasPrefix("scorebookd_store_unavailable_total ") }
+        XCTAssertGreaterThan(Double(refusedLine?.split(separator: " ").last ?? "") ?? 0, 0, "store-unavailable answers are counted")
 
         // SIGTERM with a request in flight while PostgreSQL is hung (the first daemon), then while
         // it is stopped (the second): each exits 0 within its grace plus one second.
