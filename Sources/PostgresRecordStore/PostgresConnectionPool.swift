@@ -55,6 +55,11 @@ final class PostgresConnectionPool: Sendable {
                                      _ body: (PostgresConnection) async throws -> T) async throws -> T
     {
         let pooled = try await lease()
+        if abandonment?.isAbandoned == true {
+            // Given up while it waited: the connection never carried a query, so it stays.
+            release(pooled, reusable: true)
+            throw CancellationError()
+        }
         let connection = pooled.connection
         let lease = Lease(pool: self, pooled: pooled)
         pooled.holder.withLock { $0 = abandonment }
