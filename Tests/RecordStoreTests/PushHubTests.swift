@@ -39,6 +39,25 @@ final class PushHubTests: SubscriptionStoreTestCase {
         hub.close()
     }
 
+    /// A commit the hub was never told of (its store's commit listener was reconnecting), then
+    /// the announcement that commits may have been missed (the empty set): the waiter reads and
+    /// gets the notification instead of sleeping to its timeout.
+    func testAnAnnouncementOfMissedCommitsWakesEveryWaitingDatabase() throws {
+        let hub = PushHub(store: store.base)
+        defer { hub.close() }
+        try subscribe(querySubscription("things", type: "Thing"))
+        let waiting = Task { await hub.wait(databaseID: databaseID, after: cursor, knownGeneration: 0, timeout: .seconds(20)) }
+        let registered = Date().addingTimeInterval(5)
+        while hub.waiterCount < 1, Date() < registered { Thread.sleep(forTimeInterval: 0.01) }
+        XCTAssertEqual(hub.waiterCount, 1)
+
+        let thing = newName("Thing")
+        try create(ZoneID.defaultZoneName, thing, "Thing")  // committed without telling the hub
+        hub.commitLanded([])
+        let delivery = try blockingResult(of: waiting)
+        XCTAssertEqual(delivery.notifications.count, 1, "the missed commit's notification is delivered")
+    }
+
     /// Parked connections (event streams and long-polls) on two event loops: one commit is read
     /// once and encoded once per kind of answer, every stream on a loop gets the same bytes, a
     /// long-poll is answered once and forgotten, a stream stays registered for the next commit.
