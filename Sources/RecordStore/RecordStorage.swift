@@ -179,10 +179,12 @@ package final class SQLiteStorage: RecordStorage {
 
     func offload<T: Sendable>(write: Bool = false, _ body: @escaping @Sendable (SQLiteRecordStore) throws -> T) async throws -> T {
         let store = self.store
+        // The pool's threads are outside the task: the request's share-link base goes along.
+        let linkBase = ShareRules.requestLinkBase
         return try await (write ? writePool : readPool).runIfActive {
             SQLiteStorage.threadsInStore.add(1, ordering: .relaxed)
             defer { SQLiteStorage.threadsInStore.subtract(1, ordering: .relaxed) }
-            return try body(store)
+            return try ShareRules.$requestLinkBase.withValue(linkBase) { try body(store) }
         }
     }
 

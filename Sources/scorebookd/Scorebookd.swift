@@ -99,6 +99,9 @@ struct Serve: AsyncParsableCommand {
     var maxConnections = 4096
     @Option(name: .customLong("busy-timeout"), help: "Milliseconds a write waits for a lock another process holds on the store before answering TRY_AGAIN_LATER.")
     var busyTimeout = 10_000
+    @Option(name: .customLong("trusted-proxy"),
+            help: "An address or range (CIDR, IPv4 or IPv6) of a reverse proxy whose X-Forwarded-For, -Proto and -Host are believed; repeatable.")
+    var trustedProxies: [String] = []
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535") }
@@ -107,6 +110,9 @@ struct Serve: AsyncParsableCommand {
         guard (1...600_000).contains(busyTimeout) else { throw ValidationError("--busy-timeout must be 1-600000 milliseconds") }
         guard tombstoneRetention >= 1 else { throw ValidationError("--tombstone-retention must be at least 1 day") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
+        for proxy in trustedProxies where AddressRange(proxy) == nil {
+            throw ValidationError("--trusted-proxy '\(proxy)' is not an address or CIDR range (such as 127.0.0.1/32 or fd00::/8)")
+        }
     }
 
     func run() async throws {
@@ -154,6 +160,7 @@ struct Serve: AsyncParsableCommand {
         let api = RecordAPI(store: storage, requestsPerSecond: Double(rateLimit), logger: logger)
         var configuration = HTTPServerConfiguration(host: host, port: port)
         configuration.maximumConnections = maxConnections
+        configuration.trustedProxies = trustedProxies.compactMap(AddressRange.init)
         var server = HTTPServer(api: api, configuration: configuration, logger: logger)
         server.services = [
             TombstonePurger(store: storage, retentionDays: tombstoneRetention, logger: logger), PushHubCloser(hub: api.pushHub),
