@@ -22,7 +22,7 @@ extension XCTestCase {
 
 /// A store with everything a real one collects, made through the real binaries: alice's book
 /// shared with bob (accepted and synced), an avatar (an asset), a catalog entry (a public record)
-/// and a server-to-server key.
+/// and a server-to-server key (which acts as a user of its own, named `key-…`).
 struct PopulatedStore {
     let alice: CLIMachine
     let bob: CLIMachine
@@ -49,6 +49,7 @@ struct PopulatedStore {
         try alice.run("book", "share", "friday", "--with", "bob@example.com")
         try bob.run("book", "accept", "friday")
         try bob.sync()
+        try alice.run("game", "add", "Golf")
         try alice.run("catalog", "publish", "Golf", "--description", "Nine holes on paper")
         let key = scratch.appendingPathComponent("server-key.pem")
         let openssl = Process()
