@@ -80,6 +80,11 @@ final class PostgresDaemonTests: XCTestCase {
         try assertCheckPassesOnAPopulatedStore(try DaemonProcess.start(postgresURL: databaseURL))
     }
 
+    func testForwardedHeadersCountFromATrustedProxy() throws {
+        try assertForwardedHeadersCountFromATrustedProxy(try DaemonProcess.start(postgresURL: databaseURL,
+                                                                                 extraArguments: DaemonRequestLogTests.behindAProxy))
+    }
+
     func testUsersAreListedEditedAndDeletedAndTokensExpire() throws {
         let daemon = try DaemonProcess.start(postgresURL: databaseURL)
         let scratch = DaemonProcess.makeTemporaryDirectory(prefix: "user-admin-pg")
