@@ -4,10 +4,13 @@
 # Leaves the daemon running (its pid and data are under $DEMO_DIR) unless DEMO_STOP=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Only what the demo needs: the two programs, scorebookd on SQLite alone (no PostgreSQL driver to
+# compile). The test suite's packages and builds are scripts/test.sh's.
 scripts/install-deps.sh
-swift build -c release --product scorebookd
-swift build -c release --product scorebook
-BIN=$(swift build -c release --show-bin-path)
+command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
+swift build --product scorebookd --disable-default-traits
+swift build --product scorebook --disable-default-traits
+BIN=$(swift build --disable-default-traits --show-bin-path)
 DEMO_DIR=${DEMO_DIR:-$(mktemp -d /tmp/scorebook-demo.XXXXXX)}
 mkdir -p "$DEMO_DIR/data"
 

@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages the build and tests need (Swift itself is assumed at /opt/swift
-# or on PATH). Safe to run repeatedly.
+# Installs the Debian 12 packages the build needs (Swift itself is assumed at /opt/swift or on
+# PATH); with --tests also what only the test suite uses. Safe to run repeatedly.
+#   scripts/install-deps.sh           the demo: build and run scorebookd (SQLite) and scorebook
+#   scripts/install-deps.sh --tests   the whole test suite
 set -euo pipefail
+# libsqlite3-dev: both stores; libcurl4-openssl-dev: the scorebook CLI's HTTP client.
+packages=(libsqlite3-dev libcurl4-openssl-dev)
+if [ "${1:-}" = "--tests" ]; then
+    # postgresql: the PostgreSQL store tests start a throw-away cluster of their own (15 on Debian 12).
+    # openssl: the server-to-server key tests make keys and sign requests with it.
+    # chromium, chromium-driver: the console's browser tests drive headless Chromium over WebDriver.
+    # time: GNU time measures the CLI's peak memory (CLIPictureMemoryTests, scorebook-bench cli-memory).
+    # sqlite3, curl: the API conformance run and a few tests use the command-line tools.
+    packages+=(sqlite3 curl postgresql openssl chromium chromium-driver time)
+fi
 needed=()
-# postgresql: the PostgreSQL store tests start a throw-away cluster of their own (15 on Debian 12).
-# openssl: the server-to-server key tests make keys and sign requests with it.
-# chromium, chromium-driver: the console's browser tests drive headless Chromium over WebDriver.
-# time: GNU time measures the CLI's peak memory (CLIPictureMemoryTests, scorebook-bench cli-memory).
-for pkg in libsqlite3-dev libcurl4-openssl-dev sqlite3 curl postgresql openssl chromium chromium-driver time; do
+for pkg in "${packages[@]}"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || needed+=("$pkg")
 done
 if [ ${#needed[@]} -gt 0 ]; then

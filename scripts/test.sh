@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Debian packages the build and tests need (a no-op when present, as in CI after .ci/run).
-scripts/install-deps.sh
+scripts/install-deps.sh --tests
 command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
 swift build --build-tests
 swift test --skip-build

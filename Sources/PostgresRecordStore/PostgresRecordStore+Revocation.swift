@@ -10,11 +10,7 @@ extension PostgresRecordStore {
     /// A token that is not the user's is `NOT_FOUND`, so a revocation never silently misses.
     package func revokeTokens(userName: String, token: String?) async throws -> (user: User, revoked: Int) {
         let answer: RevokedTokens = try await write { connection in
-            guard let row = try await connection.query("SELECT id, name, record_name FROM users WHERE name = \(userName)", logger: self.logger)
-                .collect().first
-            else { throw ServerError(.notFound, "no user named '\(userName)'") }
-            let (id, name, recordName) = try row.decode((Int64, String, String).self)
-            let user = User(id: id, name: name, recordName: recordName)
+            let user = try await self.requireUser(named: userName, connection)
             let revoked: Int
             if let token {
                 let hash = TokenHash.hex(token)

@@ -24,6 +24,7 @@ package final class PostgresRecordStore: RecordStorage {
     private let state = Mutex(State())
     /// How long one request may take, connection wait included, before it answers `TRY_AGAIN_LATER`.
     let requestDeadline: Duration
+    let tokenUses = TokenUseRecorder()
 
     private struct State {
         var databaseIDs: [DatabaseScope: Int64] = [:]
@@ -190,106 +191,6 @@ package final class PostgresRecordStore: RecordStorage {
         pool.close()
         // Uploads in flight at shutdown leave their staged files here.
         try? FileManager.default.removeItem(atPath: PostgresRecordStore.stagingDirectoryPath)
-    }
-
-    // MARK: Users and credentials
-
-    package func createUser(name: String, email: String?) async throws -> (user: User, token: String) {
-        try CredentialRules.validateUserName(name)
-        let email = try email.map(ShareRules.normalizedEmail)
-        let now = clock()
-        let answer: UserAndToken = try await write { connection in
-            let recordName = "_" + RandomToken.hex(bytes: 16)
-            if let email, try await !connection.query("SELECT 1 FROM users WHERE email = \(email)", logger: self.logger).collect().isEmpty {
-                throw ServerError(.exists, "another user has the email \(email)")
-            }
-            let inserted = try await connection.query(
-                """
-                INSERT INTO users (name, record_name, created_at, email) VALUES (\(name), \(recordName), \(now), \(email))
-                ON CONFLICT (name) DO NOTHING RETURNING id
-                """,
-                logger: self.logger
-            ).collect()
-            guard let id = try inserted.first?.decode(Int64.self) else { throw ServerError(.exists, "user '\(name)' already exists") }
-            let user = User(id: id, name: name, recordName: recordName)
-            return UserAndToken(user: user, token: try await self.insertToken(for: user, connection, now: now))
-        }
-        return (answer.user, answer.token)
-    }
-
-    struct UserAndToken: Sendable {
-        var user: User
-        var token: String
-    }
-
-    package func issueToken(userName: String) async throws -> (user: User, token: String) {
-        let now = clock()
-        let answer: UserAndToken = try await write { connection in
-            guard let row = try await connection.query("SELECT id, name, record_name FROM users WHERE name = \(userName)", logger: self.logger)
-                .collect().first
-            else { throw ServerError(.notFound, "no user named '\(userName)'") }
-            let (id, name, recordName) = try row.decode((Int64, String, String).self)
-            let user = User(id: id, name: name, recordName: recordName)
-            return UserAndToken(user: user, token: try await self.insertToken(for: user, connection, now: now))
-        }
-        return (answer.user, answer.token)
-    }
-
-    private func insertToken(for user: User, _ connection: PostgresConnection, now: Int64) async throws -> String {
-        let token = RandomToken.hex(bytes: 32)
-        try await connection.query(
-            "INSERT INTO auth_tokens (token_hash, user_id, created_at) VALUES (\(TokenHash.hex(token)), \(user.id), \(now))",
-            logger: logger)
-        return token
-    }
-
-    package func listUsers() async throws -> [User] {
-        try await read { connection in
-            try await connection.query("SELECT id, name, record_name FROM users ORDER BY name", logger: self.logger).collect().map {
-                let (id, name, recordName) = try $0.decode((Int64, String, String).self)
-                return User(id: id, name: name, recordName: recordName)
-            }
-        }
-    }
-
-    package func createAPIToken() async throws -> String {
-        let token = RandomToken.hex(bytes: 32)
-        let now = clock()
-        try await write { connection in
-            try await connection.query("INSERT INTO api_tokens (token_hash, created_at) VALUES (\(TokenHash.hex(token)), \(now))",
-                                       logger: self.logger)
-            return ()
-        }
-        return token
-    }
-
-    /// Not cached: a token revoked through any daemon fails on every daemon at once.
-    package func authenticate(bearerToken: String) async throws -> User? {
-        guard CredentialRules.isPlausibleBearerToken(bearerToken) else { return nil }
-        let hash = TokenHash.hex(bearerToken)
-        return try await read { connection in
-            guard let row = try await connection.query(
-                """
-                SELECT u.id, u.name, u.record_name FROM auth_tokens t JOIN users u ON u.id = t.user_id
-                WHERE t.token_hash = \(hash) AND t.revoked = 0
-                """, logger: self.logger
-            ).collect().first else { return nil }
-            let (id, name, recordName) = try row.decode((Int64, String, String).self)
-            return User(id: id, name: name, recordName: recordName)
-        }
-    }
-
-    package func authenticate(apiToken: String, webAuthToken: String) async throws -> User? {
-        guard try await isValidAPIToken(apiToken) else { return nil }
-        return try await authenticate(bearerToken: webAuthToken)
-    }
-
-    package func isValidAPIToken(_ apiToken: String) async throws -> Bool {
-        guard CredentialRules.isWellFormedAPIToken(apiToken) else { return false }
-        let hash = TokenHash.hex(apiToken.lowercased())
-        return try await read { connection in
-            try await connection.query("SELECT 1 FROM api_tokens WHERE token_hash = \(hash)", logger: self.logger).collect().isEmpty == false
-        }
     }
 
     // MARK: Databases and zones
@@ -515,32 +416,6 @@ package final class PostgresRecordStore: RecordStorage {
         let cutoff = clock() - age
         return try await write { connection in
             try await connection.query("DELETE FROM notifications WHERE created_at < \(cutoff) RETURNING 1", logger: self.logger).collect().count
-        }
-    }
-
-    /// Checks the store's invariants; returns the problems found (empty when sound).
-    package func checkIntegrity() async throws -> [String] {
-        try await read { connection in
-            var problems: [String] = []
-            for row in try await connection.query(
-                """
-                SELECT r.zone_id, r.source, r.target FROM refs r
-                LEFT JOIN records t ON t.zone_id = r.zone_id AND t.name = r.target AND t.deleted = 0
-                WHERE t.name IS NULL LIMIT 20
-                """, logger: self.logger
-            ).collect() {
-                let (zone, source, target) = try row.decode((Int64, String, String).self)
-                problems.append("zone \(zone): '\(source)' references missing '\(target)'")
-            }
-            for row in try await connection.query(
-                "SELECT z.id, z.seq, MAX(r.seq) FROM zones z JOIN records r ON r.zone_id = z.id GROUP BY z.id HAVING MAX(r.seq) > z.seq",
-                logger: self.logger
-            ).collect() {
-                let (zone, seq, maximum) = try row.decode((Int64, Int64, Int64).self)
-                problems.append("zone \(zone): sequence \(seq) is behind its records (\(maximum))")
-            }
-            problems += try await self.assetProblems(connection)
-            return problems
         }
     }
 }

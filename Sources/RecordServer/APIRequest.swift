@@ -15,8 +15,10 @@ package struct APIRequest: Sendable {
     package var deviceID: String?
     /// The Host header, for absolute URLs in answers.
     package var host: String?
-    /// `X-Forwarded-Proto` from a TLS-terminating proxy: answers' absolute URLs use `https` when it says so.
+    /// `X-Forwarded-Proto` from a trusted TLS-terminating proxy: answers' absolute URLs use `https` when it says so.
     package var forwardedProto: String?
+    /// The client's address, for the request log (`RequestOrigin`).
+    package var clientAddress: String?
     /// `Accept`, to tell an event-stream request from a long-poll.
     package var accept: String?
     /// `Last-Event-ID`, where a reconnecting event stream resumes.

@@ -21,6 +21,8 @@ package struct HTTPServerConfiguration: Sendable {
     package var maximumConnections = 4096
     /// How long in-flight requests may finish after SIGTERM/SIGINT (`--shutdown-grace`).
     package var shutdownGraceSeconds = 10
+    /// Peers whose `X-Forwarded-*` headers are believed (`RequestOrigin`).
+    package var trustedProxies: [AddressRange] = []
 
     package init(host: String, port: Int) {
         self.host = host
@@ -34,6 +36,7 @@ struct APIResponder: HTTPResponder {
     typealias Context = ConnectionRequestContext
     let api: RecordAPI
     let maximumBodyBytes: Int
+    var trustedProxies: [AddressRange] = []
 
     func respond(to request: Request, context: Context) async throws -> Response {
         // Asset bytes are streamed, never collected.
@@ -53,8 +56,10 @@ struct APIResponder: HTTPResponder {
             method: method, path: request.uri.path, query: APIRequest.parseQuery(request.uri.query ?? ""),
             authorization: request.headers[.authorization], deviceID: request.headers[APIResponder.deviceIDHeader],
             body: Array(buffer: body))
-        apiRequest.host = request.head.authority
-        apiRequest.forwardedProto = request.headers[APIResponder.forwardedProtoHeader]?.lowercased()
+        let origin = RequestOrigin(peer: context.channel.remoteAddress?.ipAddress, headers: request.headers, trustedProxies: trustedProxies)
+        apiRequest.host = origin.host ?? request.head.authority
+        apiRequest.forwardedProto = origin.scheme
+        apiRequest.clientAddress = origin.clientAddress
         apiRequest.accept = request.headers[.accept]
         apiRequest.lastEventID = request.headers[APIResponder.lastEventIDHeader]
         apiRequest.serverKeyID = request.headers[APIResponder.serverKeyIDHeader]
@@ -69,7 +74,6 @@ struct APIResponder: HTTPResponder {
     static let serverKeyIDHeader = HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!
     static let signatureDateHeader = HTTPField.Name("X-Apple-CloudKit-Request-ISO8601Date")!
     static let signatureHeader = HTTPField.Name("X-Apple-CloudKit-Request-SignatureV1")!
-    static let forwardedProtoHeader = HTTPField.Name("X-Forwarded-Proto")!
 
     static func response(_ answer: APIResponse, channel: (any Channel)? = nil, api: RecordAPI? = nil) -> Response {
         if let parking = answer.parking, let channel, let api {
@@ -137,7 +141,7 @@ package struct HTTPServer {
 
     /// Runs until shut down; `onReady` receives the bound address once the socket is listening.
     package func run(onReady: @escaping @Sendable (_ host: String, _ port: Int) -> Void) async throws {
-        let responder = APIResponder(api: api, maximumBodyBytes: configuration.maximumBodyBytes)
+        let responder = APIResponder(api: api, maximumBodyBytes: configuration.maximumBodyBytes, trustedProxies: configuration.trustedProxies)
         let host = configuration.host
         let openConnections = ManagedAtomic(0)
         let maximumConnections = configuration.maximumConnections

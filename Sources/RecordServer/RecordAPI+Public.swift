@@ -39,7 +39,7 @@ extension RecordAPI {
     /// or an anonymous reader with a valid API token.
     func publicScope(_ request: APIRequest, route: Route, authenticatedWebAuthToken: inout String?) async throws -> DatabaseScope {
         if let signed = SignedRequest(request) {
-            let user = try await verifyServerKey(signed, request: request)
+            let user = RequestCaller.identified(try await verifyServerKey(signed, request: request))
             return .publicDatabase(caller: user, container: route.container, environment: route.environment, isServerKey: true)
         }
         if request.authorization != nil || request.query["ckWebAuthToken"] != nil {

@@ -60,7 +60,12 @@ package final class RecordAPI: Sendable {
         let started = ContinuousClock.now
         let requestID = UUID().uuidString.lowercased()
         var webAuthToken: String?
-        var response = await answer(request, requestID: requestID, authenticatedWebAuthToken: &webAuthToken)
+        let caller = RequestCaller()
+        var response = await RequestCaller.$current.withValue(caller) {
+            await ShareRules.$requestLinkBase.withValue(baseURL(request)) {
+                await answer(request, requestID: requestID, authenticatedWebAuthToken: &webAuthToken)
+            }
+        }
         // CloudKit answers a ckWebAuthToken request with the token to use next; ours do not rotate.
         if let webAuthToken { response.headers.append((RecordAPI.webAuthTokenHeader, webAuthToken)) }
         let elapsed = ContinuousClock.now - started
@@ -75,6 +80,7 @@ package final class RecordAPI: Sendable {
             let metadata: Logger.Metadata = [
                 "request": .string(requestID), "operation": .string(operation), "status": .stringConvertible(response.status),
                 "ms": .string(String(format: "%.2f", seconds * 1000)),
+                "user": .string(caller.userRecordName ?? "-"), "client": .string(request.clientAddress ?? "-"),
             ]
             logger.log(level: level, level == .error ? "request failed" : level == .info ? "request rejected" : "request", metadata: metadata)
         }
@@ -100,6 +106,7 @@ package final class RecordAPI: Sendable {
             if request.path == "/ready" { return await readinessResponse() }
             if request.path == "/metrics" { return try await metricsResponse() }
             if let console = Console.response(to: request) { return console }
+            if let page = SharePage.response(to: request) { return page }
             let route = try parseRoute(request.path)
             if route.database == "public", RecordAPI.publicDatabaseOperations.contains(route.operation) {
                 return try await answerPublic(request, route: route, authenticatedWebAuthToken: &authenticatedWebAuthToken)
@@ -213,13 +220,13 @@ package final class RecordAPI: Sendable {
             guard let user = try await self.store.authenticate(bearerToken: token) else {
                 throw ServerError(.authenticationFailed, "unknown or revoked token")
             }
-            return user
+            return RequestCaller.identified(user)
         }
         if let apiToken = request.query["ckAPIToken"], let webAuthToken = request.query["ckWebAuthToken"] {
             guard let user = try await self.store.authenticate(apiToken: apiToken, webAuthToken: webAuthToken) else {
                 throw ServerError(.authenticationFailed, "unknown or revoked ckAPIToken or ckWebAuthToken")
             }
-            return user
+            return RequestCaller.identified(user)
         }
         throw ServerError(.authenticationRequired, "send Authorization: Bearer TOKEN, or ckAPIToken and ckWebAuthToken")
     }

@@ -14,10 +14,18 @@ import Synchronization
 /// `ServerError`s unless the backend itself failed.
 package protocol RecordStorage: AnyObject, Sendable {
     // Users and credentials.
-    /// `email` is how sharing finds the user (`public/users/discover`, invitations by email).
-    func createUser(name: String, email: String?) async throws -> (user: User, token: String)
-    func issueToken(userName: String) async throws -> (user: User, token: String)
+    /// `email` is how sharing finds the user (`public/users/discover`, invitations by email);
+    /// `tokenExpiresAt` is when its first token stops working (nil: never).
+    func createUser(name: String, email: String?, tokenExpiresAt: Int64?) async throws -> (user: User, token: String)
+    func issueToken(userName: String, expiresAt: Int64?) async throws -> (user: User, token: String)
     func listUsers() async throws -> [User]
+    /// The administration of users (`scorebookd user …`): see `UserSummary`, `UserDeletion`.
+    func userSummaries() async throws -> [UserSummary]
+    func editUser(name: String, email: String) async throws -> UserSummary
+    func deleteUser(name: String) async throws -> UserDeletion
+    func revokeTokens(userName: String, token: String?) async throws -> (user: User, revoked: Int)
+    /// The store's invariants that do not hold (empty when sound), for `scorebookd check`.
+    func checkIntegrity() async throws -> [String]
     func createAPIToken() async throws -> String
     func authenticate(bearerToken: String) async throws -> User?
     func authenticate(apiToken: String, webAuthToken: String) async throws -> User?
@@ -124,6 +132,12 @@ package protocol RecordStorage: AnyObject, Sendable {
 extension RecordStorage {
     package func createUser(name: String) async throws -> (user: User, token: String) { try await createUser(name: name, email: nil) }
 
+    package func createUser(name: String, email: String?) async throws -> (user: User, token: String) {
+        try await createUser(name: name, email: email, tokenExpiresAt: nil)
+    }
+
+    package func issueToken(userName: String) async throws -> (user: User, token: String) { try await issueToken(userName: userName, expiresAt: nil) }
+
     package func modifyRecords<Answer: Sendable>(_ scope: DatabaseScope, zone: ZoneID, operations: OperationHandoff, atomic: Bool,
                                                 deviceID: String?, answer: @escaping @Sendable ([RecordOperationResult]) -> Answer) async throws -> Answer
     {
@@ -174,15 +188,17 @@ package final class SQLiteStorage: RecordStorage {
     /// Runs `body` on a pool thread under the request deadline (`StoreTransactionRunner`). Work
     /// still queued when the deadline passes never starts; work already running finishes on its
     /// thread (all or nothing, as every store transaction), its caller long answered.
-    private func offload<T: Sendable>(write: Bool = false, _ body: @escaping @Sendable (SQLiteRecordStore) throws -> T) async throws -> T {
+    func offload<T: Sendable>(write: Bool = false, _ body: @escaping @Sendable (SQLiteRecordStore) throws -> T) async throws -> T {
         let store = self.store
         let pool = write ? writePool : readPool
+        // The pool's threads are outside the task: the request's share-link base goes along.
+        let linkBase = ShareRules.requestLinkBase
         return try await runner.run { abandonment in
             try await pool.runIfActive {
                 if abandonment.isAbandoned { throw StoreTransactionRunner.timedOut("the store did not answer in time") }
                 SQLiteStorage.threadsInStore.add(1, ordering: .relaxed)
                 defer { SQLiteStorage.threadsInStore.subtract(1, ordering: .relaxed) }
-                return try body(store)
+                return try ShareRules.$requestLinkBase.withValue(linkBase) { try body(store) }
             }
         }
     }
@@ -190,8 +206,8 @@ package final class SQLiteStorage: RecordStorage {
     /// Whether the store answers a read.
     package func checkReady() async throws { try await offload { try $0.checkReadable() } }
 
-    package func createUser(name: String, email: String?) async throws -> (user: User, token: String) {
-        let answer = try await offload(write: true) { try $0.createUser(name: name, email: email) }
+    package func createUser(name: String, email: String?, tokenExpiresAt: Int64?) async throws -> (user: User, token: String) {
+        let answer = try await offload(write: true) { try $0.createUser(name: name, email: email, tokenExpiresAt: tokenExpiresAt) }
         return answer
     }
 
@@ -209,8 +225,8 @@ package final class SQLiteStorage: RecordStorage {
         try await offload { try $0.lookupSharedZone(scope, zone: zone) }
     }
 
-    package func issueToken(userName: String) async throws -> (user: User, token: String) {
-        let answer = try await offload(write: true) { try $0.issueToken(userName: userName) }
+    package func issueToken(userName: String, expiresAt: Int64?) async throws -> (user: User, token: String) {
+        let answer = try await offload(write: true) { try $0.issueToken(userName: userName, expiresAt: expiresAt) }
         return answer
     }
 

@@ -13,8 +13,60 @@ extension SQLiteRecordStore {
         _ = try database.readSync { connection in
             try connection.run("VACUUM INTO ?", [.text(path)])
         }
+        try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
         // The assets' files beside it (they never change, so linking them is a consistent copy).
         _ = try backupAssets(to: SQLiteRecordStore.backupAssetDirectory(forBackup: path))
+    }
+
+    /// Whether the store holds nothing a restore would overwrite: no user, API token or database.
+    package func isEmpty() throws -> Bool {
+        try database.readSync { connection in
+            try connection.scalarInt(
+                "SELECT (SELECT COUNT(*) FROM users) + (SELECT COUNT(*) FROM api_tokens) + (SELECT COUNT(*) FROM databases)") == 0
+        }
+    }
+
+    /// Restores the backup at `path` (`backup --to`, with its assets beside it) into `directory`,
+    /// which must hold no store or an empty one. The copy goes through SQLite's backup API, so a
+    /// file that is not a whole SQLite database is refused before anything is written; opening
+    /// the result migrates a backup made by an older version.
+    package static func restore(backup path: String, into directory: String) throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
+            FileManager.default.isReadableFile(atPath: path)
+        else { throw StoreOpenError("cannot read backup \(path)") }
+        let source: SQLiteConnection
+        do {
+            source = try SQLiteConnection(path: path, readOnly: true)
+            guard try source.first("SELECT value FROM meta WHERE key = 'store_id'", [], { $0.text(0) }) != nil else {
+                throw StoreOpenError("no store id")
+            }
+        } catch {
+            throw StoreOpenError("\(path) is not a scorebookd backup")
+        }
+        let file = (directory as NSString).appendingPathComponent(databaseFileName)
+        let assets = (directory as NSString).appendingPathComponent("assets")
+        if FileManager.default.fileExists(atPath: file) {
+            guard try SQLiteRecordStore(directory: directory).isEmpty() else {
+                throw StoreOpenError("\(directory) already holds a store with data; restore into an empty data directory")
+            }
+            for leftover in [file, file + "-wal", file + "-shm", assets] { try? FileManager.default.removeItem(atPath: leftover) }
+        } else if !FileManager.default.fileExists(atPath: directory) {
+            try createDataDirectory(directory)
+        }
+        try source.backup(to: file)
+        let backedUpAssets = backupAssetDirectory(forBackup: path)
+        if FileManager.default.fileExists(atPath: backedUpAssets) { try FileManager.default.copyItem(atPath: backedUpAssets, toPath: assets) }
+        _ = try SQLiteRecordStore(directory: directory)
+    }
+
+    /// Makes a data directory (and its parents) readable by its owner only: it holds every user's data.
+    static func createDataDirectory(_ directory: String) throws {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw StoreOpenError("cannot create data directory \(directory): \((error as NSError).localizedDescription)")
+        }
     }
 
     /// Checks the file and the store's invariants; returns the problems found (empty when sound).
@@ -47,29 +99,15 @@ extension SQLiteRecordStore {
                 try connection.query(
                     "SELECT COUNT(*) FROM records r LEFT JOIN zones z ON z.id = r.zone_id AND z.deleted = 0 WHERE z.id IS NULL"
                 ) { if $0.int64(0) > 0 { problems.append("\($0.int64(0)) records belong to no live zone") } }
-                // The query index holds live records only, and its counts match what it and the records hold.
-                try connection.query(
-                    """
-                    SELECT q.zone_id, q.record_name FROM query_index q LEFT JOIN records r
-                        ON r.zone_id = q.zone_id AND r.name = q.record_name AND r.type = q.record_type AND r.deleted = 0
-                    WHERE r.name IS NULL LIMIT 20
-                    """
-                ) { problems.append("zone \($0.int64(0)): query index holds '\($0.text(1))', which is not live") }
-                try connection.query(
-                    """
-                    SELECT r.zone_id, r.type, COUNT(*), COALESCE(c.entries, 0) FROM records r LEFT JOIN query_counts c
-                        ON c.zone_id = r.zone_id AND c.record_type = r.type AND c.field = ''
-                    WHERE r.deleted = 0 GROUP BY r.zone_id, r.type HAVING COUNT(*) != COALESCE(c.entries, 0) LIMIT 20
-                    """
-                ) { problems.append("zone \($0.int64(0)): \($0.int64(2)) live '\($0.text(1))' records, query counts say \($0.int64(3))") }
-                try connection.query(
-                    """
-                    SELECT q.zone_id, q.record_type, q.field, COUNT(*), COALESCE(c.entries, 0) FROM query_index q LEFT JOIN query_counts c
-                        ON c.zone_id = q.zone_id AND c.record_type = q.record_type AND c.field = q.field
-                    GROUP BY q.zone_id, q.record_type, q.field HAVING COUNT(*) != COALESCE(c.entries, 0) LIMIT 20
-                    """
-                ) {
-                    problems.append("zone \($0.int64(0)): \($0.int64(3)) query index entries for '\($0.text(1)).\($0.text(2))', counts say \($0.int64(4))")
+                try connection.query(IntegrityChecks.unindexedRecord) {
+                    problems.append(IntegrityChecks.unindexedRecordProblem(zone: $0.int64(0), name: $0.text(1)))
+                }
+                try connection.query(IntegrityChecks.miscountedType, [.text(ShareRules.recordType)]) {
+                    problems.append(IntegrityChecks.miscountedTypeProblem(zone: $0.int64(0), type: $0.text(1), live: $0.int64(2), counted: $0.int64(3)))
+                }
+                try connection.query(IntegrityChecks.miscountedField) {
+                    problems.append(IntegrityChecks.miscountedFieldProblem(zone: $0.int64(0), type: $0.text(1), field: $0.text(2),
+                                                                           entries: $0.int64(3), counted: $0.int64(4)))
                 }
                 problems += try assetProblems(connection)
                 return problems

@@ -19,6 +19,8 @@ final class SubscriptionCache: Sendable {
     func invalidate(_ databaseID: Int64) {
         byDatabase.withLock { $0[databaseID] = nil }
     }
+
+    func invalidateAll() { byDatabase.withLock { $0.removeAll() } }
 }
 
 extension SQLiteRecordStore {

@@ -14,9 +14,7 @@ extension SQLiteRecordStore {
     package func revokeTokens(userName: String, token: String?) throws -> (user: User, revoked: Int) {
         try database.writeSync { connection in
             try connection.transaction {
-                guard let user = try connection.first("SELECT id, name, record_name FROM users WHERE name = ?", [.text(userName)], {
-                    User(id: $0.int64(0), name: $0.text(1), recordName: $0.text(2))
-                }) else { throw ServerError(.notFound, "no user named '\(userName)'") }
+                let user = try requireUser(named: userName, connection)
                 let revoked: Int
                 if let token {
                     let hash = TokenHash.hex(token)
@@ -26,14 +24,19 @@ extension SQLiteRecordStore {
                 } else {
                     revoked = try connection.run("UPDATE auth_tokens SET revoked = 1 WHERE user_id = ? AND revoked = 0", [.int(user.id)])
                 }
-                try connection.run(
-                    """
-                    INSERT INTO meta (key, value) VALUES (?, '1')
-                    ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)
-                    """, [.text(Self.revocationCountKey)])
+                try countRevocation(connection)
                 return (user, revoked)
             }
         }
+    }
+
+    /// Bumps the revocation count, so a daemon serving the store drops the tokens it cached.
+    func countRevocation(_ connection: SQLiteConnection) throws {
+        try connection.run(
+            """
+            INSERT INTO meta (key, value) VALUES (?, '1')
+            ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)
+            """, [.text(Self.revocationCountKey)])
     }
 
     /// How many `revokeTokens` calls the store has seen (0 before the first).

@@ -26,6 +26,7 @@ package final class SQLiteRecordStore: Sendable {
 
     var onCommit: (@Sendable (_ databaseIDs: Set<Int64>) -> Void)? { caches.withLock { $0.onCommit } }
     let subscriptionCache = SubscriptionCache()
+    let tokenUses = TokenUseRecorder()
 
     /// How long a write waits for a lock held by another process (a `scorebookd user` command, a
     /// backup) before the request is answered `TRY_AGAIN_LATER`.
@@ -39,11 +40,7 @@ package final class SQLiteRecordStore: Sendable {
     {
         var isDirectory: ObjCBool = false
         if !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
-            do {
-                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            } catch {
-                throw StoreOpenError("cannot create data directory \(directory): \((error as NSError).localizedDescription)")
-            }
+            try SQLiteRecordStore.createDataDirectory(directory)
         } else if !isDirectory.boolValue {
             throw StoreOpenError("data directory \(directory) is not a directory")
         }
@@ -52,6 +49,10 @@ package final class SQLiteRecordStore: Sendable {
         }
         let path = (directory as NSString).appendingPathComponent(SQLiteRecordStore.databaseFileName)
         self.database = try SQLiteDatabase(path: path, synchronous: .full)
+        // Owner only (SQLite gives the WAL and shared-memory files the database's mode when it makes them).
+        for file in [path, path + "-wal", path + "-shm"] where FileManager.default.fileExists(atPath: file) {
+            try? FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file)
+        }
         self.productionSchema = schema
         self.clock = clock
         self.developmentSchemas = DevelopmentSchemaCache()
@@ -94,7 +95,8 @@ package final class SQLiteRecordStore: Sendable {
 
     // MARK: Users and credentials
 
-    package func createUser(name: String, email: String? = nil) throws -> (user: User, token: String) {
+    /// `tokenExpiresAt`: when the first token stops working (nil: never).
+    package func createUser(name: String, email: String? = nil, tokenExpiresAt: Int64? = nil) throws -> (user: User, token: String) {
         try CredentialRules.validateUserName(name)
         let email = try email.map(ShareRules.normalizedEmail)
         return try database.writeSync { connection in
@@ -109,26 +111,24 @@ package final class SQLiteRecordStore: Sendable {
                 try connection.run("INSERT INTO users (name, record_name, created_at, email) VALUES (?, ?, ?, ?)",
                                    [.text(name), .text(recordName), .int(clock()), email.map { .text($0) } ?? .null])
                 let user = User(id: connection.lastInsertRowID, name: name, recordName: recordName)
-                return (user, try insertToken(for: user, connection))
+                return (user, try insertToken(for: user, expiresAt: tokenExpiresAt, connection))
             }
         }
     }
 
-    package func issueToken(userName: String) throws -> (user: User, token: String) {
+    package func issueToken(userName: String, expiresAt: Int64? = nil) throws -> (user: User, token: String) {
         try database.writeSync { connection in
             try connection.transaction {
-                guard let user = try connection.first("SELECT id, name, record_name FROM users WHERE name = ?", [.text(userName)], {
-                    User(id: $0.int64(0), name: $0.text(1), recordName: $0.text(2))
-                }) else { throw ServerError(.notFound, "no user named '\(userName)'") }
-                return (user, try insertToken(for: user, connection))
+                let user = try requireUser(named: userName, connection)
+                return (user, try insertToken(for: user, expiresAt: expiresAt, connection))
             }
         }
     }
 
-    private func insertToken(for user: User, _ connection: SQLiteConnection) throws -> String {
+    private func insertToken(for user: User, expiresAt: Int64?, _ connection: SQLiteConnection) throws -> String {
         let token = RandomToken.hex(bytes: 32)
-        try connection.run("INSERT INTO auth_tokens (token_hash, user_id, created_at) VALUES (?, ?, ?)",
-                           [.text(TokenHash.hex(token)), .int(user.id), .int(clock())])
+        try connection.run("INSERT INTO auth_tokens (token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                           [.text(TokenHash.hex(token)), .int(user.id), .int(clock()), expiresAt.map { .int($0) } ?? .null])
         return token
     }
 
@@ -152,7 +152,8 @@ package final class SQLiteRecordStore: Sendable {
     /// Found tokens are cached briefly, so a request costs no hash and no token query; a token
     /// issued by `scorebookd user token` in another process is seen at once (misses are not
     /// cached), and one revoked by `scorebookd user revoke` is refused at once: every request
-    /// reads the store's revocation count, and a changed count empties the cache.
+    /// reads the store's revocation count, and a changed count empties the cache. A token is
+    /// cached no longer than it lives; an expired one is `AUTHENTICATION_FAILED` saying so.
     package func authenticate(bearerToken: String) throws -> User? {
         guard CredentialRules.isPlausibleBearerToken(bearerToken) else { return nil }
         let now = clock()
@@ -165,23 +166,36 @@ package final class SQLiteRecordStore: Sendable {
             guard let cached = caches.authCache[bearerToken], cached.expires > now else { return nil }
             return cached.user
         }
-        if let cached { return cached }
+        if let cached {
+            recordUse(of: bearerToken, now: now)
+            return cached
+        }
         let hash = TokenHash.hex(bearerToken)
-        let user = try database.readSync { connection in
+        let found = try database.readSync { connection in
             try connection.first(
                 """
-                SELECT u.id, u.name, u.record_name FROM auth_tokens t JOIN users u ON u.id = t.user_id
+                SELECT u.id, u.name, u.record_name, t.expires_at FROM auth_tokens t JOIN users u ON u.id = t.user_id
                 WHERE t.token_hash = ? AND t.revoked = 0
-                """, [.text(hash)]) { User(id: $0.int64(0), name: $0.text(1), recordName: $0.text(2)) }
+                """, [.text(hash)]) { (User(id: $0.int64(0), name: $0.text(1), recordName: $0.text(2)), $0.optionalInt64(3)) }
         }
-        if let user {
-            caches.withLock { caches in
-                if caches.authCache.count > 10_000 { caches.authCache.removeAll() }
-                // Read before the token was: a revocation since then shows as a changed count.
-                if caches.authCacheRevocations == revocations { caches.authCache[bearerToken] = (user, now + 30_000) }
-            }
+        guard let (user, expiresAt) = found else { return nil }
+        if TokenRules.isExpired(expiresAt, now: now) { throw TokenRules.expired() }
+        caches.withLock { caches in
+            if caches.authCache.count > 10_000 { caches.authCache.removeAll() }
+            // Read before the token was: a revocation since then shows as a changed count.
+            if caches.authCacheRevocations == revocations { caches.authCache[bearerToken] = (user, min(now + 30_000, expiresAt ?? .max)) }
         }
+        recordUse(of: bearerToken, now: now)
         return user
+    }
+
+    /// Writes the token's last use, at most once a minute (`TokenUseRecorder`); a store too busy
+    /// to take it now takes the next one.
+    private func recordUse(of bearerToken: String, now: Int64) {
+        guard tokenUses.shouldRecord(tokenHash: bearerToken, now: now) else { return }
+        _ = try? database.writeSync { connection in
+            try connection.run("UPDATE auth_tokens SET last_used_at = ? WHERE token_hash = ?", [.int(now), .text(TokenHash.hex(bearerToken))])
+        }
     }
 
     package func authenticate(apiToken: String, webAuthToken: String) throws -> User? {

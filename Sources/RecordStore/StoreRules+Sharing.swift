@@ -136,7 +136,11 @@ package enum ShareRules {
 
     package static func setLinkBase(_ base: String) { linkBase.withLock { $0 = base } }
 
-    package static func url(_ shortGUID: String) -> String { linkBase.withLock { $0 } + "/share/" + shortGUID }
+    /// The base as the current request's client reached the daemon (a trusted proxy's scheme and
+    /// host included); the listening address when unset.
+    @TaskLocal package static var requestLinkBase: String?
+
+    package static func url(_ shortGUID: String) -> String { (requestLinkBase ?? linkBase.withLock { $0 }) + "/share/" + shortGUID }
 
     package static func newShortGUID() -> String { RandomToken.hex(bytes: 16) }
     package static func newParticipantID() -> String { RandomToken.hex(bytes: 8) }

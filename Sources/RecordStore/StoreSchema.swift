@@ -153,6 +153,12 @@ package struct StoreMigration: Sendable {
                 """,
                 "INSERT INTO query_fields (zone_id, record_type, field) SELECT zone_id, record_type, field FROM query_counts WHERE field != ''",
             ]),
+        // Tokens that expire (`user token --expires-in DAYS`) and when each was last used (written
+        // at most once a minute per token, `TokenUseRecorder`), for `user list`.
+        StoreMigration(
+            version: 7,
+            sqlite: ["ALTER TABLE auth_tokens ADD COLUMN expires_at INTEGER", "ALTER TABLE auth_tokens ADD COLUMN last_used_at INTEGER"],
+            postgres: ["ALTER TABLE auth_tokens ADD COLUMN expires_at BIGINT", "ALTER TABLE auth_tokens ADD COLUMN last_used_at BIGINT"]),
     ]
 
     package static var latestVersion: Int { all.last!.version }

@@ -7,7 +7,7 @@ struct KeyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "key", abstract: "Manage server-to-server keys (signed requests to the public database).", subcommands: [Add.self])
 
-    struct Add: ParsableCommand {
+    struct Add: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Register a P-256 public key (PEM) and print its key id.",
             discussion: "Make a key with `openssl ecparam -name prime256v1 -genkey -noout -out key.pem`; its public half is read "
@@ -24,11 +24,9 @@ struct KeyCommand: ParsableCommand {
             return String(decoding: contents, as: UTF8.self)
         }
 
-        func run() throws {
-            let pem = try readPEM()
-            let store = try data.openExistingStore()
-            defer { store.close() }
-            printJSON(["keyID": .string(try wrap { try store.addServerKey(pem: pem, name: name) })])
+        func run() async throws {
+            let (pem, name) = (try readPEM(), name)
+            printJSON(["keyID": .string(try await data.withExistingStore { try await $0.addServerKey(pem: pem, name: name) })])
         }
     }
 }

@@ -18,16 +18,14 @@ struct Scorebookd: AsyncParsableCommand {
         commandName: "scorebookd",
         abstract: "A CloudKit Web Services-style record store with change feeds and push.",
         version: "scorebookd \(ProductVersion.current)",
-        subcommands: [Serve.self, UserCommand.self, APITokenCommand.self, KeyCommand.self, Backup.self, Check.self, Migrate.self])
+        subcommands: [Serve.self, UserCommand.self, APITokenCommand.self, KeyCommand.self, Backup.self, Check.self, Restore.self, Migrate.self])
 
     /// Parses and runs, reporting any failure as one line on standard error.
     static func main() async {
+        // Everything the daemon writes (the store, its WAL, assets, backups) is its owner's alone.
+        umask(0o077)
         do {
             var command = try parseAsRoot()
-            #if PostgreSQL
-            // `--database` (or SCOREBOOK_DATABASE_URL): the administrative commands on PostgreSQL.
-            if try await PostgresAdministration.runIfPostgres(command) { return }
-            #endif
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -51,65 +49,27 @@ struct CommandFailure: Error {
     var message: String
 }
 
-struct DataDirectoryOption: ParsableArguments {
-    @Option(name: .customLong("data-dir"), help: "The directory holding the embedded SQLite store.")
-    var dataDirectory: String = ""
-    @Option(name: .customLong("database"), help: "A PostgreSQL store: postgres://USER:PASSWORD@HOST:PORT/DATABASE (also env SCOREBOOK_DATABASE_URL).")
-    var databaseURL: String?
-
-    /// The PostgreSQL store's URL when the command runs on PostgreSQL: `--database`, else
-    /// SCOREBOOK_DATABASE_URL unless `--data-dir` is given.
-    var postgresURL: String? {
-        if let databaseURL { return databaseURL }
-        guard dataDirectory.isEmpty else { return nil }
-        let fromEnvironment = ProcessInfo.processInfo.environment["SCOREBOOK_DATABASE_URL"] ?? ""
-        return fromEnvironment.isEmpty ? nil : fromEnvironment
-    }
-
-    func validate() throws {
-        #if !PostgreSQL
-        if postgresURL != nil { throw ValidationError(postgreSQLNotBuilt) }
-        #endif
-        if databaseURL != nil && !dataDirectory.isEmpty { throw ValidationError("give --data-dir or --database, not both") }
-        if dataDirectory.isEmpty && postgresURL == nil { throw ValidationError("give --data-dir DIR or --database URL") }
-    }
-
-    /// The store's database file in the directory.
-    var storeFile: String { (dataDirectory as NSString).appendingPathComponent(SQLiteRecordStore.databaseFileName) }
-
-    /// Opens the store of a data directory that already holds one. Every command but `serve`
-    /// uses this (CONTRACT §2): a mistyped path is refused, never made into an empty store that
-    /// a backup, a check or a new user would then "succeed" on.
-    func openExistingStore() throws -> SQLiteRecordStore {
-        try requireExistingStore()
-        return try openStore()
-    }
-
-    /// Fails with one line naming the directory unless it holds a store.
-    func requireExistingStore() throws {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: storeFile, isDirectory: &isDirectory), !isDirectory.boolValue else {
-            throw CommandFailure(message: "no store in \(dataDirectory): 'scorebookd serve --data-dir \(dataDirectory)' creates one")
-        }
-    }
-
-    /// Opens the store, creating the directory and the store when missing (for `serve`).
-    func openStore(schema: Schema = BuiltinSchema.scorebook) throws -> SQLiteRecordStore {
-        guard !dataDirectory.isEmpty else { throw CommandFailure(message: "this command needs --data-dir DIR (it does not run on PostgreSQL yet)") }
-        do {
-            return try SQLiteRecordStore(directory: dataDirectory, schema: schema)
-        } catch let error as StoreOpenError {
-            throw CommandFailure(message: error.description)
-        } catch {
-            throw CommandFailure(message: "cannot open the store in \(dataDirectory): \(error)")
-        }
-    }
-}
-
 /// Prints one JSON object on one line with its keys in the order given, so the same answer
 /// always reads the same (`{"userRecordName":…,"name":…,"token":…}` as CONTRACT §2 shows it).
 func printJSON(_ members: KeyValuePairs<String, JSONValue>) {
-    var out: [UInt8] = [UInt8(ascii: "{")]
+    var out: [UInt8] = []
+    appendOrderedObject(members, to: &out)
+    print(String(decoding: out, as: UTF8.self))
+}
+
+/// Prints a JSON array of objects, each with its keys in the order given, on one line.
+func printJSONArray(_ objects: [KeyValuePairs<String, JSONValue>]) {
+    var out: [UInt8] = [UInt8(ascii: "[")]
+    for (index, members) in objects.enumerated() {
+        if index > 0 { out.append(UInt8(ascii: ",")) }
+        appendOrderedObject(members, to: &out)
+    }
+    out.append(UInt8(ascii: "]"))
+    print(String(decoding: out, as: UTF8.self))
+}
+
+func appendOrderedObject(_ members: KeyValuePairs<String, JSONValue>, to out: inout [UInt8]) {
+    out.append(UInt8(ascii: "{"))
     for (index, member) in members.enumerated() {
         if index > 0 { out.append(UInt8(ascii: ",")) }
         JSONValue.appendString(member.key, to: &out)
@@ -117,7 +77,6 @@ func printJSON(_ members: KeyValuePairs<String, JSONValue>) {
         member.value.serialize(into: &out)
     }
     out.append(UInt8(ascii: "}"))
-    print(String(decoding: out, as: UTF8.self))
 }
 
 struct Serve: AsyncParsableCommand {
@@ -142,6 +101,9 @@ struct Serve: AsyncParsableCommand {
     var busyTimeout = 10_000
     @Option(name: .customLong("shutdown-grace"), help: "Seconds in-flight requests may finish after SIGTERM or SIGINT; the daemon exits within this plus one second.")
     var shutdownGrace = 10
+    @Option(name: .customLong("trusted-proxy"),
+            help: "An address or range (CIDR, IPv4 or IPv6) of a reverse proxy whose X-Forwarded-For, -Proto and -Host are believed; repeatable.")
+    var trustedProxies: [String] = []
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535") }
@@ -151,6 +113,9 @@ struct Serve: AsyncParsableCommand {
         guard (0...3600).contains(shutdownGrace) else { throw ValidationError("--shutdown-grace must be 0-3600 seconds") }
         guard tombstoneRetention >= 1 else { throw ValidationError("--tombstone-retention must be at least 1 day") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
+        for proxy in trustedProxies where AddressRange(proxy) == nil {
+            throw ValidationError("--trusted-proxy '\(proxy)' is not an address or CIDR range (such as 127.0.0.1/32 or fd00::/8)")
+        }
     }
 
     func run() async throws {
@@ -202,6 +167,7 @@ struct Serve: AsyncParsableCommand {
         // Whatever the store is doing (PostgreSQL gone or hung, a request half-sent), the process
         // ends within the grace plus one second of the signal.
         ShutdownWatchdog.arm(graceSeconds: shutdownGrace, logger: logger)
+        configuration.trustedProxies = trustedProxies.compactMap(AddressRange.init)
         var server = HTTPServer(api: api, configuration: configuration, logger: logger)
         server.services = [
             TombstonePurger(store: storage, retentionDays: tombstoneRetention, logger: logger), PushHubCloser(hub: api.pushHub),
@@ -255,133 +221,6 @@ struct Serve: AsyncParsableCommand {
         let text = "\(error)"
         if text.contains("Address already in use") || text.contains("EADDRINUSE") { return "address already in use" }
         return text.split(separator: "\n").first.map(String.init) ?? text
-    }
-}
-
-struct UserCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "user", abstract: "Manage users.", subcommands: [Create.self, Token.self, Revoke.self, List.self])
-
-    struct Create: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Create a user and print its first token.")
-        @Argument(help: "The user's name.") var name: String
-        @Option(help: "The user's email address: how others share scorebooks with it.") var email: String?
-        @OptionGroup var data: DataDirectoryOption
-
-        func run() throws {
-            let store = try data.openExistingStore()
-            defer { store.close() }
-            let (user, token) = try wrap { try store.createUser(name: name, email: email) }
-            printJSON(["userRecordName": .string(user.recordName), "name": .string(user.name), "token": .string(token)])
-        }
-    }
-
-    struct Token: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print a new token for an existing user.")
-        @Argument(help: "The user's name.") var name: String
-        @OptionGroup var data: DataDirectoryOption
-
-        func run() throws {
-            let store = try data.openExistingStore()
-            defer { store.close() }
-            let (user, token) = try wrap { try store.issueToken(userName: name) }
-            printJSON(["userRecordName": .string(user.recordName), "name": .string(user.name), "token": .string(token)])
-        }
-    }
-
-    struct Revoke: ParsableCommand {
-        static let configuration = CommandConfiguration(
-            abstract: "Revoke one token of a user (--token), or every token of the user.",
-            discussion: "A revoked token is refused (401 AUTHENTICATION_FAILED) from the next request on, also by a daemon serving the store now.")
-        @Argument(help: "The user's name.") var name: String
-        @Option(help: "The token to revoke; without it, every token of the user.") var token: String?
-        @OptionGroup var data: DataDirectoryOption
-
-        func run() throws {
-            let store = try data.openExistingStore()
-            defer { store.close() }
-            let (user, revoked) = try wrap { try store.revokeTokens(userName: name, token: token) }
-            printJSON(["userRecordName": .string(user.recordName), "name": .string(user.name), "revoked": .int(Int64(revoked))])
-        }
-    }
-
-    struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List users, one JSON object per line.")
-        @OptionGroup var data: DataDirectoryOption
-
-        func run() throws {
-            let store = try data.openExistingStore()
-            defer { store.close() }
-            for user in try wrap({ try store.listUsers() }) {
-                printJSON(["userRecordName": .string(user.recordName), "name": .string(user.name)])
-            }
-        }
-    }
-}
-
-struct APITokenCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "apitoken", abstract: "Manage API tokens (ckAPIToken).", subcommands: [Create.self])
-
-    struct Create: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Create an API token and print it.")
-        @OptionGroup var data: DataDirectoryOption
-
-        func run() throws {
-            let store = try data.openExistingStore()
-            defer { store.close() }
-            printJSON(["apiToken": .string(try wrap { try store.createAPIToken() })])
-        }
-    }
-}
-
-/// Store errors become plain one-line failures.
-func wrap<T>(_ body: () throws -> T) throws -> T {
-    do {
-        return try body()
-    } catch let error as ServerError {
-        throw CommandFailure(message: error.reason)
-    } catch let error as CommandFailure {
-        throw error
-    } catch let error as StoreOpenError {
-        throw CommandFailure(message: error.description)
-    } catch {
-        throw CommandFailure(message: "\(error)")
-    }
-}
-
-struct Backup: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Write a consistent copy of the store, also while it serves.")
-    @OptionGroup var data: DataDirectoryOption
-    @Option(name: .customLong("to"), help: "The file to write (must not exist).") var destination: String
-
-    func run() throws {
-        let store = try data.openExistingStore()
-        defer { store.close() }
-        try wrap { try store.backup(to: destination) }
-        printJSON(["backup": .string(destination)])
-    }
-}
-
-struct Check: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Verify a data directory's integrity; exit 1 if anything is wrong.")
-    @OptionGroup var data: DataDirectoryOption
-
-    /// A store that cannot be opened or read is a problem to report like any other, in the
-    /// same JSON, not an SQL error.
-    func run() throws {
-        try data.requireExistingStore()
-        var problems: [String]
-        do {
-            let store = try data.openStore()
-            defer { store.close() }
-            problems = try store.checkIntegrity()
-        } catch {
-            let reason = (error as? CommandFailure)?.message ?? "\(error)"
-            problems = ["the store cannot be read: " + (reason.split(separator: "\n").first.map(String.init) ?? reason)]
-        }
-        printJSON(["ok": .bool(problems.isEmpty), "problems": .array(problems.map { .string($0) })])
-        if !problems.isEmpty { throw ExitCode(1) }
     }
 }
 

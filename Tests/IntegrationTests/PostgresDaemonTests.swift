@@ -51,10 +51,10 @@ final class PostgresDaemonTests: XCTestCase {
         let daemon = try DaemonProcess.start(postgresURL: databaseURL)
         defer { XCTAssertNoThrow(try daemon.stop()) }
         let alice = try daemon.createUserInfo("alice")
-        let listed = try DaemonProcess.run("scorebookd", ["user", "list", "--database", databaseURL])
+        let listed = try DaemonProcess.run("scorebookd", ["user", "list", "--json", "--database", databaseURL])
         XCTAssertEqual(listed.status, 0, listed.stderr)
         XCTAssertEqual(try JSONValue.parse(listed.stdout.trimmingCharacters(in: .whitespacesAndNewlines)),
-                       ["userRecordName": .string(alice.userRecordName), "name": "alice"])
+                       [["userRecordName": .string(alice.userRecordName), "name": "alice", "email": nil, "liveTokens": 1, "lastUsed": nil]])
         // A second token made by the command authenticates at once on the serving daemon.
         let second = try DaemonProcess.run("scorebookd", ["user", "token", "alice", "--database", databaseURL])
         XCTAssertEqual(second.status, 0, second.stderr)
@@ -74,6 +74,27 @@ final class PostgresDaemonTests: XCTestCase {
         XCTAssertEqual(try JSONValue.parse(revoked.stdout.trimmingCharacters(in: .whitespacesAndNewlines))["revoked"], 1)
         XCTAssertEqual(try daemon.post("/database/1/iCloud.scorebook.tests/development/private/zones/list", token: token, json: "{}").status, 401)
         XCTAssertEqual(try daemon.post("/database/1/iCloud.scorebook.tests/development/private/zones/list", token: alice.token, json: "{}").status, 200)
+    }
+
+    func testCheckPassesOnAStoreWithSharesAssetsPublicRecordsAndServerKeys() throws {
+        try assertCheckPassesOnAPopulatedStore(try DaemonProcess.start(postgresURL: databaseURL))
+    }
+
+    func testForwardedHeadersCountFromATrustedProxy() throws {
+        try assertForwardedHeadersCountFromATrustedProxy(try DaemonProcess.start(postgresURL: databaseURL,
+                                                                                 extraArguments: DaemonRequestLogTests.behindAProxy))
+    }
+
+    func testUsersAreListedEditedAndDeletedAndTokensExpire() throws {
+        let daemon = try DaemonProcess.start(postgresURL: databaseURL)
+        let scratch = DaemonProcess.makeTemporaryDirectory(prefix: "user-admin-pg")
+        defer { try? FileManager.default.removeItem(at: scratch) }
+        let database = String(databaseURL.split(separator: "/").last ?? "")
+        try assertUserAdministration(daemon, scratch: scratch) { token in
+            try PostgresTestCluster.shared().psql("UPDATE auth_tokens SET expires_at = 1000 WHERE token_hash = '\(SHA256Hasher.hex(SHA256Hasher.digest(Array(token.utf8))))'",
+                                                  database: database)
+        }
+        try daemon.stop()
     }
 
     func testCommandsOtherThanServeRefuseADatabaseWithoutAStore() throws {

@@ -1,0 +1,37 @@
+/// The pages a browser gets outside the API: `GET /` sends it to the console, and a share link
+/// (`/share/{shortGUID}`) opened in a browser explains how to accept the invitation. The page is
+/// the same for every link, real or not, so it tells a finder of a leaked link nothing; API
+/// clients (no `text/html` in `Accept`) get the API's JSON answer as before.
+enum SharePage {
+    static let sharePrefix = "/share/"
+
+    static func response(to request: APIRequest) -> APIResponse? {
+        guard request.method == .get else { return nil }
+        if request.path == "/" {
+            var response = APIResponse(status: 302, text: "", contentType: "text/plain; charset=utf-8")
+            response.headers = [("Location", "/console")]
+            return response
+        }
+        guard request.path.hasPrefix(sharePrefix), request.path.count > sharePrefix.count,
+            request.accept?.lowercased().contains("text/html") == true
+        else { return nil }
+        var response = APIResponse(status: 200, text: page, contentType: "text/html; charset=utf-8")
+        response.headers = Console.securityHeaders + [("Cache-Control", "no-store")]
+        return response
+    }
+
+    static let page = """
+        <!DOCTYPE html>
+        <html lang="en">
+        <head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>A scorebook invitation</title></head>
+        <body>
+        <h1>You were invited to a scorebook</h1>
+        <p>If this link was sent to you, accept the invitation with the scorebook command line:</p>
+        <pre>scorebook book accept URL</pre>
+        <p>where URL is this page's address, or sign in to the <a href="/console">console</a> of this server.</p>
+        <p>Only the person the scorebook was shared with can open it.</p>
+        </body>
+        </html>
+
+        """
+}
