@@ -92,7 +92,8 @@ let package = Package(
             name: "scorebook",
             dependencies: ["Scorebook", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: settings),
-        // The bench: not a product (nobody installs it), built by name with
+        // The bench: no declared product, so nothing outside this package can depend on it; SwiftPM
+        // still builds it with the package (an executable of the root package), or alone with
         // `swift build -c release --product scorebook-bench` (BENCHMARKS.md).
         .executableTarget(
             name: "scorebook-bench",

@@ -6,8 +6,9 @@ needed=()
 # postgresql: the PostgreSQL store tests start a throw-away cluster of their own (15 on Debian 12).
 # openssl: the server-to-server key tests make keys and sign requests with it.
 # chromium, chromium-driver: the console's browser tests drive headless Chromium over WebDriver.
+# nodejs: the console's scoreboard arithmetic has unit tests run by node (Tests/ConsoleScripts).
 # time: GNU time measures the CLI's peak memory (CLIPictureMemoryTests, scorebook-bench cli-memory).
-for pkg in libsqlite3-dev libcurl4-openssl-dev sqlite3 curl postgresql openssl chromium chromium-driver time; do
+for pkg in libsqlite3-dev libcurl4-openssl-dev sqlite3 curl postgresql openssl chromium chromium-driver nodejs time; do
     dpkg -s "$pkg" >/dev/null 2>&1 || needed+=("$pkg")
 done
 if [ ${#needed[@]} -gt 0 ]; then
