@@ -1,49 +1,25 @@
 import Foundation
+import RecordModel
 import XCTest
 
 /// The console the daemon serves is the repository's files (Sources/RecordServer/Console), byte
 /// for byte: the page with its two URLs filled in, the style sheet, and one script made of
 /// scoreboard.js then console.js. Each URL's version is its file's digest, and each answer
 /// carries the console's Content-Security-Policy.
-final class ConsoleFilesTests: XCTestCase {
-    var daemon: DaemonProcess!
-
-    override func setUpWithError() throws {
-        daemon = try DaemonProcess.start()
-    }
-
-    override func tearDownWithError() throws {
-        try daemon?.stop()
-        daemon = nil
-    }
-
+final class ConsoleFilesTests: DaemonTestCase {
     static let folder = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Sources/RecordServer/Console")
 
     func file(_ name: String) throws -> [UInt8] { [UInt8](try Data(contentsOf: Self.folder.appendingPathComponent(name))) }
 
-    /// The first 16 hex digits of the SHA-256 of `bytes` (sha256sum's, so the test does not share the daemon's code).
-    func digest(_ bytes: [UInt8]) throws -> String {
-        let input = FileManager.default.temporaryDirectory.appendingPathComponent("console-digest-\(UUID().uuidString)")
-        try Data(bytes).write(to: input)
-        defer { try? FileManager.default.removeItem(at: input) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
-        process.arguments = [input.path]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        XCTAssertEqual(process.terminationStatus, 0)
-        return String(text.prefix(16))
-    }
+    /// A file's version in its URL: the first 16 hex digits of its SHA-256.
+    func version(_ bytes: [UInt8]) -> String { String(SHA256Hasher.hex(SHA256Hasher.digest(bytes)).prefix(16)) }
 
     func testServedFilesAreTheRepositorysFilesWithTheirPolicy() throws {
         let script = try file("scoreboard.js") + file("console.js")
         let style = try file("console.css")
-        let scriptURL = "/console/console.js?v=\(try digest(script))"
-        let styleURL = "/console/console.css?v=\(try digest(style))"
+        let scriptURL = "/console/console.js?v=\(version(script))"
+        let styleURL = "/console/console.css?v=\(version(style))"
         let page = String(decoding: try file("index.html"), as: UTF8.self)
         XCTAssertTrue(page.contains("{{SCRIPT}}") && page.contains("{{STYLE}}"), "the page names both files by placeholder")
         let expectedPage = Array(page.replacingOccurrences(of: "{{SCRIPT}}", with: scriptURL)
