@@ -7,11 +7,12 @@ let settings: [SwiftSetting] = [.swiftLanguageMode(.v5)]
 
 let package = Package(
     name: "scorebook-sync",
-    platforms: [.macOS(.v14)],
+    // Linux only (no `platforms:`): the code calls Linux interfaces (inotify, sched_getcpu, Glibc)
+    // and is built and tested on Debian alone; nothing here can build or test it on macOS, so the
+    // package does not claim it.
     products: [
         .executable(name: "scorebookd", targets: ["scorebookd"]),
         .executable(name: "scorebook", targets: ["scorebook"]),
-        .executable(name: "scorebook-bench", targets: ["scorebook-bench"]),
     ],
     // `PostgreSQL` (on by default) builds the daemon's PostgreSQL backend and postgres-nio; an
     // SQLite-only daemon is `swift build --product scorebookd --disable-default-traits`.
@@ -68,6 +69,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Atomics", package: "swift-atomics"),
             ],
+            // The console's files, compiled into the daemon as bytes (`PackageResources`): one
+            // binary, no resource bundle to find at run time.
+            resources: [
+                .embedInCode("Console/index.html"), .embedInCode("Console/console.css"),
+                .embedInCode("Console/scoreboard.js"), .embedInCode("Console/console.js"),
+            ],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         // libcurl's header only: CCurl loads the library with dlopen for HTTPS (see SocketTransport).
         .target(name: "CCurl"),
@@ -85,6 +92,9 @@ let package = Package(
             name: "scorebook",
             dependencies: ["Scorebook", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: settings),
+        // The bench: no declared product, so nothing outside this package can depend on it; SwiftPM
+        // still builds it with the package (an executable of the root package), or alone with
+        // `swift build -c release --product scorebook-bench` (BENCHMARKS.md).
         .executableTarget(
             name: "scorebook-bench",
             dependencies: [

@@ -10,9 +10,10 @@ if [ "${1:-}" = "--tests" ]; then
     # postgresql: the PostgreSQL store tests start a throw-away cluster of their own (15 on Debian 12).
     # openssl: the server-to-server key tests make keys and sign requests with it.
     # chromium, chromium-driver: the console's browser tests drive headless Chromium over WebDriver.
+    # nodejs: the console's scoreboard arithmetic has unit tests run by node (Tests/ConsoleScripts).
     # time: GNU time measures the CLI's peak memory (CLIPictureMemoryTests, scorebook-bench cli-memory).
     # sqlite3, curl: the API conformance run and a few tests use the command-line tools.
-    packages+=(sqlite3 curl postgresql openssl chromium chromium-driver time)
+    packages+=(sqlite3 curl postgresql openssl chromium chromium-driver nodejs time)
 fi
 needed=()
 for pkg in "${packages[@]}"; do

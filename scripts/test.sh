@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds everything and runs the whole test suite: unit and integration tests (integration tests
 # start the real scorebookd and scorebook binaries on loopback), the store suite a second time on
-# PostgreSQL, the documents' check (scripts/check-docs.sh), then the API conformance and
-# fuzzing run (Schemas/openapi.yaml against the real daemon, with schemathesis from PyPI).
+# PostgreSQL, the console script's unit tests (node), the documents' check (scripts/check-docs.sh),
+# then the API conformance and fuzzing run (Schemas/openapi.yaml against the real daemon, with
+# schemathesis from PyPI).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Debian packages the build and tests need (a no-op when present, as in CI after .ci/run).
@@ -13,6 +14,9 @@ swift test --skip-build
 # The store suite again, unchanged, on PostgreSQL: the tests start a throw-away cluster of their
 # own (Debian's postgresql 15 binaries; SCOREBOOK_SKIP_POSTGRES_TESTS=1 skips on a developer machine).
 SCOREBOOK_STORE_BACKEND=postgres swift test --skip-build --filter RecordStoreTests
+# The console's scoreboard arithmetic (its pure functions) against the cases the CLI's code is
+# tested on (Fixtures/scoreboard-cases.json), with node: no browser needed.
+node --test Tests/ConsoleScripts/scoreboard.test.js
 # The documents: links and named paths exist, and every scorebook/scorebookd command line in them
 # uses subcommands and flags the built binaries' --help lists.
 scripts/check-docs.sh

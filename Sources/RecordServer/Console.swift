@@ -2,10 +2,10 @@ import Foundation
 import RecordModel
 import RecordStore
 
-/// The console of CONTRACT §7: a page, a script and a style sheet compiled into the daemon (no
-/// resource bundle to find at run time, no build step, nothing loaded from elsewhere). The page is
-/// an ordinary client of the public API: it signs in with a user token, reads with
-/// `Authorization: Bearer`, and listens on the courier's event stream.
+/// The console: a page, a script and a style sheet compiled into the daemon (no resource bundle
+/// to find at run time, no build step, nothing loaded from elsewhere). The page is an ordinary
+/// client of the public API: it signs in with a user token, reads with `Authorization: Bearer`,
+/// and listens on the courier's event stream.
 ///
 /// `GET /console` is the page; its script and style sheet are separate files, so the
 /// `Content-Security-Policy` allows scripts and styles from this origin only, and no inline script
@@ -17,8 +17,8 @@ enum Console {
         guard request.method == .get else { return nil }
         switch request.path {
         case "/console", "/console/": return answer(ConsoleFiles.page, contentType: "text/html; charset=utf-8", cache: "no-cache")
-        case ConsoleFiles.scriptPath: return answer(ConsoleAssets.script, contentType: "text/javascript; charset=utf-8", cache: immutable)
-        case ConsoleFiles.stylePath: return answer(ConsoleAssets.style, contentType: "text/css; charset=utf-8", cache: immutable)
+        case ConsoleFiles.scriptPath: return answer(ConsoleFiles.script, contentType: "text/javascript; charset=utf-8", cache: immutable)
+        case ConsoleFiles.stylePath: return answer(ConsoleFiles.style, contentType: "text/css; charset=utf-8", cache: immutable)
         default: return nil
         }
     }
@@ -49,13 +49,21 @@ enum Console {
     }
 }
 
-/// The console's files as served: the page names the script and style sheet by URLs that carry
-/// their digests.
+/// The console's files as served, from Sources/RecordServer/Console (embedded by the package as
+/// `PackageResources`). The page's `{{SCRIPT}}` and `{{STYLE}}` become the URLs of the other
+/// two, which carry their digests.
 enum ConsoleFiles {
     static let scriptPath = "/console/console.js"
     static let stylePath = "/console/console.css"
 
-    static let page: String = ConsoleAssets.page
-        .replacingOccurrences(of: "{{SCRIPT}}", with: "\(scriptPath)?v=\(TokenHash.hex(ConsoleAssets.script).prefix(16))")
-        .replacingOccurrences(of: "{{STYLE}}", with: "\(stylePath)?v=\(TokenHash.hex(ConsoleAssets.style).prefix(16))")
+    /// One script for the page: the scoreboard's pure functions (scoreboard.js, which the node
+    /// tests load on their own), then the page's code (console.js), which uses them.
+    static let script = text(PackageResources.scoreboard_js) + text(PackageResources.console_js)
+    static let style = text(PackageResources.console_css)
+
+    static let page: String = text(PackageResources.index_html)
+        .replacingOccurrences(of: "{{SCRIPT}}", with: "\(scriptPath)?v=\(TokenHash.hex(script).prefix(16))")
+        .replacingOccurrences(of: "{{STYLE}}", with: "\(stylePath)?v=\(TokenHash.hex(style).prefix(16))")
+
+    private static func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
 }
