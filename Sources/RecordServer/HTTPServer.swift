@@ -21,6 +21,8 @@ package struct HTTPServerConfiguration: Sendable {
     package var maximumConnections = 4096
     /// How long in-flight requests may finish after SIGTERM/SIGINT (`--shutdown-grace`).
     package var shutdownGraceSeconds = 10
+    /// The web pages allowed to call the API from a browser.
+    package var crossOrigin = CrossOriginPolicy()
 
     package init(host: String, port: Int) {
         self.host = host
@@ -137,7 +139,8 @@ package struct HTTPServer {
 
     /// Runs until shut down; `onReady` receives the bound address once the socket is listening.
     package func run(onReady: @escaping @Sendable (_ host: String, _ port: Int) -> Void) async throws {
-        let responder = APIResponder(api: api, maximumBodyBytes: configuration.maximumBodyBytes)
+        let responder = CrossOriginResponder(inner: APIResponder(api: api, maximumBodyBytes: configuration.maximumBodyBytes),
+                                             policy: configuration.crossOrigin)
         let host = configuration.host
         let openConnections = ManagedAtomic(0)
         let maximumConnections = configuration.maximumConnections

@@ -142,6 +142,10 @@ struct Serve: AsyncParsableCommand {
     var busyTimeout = 10_000
     @Option(name: .customLong("shutdown-grace"), help: "Seconds in-flight requests may finish after SIGTERM or SIGINT; the daemon exits within this plus one second.")
     var shutdownGrace = 10
+    @Option(name: .customLong("allow-origin"), help: "A web page origin (https://app.example) allowed to call the API from a browser; repeatable.")
+    var allowOrigin: [String] = []
+    @Flag(name: .customLong("allow-any-origin"), help: "Let every web page call the API from a browser (also needed for --allow-origin '*').")
+    var allowAnyOrigin = false
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535") }
@@ -151,6 +155,14 @@ struct Serve: AsyncParsableCommand {
         guard (0...3600).contains(shutdownGrace) else { throw ValidationError("--shutdown-grace must be 0-3600 seconds") }
         guard tombstoneRetention >= 1 else { throw ValidationError("--tombstone-retention must be at least 1 day") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
+        for origin in allowOrigin where origin != "*" {
+            guard let url = URL(string: origin), ["http", "https"].contains(url.scheme ?? ""), url.host != nil, url.path.isEmpty,
+                  url.query == nil
+            else { throw ValidationError("--allow-origin '\(origin)' is not an origin such as https://app.example or http://localhost:3000") }
+        }
+        if allowOrigin.contains("*") && !allowAnyOrigin {
+            throw ValidationError("--allow-origin '*' lets every web page call the API: spell it out with --allow-any-origin")
+        }
     }
 
     func run() async throws {
@@ -202,6 +214,7 @@ struct Serve: AsyncParsableCommand {
         // Whatever the store is doing (PostgreSQL gone or hung, a request half-sent), the process
         // ends within the grace plus one second of the signal.
         ShutdownWatchdog.arm(graceSeconds: shutdownGrace, logger: logger)
+        configuration.crossOrigin = CrossOriginPolicy(allowedOrigins: allowOrigin.filter { $0 != "*" }, allowsAnyOrigin: allowAnyOrigin)
         var server = HTTPServer(api: api, configuration: configuration, logger: logger)
         server.services = [
             TombstonePurger(store: storage, retentionDays: tombstoneRetention, logger: logger), PushHubCloser(hub: api.pushHub),
