@@ -35,6 +35,8 @@ let package = Package(
         // ECDSA P-256 for server-to-server keys and SHA-256 for token hashes; already in postgres-nio's
         // graph. Server modules only: the CLI (RecordModel and below) does not compile BoringSSL.
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        // Streaming multipart/form-data parsing for asset uploads (browsers and OpenCloudKit send them so).
+        .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.1"),
     ],
     targets: [
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
@@ -67,6 +69,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Atomics", package: "swift-atomics"),
+                .product(name: "MultipartKit", package: "multipart-kit"),
             ],
             swiftSettings: [.swiftLanguageMode(.v6)]),
         // libcurl's header only: CCurl loads the library with dlopen for HTTPS (see SocketTransport).
