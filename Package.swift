@@ -36,6 +36,8 @@ let package = Package(
         // ECDSA P-256 for server-to-server keys and SHA-256 for token hashes; already in postgres-nio's
         // graph. Server modules only: the CLI (RecordModel and below) does not compile BoringSSL.
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        // Streaming multipart/form-data parsing for asset uploads (browsers and OpenCloudKit send them so).
+        .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.1"),
     ],
     targets: [
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
@@ -68,6 +70,7 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Atomics", package: "swift-atomics"),
+                .product(name: "MultipartKit", package: "multipart-kit"),
             ],
             // The console's files, compiled into the daemon as bytes (`PackageResources`): one
             // binary, no resource bundle to find at run time.

@@ -59,7 +59,15 @@ struct AssetTransfer {
     func upload(id: String, request: Request, uuid: String) async throws -> Response {
         let maximum = AssetLimits.maximumBytes
         let declared = request.headers[.contentLength].flatMap { Int64($0) }
-        if let declared, declared > maximum {
+        // The content type is checked before the URL is spent: a refused body leaves it usable.
+        var write: (ByteBuffer) throws -> Void = { _ in }
+        let body: AssetUploadBody
+        do {
+            body = try AssetUploadBody(contentType: request.headers[.contentType]) { try write($0) }
+        } catch let error as ServerError {
+            throw TransferFailure(error: error, closeConnection: true)
+        }
+        if let declared, declared > maximum + (body.isMultipart ? AssetUploadBody.envelopeAllowance : 0) {
             throw TransferFailure(error: ServerError(.limitExceeded, "an asset is at most \(maximum) bytes; this one is \(declared)"),
                                   closeConnection: true)
         }
@@ -77,7 +85,8 @@ struct AssetTransfer {
             defer { try? handle.close() }
             // The body arrives in reads of up to 64 KB: gathered into 1 MB before each write.
             var pending = ByteBufferAllocator().buffer(capacity: AssetTransfer.writeBytes)
-            for try await buffer in request.body {
+            // The file's bytes (from the body as it is, or from its one multipart part).
+            write = { buffer in
                 buffer.withUnsafeReadableBytes { digest.update($0) }
                 if digest.size > maximum { throw TransferFailure(error: ServerError(.limitExceeded, "an asset is at most \(maximum) bytes"), closeConnection: true) }
                 var incoming = buffer
@@ -87,15 +96,25 @@ struct AssetTransfer {
                     pending.clear()
                 }
             }
+            var received: Int64 = 0
+            for try await buffer in request.body {
+                received += Int64(buffer.readableBytes)
+                if received > maximum + AssetUploadBody.envelopeAllowance {
+                    throw TransferFailure(error: ServerError(.limitExceeded, "an asset is at most \(maximum) bytes"), closeConnection: true)
+                }
+                try body.feed(buffer)
+            }
+            try body.finish()
             if pending.readableBytes > 0 { try pending.withUnsafeReadableBytes { try handle.write(contentsOf: $0) } }
-            if let declared, declared != digest.size {
-                throw TransferFailure(error: .badRequest("the upload ended after \(digest.size) of \(declared) bytes"), closeConnection: true)
+            if let declared, declared != received {
+                throw TransferFailure(error: .badRequest("the upload ended after \(received) of \(declared) bytes"), closeConnection: true)
             }
             guard digest.size > 0 else { throw TransferFailure(error: .badRequest("an asset needs at least one byte"), closeConnection: false) }
         } catch {
             // Nothing of a refused or truncated upload is kept, and its URL stays spent.
             try? FileManager.default.removeItem(atPath: staged)
             if error is TransferFailure { throw error }
+            if let error = error as? ServerError { throw TransferFailure(error: error, closeConnection: true) }
             throw TransferFailure(error: .badRequest("the upload did not arrive whole"), closeConnection: true)
         }
         let blob = AssetBlob(scopeKey: upload.scopeKey, checksum: digest.finish(), size: digest.size)

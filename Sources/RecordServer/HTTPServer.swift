@@ -23,6 +23,8 @@ package struct HTTPServerConfiguration: Sendable {
     package var shutdownGraceSeconds = 10
     /// Peers whose `X-Forwarded-*` headers are believed (`RequestOrigin`).
     package var trustedProxies: [AddressRange] = []
+    /// The web pages allowed to call the API from a browser.
+    package var crossOrigin = CrossOriginPolicy()
 
     package init(host: String, port: Int) {
         self.host = host
@@ -141,7 +143,9 @@ package struct HTTPServer {
 
     /// Runs until shut down; `onReady` receives the bound address once the socket is listening.
     package func run(onReady: @escaping @Sendable (_ host: String, _ port: Int) -> Void) async throws {
-        let responder = APIResponder(api: api, maximumBodyBytes: configuration.maximumBodyBytes, trustedProxies: configuration.trustedProxies)
+        let responder = CrossOriginResponder(
+            inner: APIResponder(api: api, maximumBodyBytes: configuration.maximumBodyBytes, trustedProxies: configuration.trustedProxies),
+            policy: configuration.crossOrigin)
         let host = configuration.host
         let openConnections = ManagedAtomic(0)
         let maximumConnections = configuration.maximumConnections

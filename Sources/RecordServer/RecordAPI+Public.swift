@@ -42,9 +42,9 @@ extension RecordAPI {
             let user = RequestCaller.identified(try await verifyServerKey(signed, request: request))
             return .publicDatabase(caller: user, container: route.container, environment: route.environment, isServerKey: true)
         }
-        if request.authorization != nil || request.query["ckWebAuthToken"] != nil {
+        if request.authorization != nil || request.webAuthToken != nil {
             let user = try await authenticate(request)
-            if request.authorization == nil { authenticatedWebAuthToken = request.query["ckWebAuthToken"] }
+            if request.authorization == nil { authenticatedWebAuthToken = request.webAuthToken }
             return .publicDatabase(caller: user, container: route.container, environment: route.environment)
         }
         if let apiToken = request.query["ckAPIToken"] {

@@ -146,6 +146,7 @@ extension RecordAPI {
             var token: String?
             var desiredKeys: Set<String>?
             var recordTypes: Set<String>?
+            var limit: Int
         }
         func recordTypes(_ dictionary: JSONValue) throws -> Set<String>? {
             try dictionary["desiredRecordTypes"].flatMap { value -> Set<String>? in
@@ -159,13 +160,14 @@ extension RecordAPI {
         let defaultTypes = try recordTypes(body)
         let requests = try body.requiredArray("zones").map { entry -> ZoneRequest in
             ZoneRequest(zone: try ZoneID.fromRequest(entry["zoneID"]), token: try entry.optionalString("syncToken"),
-                        desiredKeys: try entry.desiredKeys() ?? defaultKeys, recordTypes: try recordTypes(entry) ?? defaultTypes)
+                        desiredKeys: try entry.desiredKeys() ?? defaultKeys, recordTypes: try recordTypes(entry) ?? defaultTypes,
+                        limit: try entry.optionalInt("resultsLimit") ?? limit)
         }
         guard requests.count <= 100 else { throw ServerError(.limitExceeded, "at most 100 zones per request") }
         var entries: [JSONValue] = []
         for request in requests {
             do {
-                let page = try await store.zoneChanges(scope, zone: request.zone, syncToken: request.token, resultsLimit: limit,
+                let page = try await store.zoneChanges(scope, zone: request.zone, syncToken: request.token, resultsLimit: request.limit,
                                                        recordTypes: request.recordTypes)
                 entries.append([
                     "zoneID": page.zoneID.json, "syncToken": .string(page.syncToken), "moreComing": .bool(page.moreComing),

@@ -80,45 +80,6 @@ extension RecordAPI {
         return ["apnsEnvironment": .string(token.apnsEnvironment), "apnsToken": .string(token.token), "webcourierURL": .string(url)]
     }
 
-    /// The courier URL: a long-poll, or with `Accept: text/event-stream` a Server-Sent Events stream.
-    func courier(token: String, scope: DatabaseScope, request: APIRequest) async throws -> APIResponse {
-        guard request.method == .get || request.method == .post else { throw ServerError.badRequest("use GET") }
-        guard !token.isEmpty, token.utf8.count <= 128 else { throw ServerError(.notFound, "no such notification channel") }
-        let channel = try await self.store.pushToken(scope, token: token)
-        let resumeFrom = request.lastEventID ?? request.query["since"]
-        let cursor = try resumeFrom.map(NotificationCursor.decode) ?? channel.startCursor
-        if request.accept?.contains("text/event-stream") == true {
-            return APIResponse(parking: PushParking(databaseID: channel.databaseID, cursor: cursor, kind: .eventStream))
-        }
-        var timeout = 30
-        if let text = request.query["timeout"] {
-            guard let seconds = Int(text), seconds >= 0 else { throw ServerError.badRequest("timeout must be a whole number of seconds") }
-            timeout = min(seconds, 60)
-        }
-        // Answer at once when something is already waiting (also for timeout=0).
-        let pending = try await self.store.notifications(databaseID: channel.databaseID, after: cursor, limit: PushHub.batchLimit)
-        if !pending.isEmpty { return APIResponse(status: 200, json: RecordAPI.notificationsAnswer(pending, cursor: cursor)) }
-        if request.connectionCanPark && timeout > 0 {
-            let empty = RecordAPI.notificationsAnswer([], cursor: cursor).serialized()
-            return APIResponse(parking: PushParking(databaseID: channel.databaseID, cursor: cursor,
-                                                    kind: .longPoll(timeoutSeconds: timeout, emptyAnswer: empty)))
-        }
-        let deadline = ContinuousClock.now + .seconds(timeout)
-        var generation: Int?
-        while true {
-            let remaining = deadline - ContinuousClock.now
-            if remaining <= .zero { break }
-            let delivery = await pushHub.wait(databaseID: channel.databaseID, after: cursor, knownGeneration: generation, timeout: remaining)
-            if !delivery.notifications.isEmpty {
-                pushHub.deliveryWritten()
-                return APIResponse(status: 200, json: RecordAPI.notificationsAnswer(delivery.notifications, cursor: cursor))
-            }
-            if pushHub.isClosed { break }
-            generation = delivery.generation
-        }
-        return APIResponse(status: 200, json: RecordAPI.notificationsAnswer([], cursor: cursor))
-    }
-
     static func notificationsAnswer(_ notifications: [StoredNotification], cursor: Int64) -> JSONValue {
         let last = notifications.last?.id ?? cursor
         return ["notifications": .array(notifications.map { .raw($0.payload) }), "cursor": .string(NotificationCursor.encode(last))]

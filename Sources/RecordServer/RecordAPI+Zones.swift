@@ -61,8 +61,12 @@ extension RecordAPI {
         let token = try (metaSyncToken ? body.optionalString("metaSyncToken") : nil) ?? body.optionalString("syncToken")
         let limit = try body.optionalInt("resultsLimit") ?? 400
         let page = try await self.store.databaseChanges(scope, syncToken: token, resultsLimit: limit)
+        // The older form answers CloudKit's whole zone dictionary (its sync token and `atomic`), as
+        // clients of it read them.
+        let live = metaSyncToken && page.zones.contains { !$0.deleted } ? try await self.store.listZones(scope) : []
         let zones: [JSONValue] = page.zones.map { zone in
-            zone.deleted ? ["zoneID": zone.zoneID.json, "deleted": true] : ["zoneID": zone.zoneID.json]
+            if zone.deleted { return ["zoneID": zone.zoneID.json, "deleted": true] }
+            return live.first { $0.zoneID == zone.zoneID }?.json ?? ["zoneID": zone.zoneID.json]
         }
         var answer: [String: JSONValue] = ["zones": .array(zones), "syncToken": .string(page.syncToken), "moreComing": .bool(page.moreComing)]
         if metaSyncToken { answer["metaSyncToken"] = .string(page.syncToken) }

@@ -111,8 +111,17 @@ package final class RecordAPI: Sendable {
             if route.database == "public", RecordAPI.publicDatabaseOperations.contains(route.operation) {
                 return try await answerPublic(request, route: route, authenticatedWebAuthToken: &authenticatedWebAuthToken)
             }
-            if SignedRequest(request) != nil {
+            if let signed = SignedRequest(request) {
+                if route.database == "public", route.operation == "users/current" || route.operation == "users/caller" {
+                    // A key acts as its own user, so the question has that user for an answer.
+                    let user = try await verifyServerKey(signed, request: request)
+                    return APIResponse(status: 200, json: ["userRecordName": .string(user.recordName)])
+                }
                 throw ServerError(.authenticationFailed, "server-to-server keys work on the public database only")
+            }
+            // The courier URL is its own credential (CloudKit JS polls it bare).
+            if route.database == "courier", request.authorization == nil, request.webAuthToken == nil {
+                return try await capabilityCourier(route, request: request)
             }
             var request = request
             let user: User
@@ -128,7 +137,7 @@ package final class RecordAPI: Sendable {
             } else {
                 user = try await authenticate(request)
             }
-            if request.authorization == nil { authenticatedWebAuthToken = request.query["ckWebAuthToken"] }
+            if request.authorization == nil { authenticatedWebAuthToken = request.webAuthToken }
             if let wait = rateLimiter.acquire(userID: user.id) {
                 throw ServerError(.throttled, "too many requests; retry after \(wait) s", retryAfter: wait)
             }
@@ -222,7 +231,7 @@ package final class RecordAPI: Sendable {
             }
             return RequestCaller.identified(user)
         }
-        if let apiToken = request.query["ckAPIToken"], let webAuthToken = request.query["ckWebAuthToken"] {
+        if let apiToken = request.query["ckAPIToken"], let webAuthToken = request.webAuthToken {
             guard let user = try await self.store.authenticate(apiToken: apiToken, webAuthToken: webAuthToken) else {
                 throw ServerError(.authenticationFailed, "unknown or revoked ckAPIToken or ckWebAuthToken")
             }
@@ -252,9 +261,10 @@ package final class RecordAPI: Sendable {
 
     func perform(_ operation: String, body: JSONValue, scope: DatabaseScope, request: APIRequest) async throws -> JSONValue {
         // Records answered carry a download URL for each asset, made for this caller.
-        try await withAssetLinks(scope, request: request) {
+        let answer = try await withAssetLinks(scope, request: request) {
             try await performLinked(operation, body: body, scope: scope, request: request)
         }
+        return RecordAPI.asksNumbersAsStrings(body, request: request, operation: operation) ? try RecordAPI.numbersAsStrings(answer) : answer
     }
 
     private func performLinked(_ operation: String, body: JSONValue, scope: DatabaseScope, request: APIRequest) async throws -> JSONValue {

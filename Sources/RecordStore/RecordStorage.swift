@@ -66,6 +66,9 @@ package protocol RecordStorage: AnyObject, Sendable {
     func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) async throws -> PushToken
     /// The caller's token: `NOT_FOUND` if unknown, `ACCESS_DENIED` if another user's.
     func pushToken(_ scope: DatabaseScope, token: String) async throws -> PushToken
+    /// A channel of `container` and `environment` found by its token alone (its courier URL is a
+    /// capability); nil when unknown or when its user has no live token left (revoked, deleted).
+    func courierChannel(token: String, container: String, environment: Environment) async throws -> PushToken?
     /// Notifications of a database after `cursor`, oldest first.
     func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification]
     /// Answers when the store can serve a read, else throws (`TRY_AGAIN_LATER` past the deadline):
@@ -325,6 +328,10 @@ package final class SQLiteStorage: RecordStorage {
 
     package func pushToken(_ scope: DatabaseScope, token: String) async throws -> PushToken {
         try await offload { try $0.pushToken(scope, token: token) }
+    }
+
+    package func courierChannel(token: String, container: String, environment: Environment) async throws -> PushToken? {
+        try await offload { try $0.courierChannel(token: token, container: container, environment: environment) }
     }
 
     package func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification] {

@@ -15,6 +15,10 @@ package enum SharePermission: String, Sendable {
 /// Where a participant is in the invitation's life.
 package enum ShareAcceptance: String, Sendable {
     case invited = "INVITED", accepted = "ACCEPTED", removed = "REMOVED"
+
+    /// The value answers carry: CloudKit calls an invitation not yet accepted `PENDING` (the
+    /// stored rows keep this project's older name).
+    package var cloudKitName: String { self == .invited ? "PENDING" : rawValue }
 }
 
 /// A user as `public/users/discover` and the share's participant list name it.
@@ -274,7 +278,7 @@ package enum ShareRules {
             identity["lookupInfo"] = ["emailAddress": .string(email)]
         }
         return ["participantId": .string(row.participantID), "userIdentity": .object(identity), "type": "USER",
-                "permission": .string(row.permission.rawValue), "acceptanceStatus": .string(row.status.rawValue)]
+                "permission": .string(row.permission.rawValue), "acceptanceStatus": .string(row.status.cloudKitName)]
     }
 
     static func ownerJSON(_ owner: UserIdentity) -> JSONValue {
@@ -314,7 +318,7 @@ package enum ShareRules {
             "shortGUID": .string(share.shortGUID), "containerIdentifier": .string(scope.container),
             "environment": .string(scope.environment.rawValue), "databaseScope": "SHARED", "zoneID": share.zoneID.json,
             "share": shareRecord.json(), "ownerIdentity": share.owner.json, "participantType": "USER",
-            "participantStatus": .string(participant.status.rawValue), "participantPermission": .string(participant.permission.rawValue),
+            "participantStatus": .string(participant.status.cloudKitName), "participantPermission": .string(participant.permission.rawValue),
         ]
     }
 

@@ -76,7 +76,8 @@ extension Scorebook {
                 name: identity?["nameComponents"]?["givenName"]?.stringValue,
                 type: participant["type"]?.stringValue ?? "USER",
                 permission: participant["permission"]?.stringValue ?? "",
-                acceptanceStatus: participant["acceptanceStatus"]?.stringValue ?? "")
+                // The CLI keeps saying "invited" for CloudKit's PENDING.
+                acceptanceStatus: participant["acceptanceStatus"]?.stringValue.map { $0 == "PENDING" ? "INVITED" : $0 } ?? "")
         }
     }
 
@@ -140,7 +141,7 @@ extension Scorebook {
             let existing = try await currentShare(client, zone: book.zoneID)
             let participants = Self.keptParticipants(existing, dropping: who) + [[
                 "type": "USER", "permission": .string(readOnly ? "READ_ONLY" : "READ_WRITE"),
-                "acceptanceStatus": "INVITED", "userIdentity": ["lookupInfo": Self.lookupInfo(for: who)],
+                "acceptanceStatus": "PENDING", "userIdentity": ["lookupInfo": Self.lookupInfo(for: who)],
             ]]
             let saved = try await saveShare(client, zone: book.zoneID, existing: existing, participants: participants)
             return saved["url"]?.stringValue ?? saved["shortGUID"]?.stringValue ?? ""

@@ -104,6 +104,10 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("trusted-proxy"),
             help: "An address or range (CIDR, IPv4 or IPv6) of a reverse proxy whose X-Forwarded-For, -Proto and -Host are believed; repeatable.")
     var trustedProxies: [String] = []
+    @Option(name: .customLong("allow-origin"), help: "A web page origin (https://app.example) allowed to call the API from a browser; repeatable.")
+    var allowOrigin: [String] = []
+    @Flag(name: .customLong("allow-any-origin"), help: "Let every web page call the API from a browser (also needed for --allow-origin '*').")
+    var allowAnyOrigin = false
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535") }
@@ -115,6 +119,14 @@ struct Serve: AsyncParsableCommand {
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
         for proxy in trustedProxies where AddressRange(proxy) == nil {
             throw ValidationError("--trusted-proxy '\(proxy)' is not an address or CIDR range (such as 127.0.0.1/32 or fd00::/8)")
+        }
+        for origin in allowOrigin where origin != "*" {
+            guard let url = URL(string: origin), ["http", "https"].contains(url.scheme ?? ""), url.host != nil, url.path.isEmpty,
+                  url.query == nil
+            else { throw ValidationError("--allow-origin '\(origin)' is not an origin such as https://app.example or http://localhost:3000") }
+        }
+        if allowOrigin.contains("*") && !allowAnyOrigin {
+            throw ValidationError("--allow-origin '*' lets every web page call the API: spell it out with --allow-any-origin")
         }
     }
 
@@ -168,6 +180,7 @@ struct Serve: AsyncParsableCommand {
         // ends within the grace plus one second of the signal.
         ShutdownWatchdog.arm(graceSeconds: shutdownGrace, logger: logger)
         configuration.trustedProxies = trustedProxies.compactMap(AddressRange.init)
+        configuration.crossOrigin = CrossOriginPolicy(allowedOrigins: allowOrigin.filter { $0 != "*" }, allowsAnyOrigin: allowAnyOrigin)
         var server = HTTPServer(api: api, configuration: configuration, logger: logger)
         server.services = [
             TombstonePurger(store: storage, retentionDays: tombstoneRetention, logger: logger), PushHubCloser(hub: api.pushHub),

@@ -32,9 +32,9 @@ final class APISharingTests: DaemonTestCase {
         ["zoneName": .string(name ?? zone), "ownerRecordName": .string(owner.recordName)]
     }
 
-    func participant(_ who: Person, _ permission: String, byEmail: Bool = true) -> JSONValue {
+    func participant(_ who: Person, _ permission: String, byEmail: Bool = true, status: String = "INVITED") -> JSONValue {
         let lookup: JSONValue = byEmail ? ["emailAddress": .string(who.email)] : ["userRecordName": .string(who.recordName)]
-        return ["type": "USER", "permission": .string(permission), "acceptanceStatus": "INVITED", "userIdentity": ["lookupInfo": lookup]]
+        return ["type": "USER", "permission": .string(permission), "acceptanceStatus": .string(status), "userIdentity": ["lookupInfo": lookup]]
     }
 
     func share(_ participants: [JSONValue], tag: String? = nil) -> JSONValue {
@@ -50,6 +50,28 @@ final class APISharingTests: DaemonTestCase {
         try shared("records/modify", caller, [
             "zoneID": zoneID(owner), "operations": .array(operations.map { ["operationType": .string($0.0), "record": $0.1] }),
         ])
+    }
+
+    func testAcceptanceStatusTakesCloudKitsValues() throws {
+        let alice = try person("alice"), bob = try person("bob"), carol = try person("carol")
+        try createZone(zone, alice.token)
+        // What CloudKit clients send (PENDING), and this project's older INVITED, are both read.
+        let saved = try XCTUnwrap(modify(alice.token, [("create", share([
+            participant(bob, "READ_WRITE", status: "PENDING"), participant(carol, "READ_ONLY", status: "INVITED"),
+        ]))], zone: zone).first)
+        let guid = try XCTUnwrap(saved["shortGUID"]?.stringValue, "\(saved)")
+        func statuses(_ share: JSONValue?) -> [String: String] {
+            Dictionary(uniqueKeysWithValues: (share?["participants"]?.arrayValue ?? []).compactMap { entry in
+                (entry["type"] == "OWNER" ? "OWNER" : entry["userIdentity"]?["lookupInfo"]?["emailAddress"]?.stringValue).map {
+                    ($0, entry["acceptanceStatus"]?.stringValue ?? "") }
+            })
+        }
+        XCTAssertEqual(statuses(saved), ["OWNER": "ACCEPTED", bob.email: "PENDING", carol.email: "PENDING"], "\(saved)")
+        let resolved = try publicCall("records/resolve", bob, ["shortGUIDs": [["value": .string(guid)]]])
+        XCTAssertEqual(resolved.body["results"]?.arrayValue?.first?["participantStatus"], "PENDING", "\(resolved.body)")
+        XCTAssertEqual(try publicCall("records/accept", bob, ["shortGUIDs": [["value": .string(guid)]]]).status, 200)
+        let after = try XCTUnwrap(lookup(alice.token, "cloudkit.zoneshare", zone: zone))
+        XCTAssertEqual(statuses(after), ["OWNER": "ACCEPTED", bob.email: "ACCEPTED", carol.email: "PENDING"], "\(after)")
     }
 
     func testShareAcceptAndEveryKindOfCallerOverHTTP() throws {
@@ -244,7 +266,8 @@ final class APISharingTests: DaemonTestCase {
             XCTAssertEqual(entry(try shared("zones/modify", who, ["operations": [["operationType": "delete", "zone": ["zoneID": theZone]]]]),
                                  "zones")?["serverErrorCode"], "ACCESS_DENIED", name)
             XCTAssertEqual(try shared("changes/database", who, [:]).body["zones"]?.arrayValue, [["zoneID": theZone]], name)
-            XCTAssertEqual(try shared("zones/changes", who, [:]).body["zones"]?.arrayValue, [["zoneID": theZone]], name)
+            XCTAssertEqual(try shared("zones/changes", who, [:]).body["zones"]?.arrayValue?.map { $0["zoneID"] }, [theZone], name)
+            XCTAssertEqual(try shared("zones/changes", who, [:]).body["zones"]?.arrayValue?.first?["atomic"], true, "a zone dictionary: \(name)")
             XCTAssertNotNil(entry(try shared("changes/zone", who, ["zones": [["zoneID": theZone]]]), "zones")?["syncToken"], name)
             XCTAssertEqual(try shared("records/changes", who, ["zoneID": theZone]).status, 200, name)
             XCTAssertEqual(entry(try shared("records/lookup", who, ["zoneID": theZone, "records": [["recordName": "g1"]]]), "records")?["recordName"],

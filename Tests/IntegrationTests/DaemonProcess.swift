@@ -38,6 +38,8 @@ final class DaemonProcess {
     let extraArguments: [String]
     /// The readiness line as printed by the last start.
     private(set) var readinessLine: String
+    /// The daemon's process id (for /proc readings).
+    var pid: Int32 { process.processIdentifier }
     private var process: Process
     private var stdout: PipeCollector
     private var stderr: PipeCollector

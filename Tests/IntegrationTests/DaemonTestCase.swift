@@ -14,11 +14,14 @@ class DaemonTestCase: XCTestCase {
         get throws {
             let key = ObjectIdentifier(type(of: self))
             if let running = Self.daemons[key] { return running }
-            let started = try DaemonProcess.start()
+            let started = try DaemonProcess.start(extraArguments: type(of: self).daemonArguments)
             Self.daemons[key] = started
             return started
         }
     }
+
+    /// `serve` flags of the class's daemon beyond the store and port.
+    class var daemonArguments: [String] { [] }
 
     override class func tearDown() {
         if let daemon = daemons.removeValue(forKey: ObjectIdentifier(self)) {

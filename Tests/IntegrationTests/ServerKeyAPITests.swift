@@ -101,6 +101,25 @@ class ServerKeyAPITests: DaemonTestCase {
         XCTAssertEqual(deleted.body["records"]?.arrayValue?.first?["deleted"]?.boolValue, true, deleted.body.serializedString())
     }
 
+    func testUsersCurrentWithAServerKeyAnswersTheKeysOwnUser() throws {
+        let key = try makeKey()
+        let keyID = try addKey(key)
+        let name = "game-\(UUID().uuidString.prefix(8))"
+        let saved = try signed("POST", path("records/modify", database: "public"), body: modifyBytes([("create", game(name, "Go"))]),
+                               keyID: keyID, key: key)
+        let keyUser = try XCTUnwrap(saved.body["records"]?.arrayValue?.first?["created"]?["userRecordName"]?.stringValue, "\(saved.body)")
+        for operation in ["users/current", "users/caller"] {
+            let current = try signed("GET", path(operation, database: "public"), body: [], keyID: keyID, key: key)
+            XCTAssertEqual(current.status, 200, current.body.serializedString())
+            XCTAssertEqual(current.body["userRecordName"]?.stringValue, keyUser, operation)
+        }
+        let forged = try signed("GET", path("users/current", database: "public"), body: [], keyID: keyID, key: key,
+                                signature: Data(repeating: 1, count: 70).base64EncodedString())
+        assertError(forged, 401, "AUTHENTICATION_FAILED", "a bad signature stays refused")
+        let privately = try signed("GET", path("users/current"), body: [], keyID: keyID, key: key)
+        assertError(privately, 401, "AUTHENTICATION_FAILED", "keys work on the public database only")
+    }
+
     func testBadExpiredUnknownOrPrivateSignaturesAreRefused() throws {
         let key = try makeKey()
         let keyID = try addKey(key)

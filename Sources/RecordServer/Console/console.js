@@ -841,7 +841,7 @@
         ? el('p', { class: 'participants' }, 'Shared with: ', participants.map((p, index) => [
           index ? ', ' : '',
           el('span', { class: 'participant' }, identityName(p.userIdentity) || 'someone',
-            ` (${(p.permission || '').toLowerCase().replace('_', '-')}${p.acceptanceStatus ? `, ${p.acceptanceStatus.toLowerCase()}` : ''})`),
+            ` (${(p.permission || '').toLowerCase().replace('_', '-')}${p.acceptanceStatus ? `, ${p.acceptanceStatus === 'PENDING' ? 'invited' : p.acceptanceStatus.toLowerCase()}` : ''})`),
         ]))
         : null);
   }

@@ -1,0 +1,69 @@
+import RecordModel
+import RecordStore
+
+/// The courier URL of a notification channel: a long-poll, or with `Accept: text/event-stream` a
+/// Server-Sent Events stream. Its last segment is the channel's token, 256 random bits, so the
+/// URL is a capability: it is served without other credentials (CloudKit JS polls it bare), and
+/// with credentials only to its owner.
+extension RecordAPI {
+    /// A courier request that carries credentials: the channel must be the caller's.
+    func courier(token: String, scope: DatabaseScope, request: APIRequest) async throws -> APIResponse {
+        let timeout = try RecordAPI.courierTimeout(request)
+        guard !token.isEmpty, token.utf8.count <= 128 else { throw ServerError(.notFound, "no such notification channel") }
+        return try await serveCourier(try await self.store.pushToken(scope, token: token), request: request, timeout: timeout)
+    }
+
+    /// A courier request without credentials. An unknown or ended channel is `404 NOT_FOUND` only
+    /// after the wait a live channel with nothing new would take, so polling guesses tells nothing.
+    func capabilityCourier(_ route: Route, request: APIRequest) async throws -> APIResponse {
+        let timeout = try RecordAPI.courierTimeout(request)
+        let token = route.operation
+        let channel = token.isEmpty || token.utf8.count > 128
+            ? nil : try await store.courierChannel(token: token, container: route.container, environment: route.environment)
+        guard let channel else {
+            if request.accept?.contains("text/event-stream") != true, timeout > 0 {
+                try? await Task.sleep(for: .seconds(timeout))
+            }
+            throw ServerError(.notFound, "no such notification channel")
+        }
+        return try await serveCourier(channel, request: request, timeout: timeout)
+    }
+
+    /// `timeout` in seconds (default 30, at most 60); a bad method or timeout is `BAD_REQUEST`.
+    static func courierTimeout(_ request: APIRequest) throws -> Int {
+        guard request.method == .get || request.method == .post else { throw ServerError.badRequest("use GET") }
+        guard let text = request.query["timeout"] else { return 30 }
+        guard let seconds = Int(text), seconds >= 0 else { throw ServerError.badRequest("timeout must be a whole number of seconds") }
+        return min(seconds, 60)
+    }
+
+    func serveCourier(_ channel: PushToken, request: APIRequest, timeout: Int) async throws -> APIResponse {
+        let resumeFrom = request.lastEventID ?? request.query["since"]
+        let cursor = try resumeFrom.map(NotificationCursor.decode) ?? channel.startCursor
+        if request.accept?.contains("text/event-stream") == true {
+            return APIResponse(parking: PushParking(databaseID: channel.databaseID, cursor: cursor, kind: .eventStream))
+        }
+        // Answer at once when something is already waiting (also for timeout=0).
+        let pending = try await self.store.notifications(databaseID: channel.databaseID, after: cursor, limit: PushHub.batchLimit)
+        if !pending.isEmpty { return APIResponse(status: 200, json: RecordAPI.notificationsAnswer(pending, cursor: cursor)) }
+        if request.connectionCanPark && timeout > 0 {
+            let empty = RecordAPI.notificationsAnswer([], cursor: cursor).serialized()
+            return APIResponse(parking: PushParking(databaseID: channel.databaseID, cursor: cursor,
+                                                    kind: .longPoll(timeoutSeconds: timeout, emptyAnswer: empty)))
+        }
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        var generation: Int?
+        while true {
+            let remaining = deadline - ContinuousClock.now
+            if remaining <= .zero { break }
+            let delivery = await pushHub.wait(databaseID: channel.databaseID, after: cursor, knownGeneration: generation, timeout: remaining)
+            if !delivery.notifications.isEmpty {
+                pushHub.deliveryWritten()
+                return APIResponse(status: 200, json: RecordAPI.notificationsAnswer(delivery.notifications, cursor: cursor))
+            }
+            if pushHub.isClosed { break }
+            generation = delivery.generation
+        }
+        return APIResponse(status: 200, json: RecordAPI.notificationsAnswer([], cursor: cursor))
+    }
+}

@@ -1,0 +1,44 @@
+import RecordModel
+
+/// `numbersAsStrings: true`, as CloudKit answers it: INT64 and DOUBLE field values (and their
+/// lists) come back as strings, for JavaScript clients that would lose a 64-bit integer's digits.
+extension RecordAPI {
+    static let numberFieldTypes: Set<String> = ["INT64", "DOUBLE", "INT64_LIST", "DOUBLE_LIST"]
+
+    /// Whether the request asks for it. A `records/modify` body is not parsed as a whole (it is
+    /// read into drafts), so its bytes are looked at first and parsed only when they name the key.
+    static func asksNumbersAsStrings(_ body: JSONValue, request: APIRequest, operation: String) -> Bool {
+        if operation != "records/modify" { return body["numbersAsStrings"]?.boolValue == true }
+        let key = Array("\"numbersAsStrings\"".utf8)
+        guard request.body.count >= key.count,
+              request.body.indices.dropLast(key.count - 1).contains(where: { request.body[$0..<$0 + key.count].elementsEqual(key) })
+        else { return false }
+        return (try? JSONValue.parse(request.body))?["numbersAsStrings"]?.boolValue == true
+    }
+
+    /// `answer` with every number field's value written as a string.
+    static func numbersAsStrings(_ answer: JSONValue) throws -> JSONValue {
+        func convert(_ value: JSONValue) -> JSONValue {
+            switch value {
+            case .int(let number): return .string(String(number))
+            case .double(let number): return .string(number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number))
+            case .array(let items): return .array(items.map(convert))
+            default: return value
+            }
+        }
+        func walk(_ value: JSONValue) -> JSONValue {
+            switch value {
+            case .array(let items): return .array(items.map(walk))
+            case .object(var members):
+                if let type = members["type"]?.stringValue, numberFieldTypes.contains(type), let number = members["value"] {
+                    members["value"] = convert(number)
+                    return .object(members)
+                }
+                return .object(members.mapValues(walk))
+            default: return value
+            }
+        }
+        // Records are often answered as pre-serialized bytes: read them back as values first.
+        return walk(try JSONValue.parse(answer.serialized()))
+    }
+}

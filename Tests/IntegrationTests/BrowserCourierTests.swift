@@ -1,0 +1,77 @@
+import Foundation
+import RecordModel
+import TestSupport
+import XCTest
+
+/// The courier URL as a capability, the way CloudKit JS uses it: long-polled bare (no
+/// credentials), bound to its user, dead once the user's tokens are revoked, and an unknown one
+/// no quicker to refuse than a live one is to answer empty. On SQLite here; on PostgreSQL below.
+class BrowserCourierTests: PushTestCase {
+    /// A courier long-poll without credentials: the status, the body and how long it took.
+    func barePoll(_ courier: String, since: String? = nil, timeout: Int, headers: [(String, String)] = [])
+        throws -> (status: Int, body: JSONValue, elapsed: TimeInterval)
+    {
+        let query = ["timeout=\(timeout)"] + (since.map { ["since=\(percentEncoded($0))"] } ?? [])
+        let started = Date()
+        let answer = try daemon.request("GET", "\(courier)?\(query.joined(separator: "&"))", headers: headers, timeout: 70).parsed()
+        return (answer.status, answer.body, Date().timeIntervalSince(started))
+    }
+
+    func testTheCourierURLIsACapabilityBoundToItsUser() throws {
+        try createZone(zone)
+        try subscribe(querySubscription("games", type: "Game"))
+        let courier = try createCourier()
+        let empty = try barePoll(courier, timeout: 0)
+        XCTAssertEqual(empty.status, 200, "polled bare, as CloudKit JS does: \(empty.body)")
+        let start = try XCTUnwrap(empty.body["cursor"]?.stringValue)
+
+        // A write wakes a bare long-poll.
+        let game = newName("Game")
+        try create(game, "Game", ["name": "Catan"])
+        let woken = try barePoll(courier, since: start, timeout: 10)
+        XCTAssertEqual(woken.status, 200)
+        XCTAssertEqual(woken.body["notifications"]?.arrayValue?.first?["ck"]?["qry"]?["rid"]?.stringValue, game, "\(woken.body)")
+        let seen = try XCTUnwrap(woken.body["cursor"]?.stringValue)
+
+        // Another user: its own writes never reach this courier, and its credentials do not open it.
+        let bob = try daemon.createUser("bob")
+        try createZone(zone, token: bob)
+        try subscribe(querySubscription("games", type: "Game"), token: bob)
+        try create(newName("Game"), "Game", ["name": "Go"], token: bob)
+        let quiet = try barePoll(courier, since: seen, timeout: 1)
+        XCTAssertEqual(quiet.status, 200)
+        XCTAssertEqual(quiet.body["notifications"]?.arrayValue?.count, 0, "bob's notification is not alice's: \(quiet.body)")
+        XCTAssertGreaterThanOrEqual(quiet.elapsed, 0.9, "a live courier with nothing new waits out its timeout")
+        let asBob = try daemon.request("GET", "\(courier)?timeout=0", token: bob).parsed()
+        XCTAssertEqual(asBob.status, 403, "\(asBob.body)")
+        XCTAssertNil(asBob.body["notifications"])
+        // Its owner's credentials keep working.
+        XCTAssertEqual(try poll(courier, since: seen, timeout: 0).notifications.count, 0)
+
+        // An unknown courier: 404, and no sooner than the live one's empty answer.
+        let unknown = courier.dropLast(4) + (courier.hasSuffix("0000") ? "1111" : "0000")
+        let refused = try barePoll(String(unknown), timeout: 1)
+        XCTAssertEqual(refused.status, 404, "\(refused.body)")
+        XCTAssertEqual(refused.body["serverErrorCode"], "NOT_FOUND")
+        XCTAssertGreaterThanOrEqual(refused.elapsed, 0.9, "an unknown courier is no oracle")
+
+        // `user revoke` ends the courier with the user's tokens.
+        let revoked = try DaemonProcess.run("scorebookd", ["user", "revoke", "alice"] + daemon.storeArguments)
+        XCTAssertEqual(revoked.status, 0, revoked.stderr)
+        let ended = try barePoll(courier, since: seen, timeout: 1)
+        XCTAssertEqual(ended.status, 404, "\(ended.body)")
+        XCTAssertGreaterThanOrEqual(ended.elapsed, 0.9)
+    }
+}
+
+/// The same on a daemon serving PostgreSQL.
+final class PostgresBrowserCourierTests: BrowserCourierTests {
+    override func setUpWithError() throws {
+        if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
+        daemon = try DaemonProcess.start(postgresURL: try PostgresTestCluster.shared().createDatabase())
+        token = try daemon.createUser("alice")
+    }
+
+    // Declared again: test discovery on Linux lists only a class's own methods.
+    override func testTheCourierURLIsACapabilityBoundToItsUser() throws { try super.testTheCourierURLIsACapabilityBoundToItsUser() }
+}
