@@ -1,4 +1,5 @@
 import Foundation
+import SyncEngine
 
 /// The picture formats an avatar or match photo may be, told by a file's first bytes (its
 /// name says nothing: `photo.jpg` may be a text file).
@@ -22,9 +23,11 @@ public enum PictureKind: String, CaseIterable, Sendable {
 
     static let heifBrands: Set<String> = ["heic", "heix", "hevc", "hevx", "heim", "heis", "hevm", "hevs", "mif1", "msf1"]
 
-    /// Refuses a file that is not a picture. A file that cannot be read, or is empty, passes
-    /// here: adding it reports that more precisely.
+    /// Refuses a file that is not a picture. A file that cannot be read, is empty or too large
+    /// passes here: adding it reports that more precisely.
     public static func requirePicture(at path: String) throws {
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        guard Int64(size) <= PictureFiles.maximumBytes else { return }
         guard let handle = FileHandle(forReadingAtPath: path) else { return }
         defer { try? handle.close() }
         guard let header = try? handle.read(upToCount: 16), !header.isEmpty else { return }

@@ -170,7 +170,7 @@ extension Scorebook {
         let name = try entity(Person.self, named: player.person)?.fullName ?? player.person
         let round = taken.round.map { "round \($0)" } ?? "that round"
         return ScorebookError(.invalidInput, "\(name) already has a score in \(round) (\(taken.recordName)); "
-            + "change it with `\(ShellCommand.line(["scorebook", "score", "edit", taken.recordName]))` VALUE")
+            + "change it with `\(ShellCommand.line(["scorebook", "score", "edit", taken.recordName])) VALUE`")
     }
 
     /// Deletes the entity `reference` names and, as the server will, everything that depends
