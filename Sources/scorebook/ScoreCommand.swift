@@ -18,6 +18,7 @@ struct ScoreCommand: ParsableCommand {
 
         func validate() throws {
             guard ScoreWords.words(value).count == 1 else { throw ValidationError("give exactly one score VALUE, a number") }
+            _ = try ScoreWords.value(ScoreWords.words(value)[0])
         }
 
         func run() throws {
@@ -63,6 +64,7 @@ struct ScoreCommand: ParsableCommand {
             } else {
                 guard count == 2 else { throw ValidationError("give the score's REF and one new VALUE, a number") }
             }
+            _ = try ScoreWords.value(ScoreWords.words(arguments)[count - 1])
         }
 
         func run() throws {
@@ -126,13 +128,14 @@ enum ScoreWords {
     /// them unparsed keeps.
     static func words(_ captured: [String]) -> [String] { captured.filter { $0 != "--" } }
 
-    /// A VALUE as a number; `1,5` is refused with the way to write it.
+    /// A VALUE as a number; `1,5` is refused with the way to write it (a usage error, checked
+    /// before the command runs).
     static func value(_ word: String) throws -> Double {
         if let number = Double(word) { return number }
         let pointed = word.replacingOccurrences(of: ",", with: ".")
         if Double(pointed) != nil {
-            throw ScorebookError(.invalidInput, "\"\(word)\" is not a number here; write \(pointed) (with a point)")
+            throw ValidationError("\"\(word)\" is not a number here; write \(pointed) (with a point)")
         }
-        throw ScorebookError(.invalidInput, "\"\(word)\" is not a number; a score VALUE is a number such as 7, -3 or 1.5")
+        throw ValidationError("\"\(word)\" is not a number; a score VALUE is a number such as 7, -3 or 1.5")
     }
 }

@@ -84,8 +84,9 @@ final class CLIRefTests: XCTestCase {
         try machine.run("game", "add", "Catan", "--allow-duplicate")
         XCTAssertEqual(try machine.json("person", "list").arrayValue?.count, 3)
         XCTAssertEqual(try machine.json("game", "list").arrayValue?.count, 2)
-        let help = try machine.run("person", "add", "--help").stdout + machine.run("game", "add", "--help").stdout
-        XCTAssertEqual(help.components(separatedBy: "--allow-duplicate").count, 3, help)
+        for command in ["person", "game"] {
+            XCTAssertTrue(try machine.run(command, "add", "--help").stdout.contains("--allow-duplicate"), command)
+        }
     }
 
     /// The hints name record names, which hold `|~|`: pasted into a shell as printed, they run.
