@@ -12,10 +12,7 @@ final class CLIDeletionTests: XCTestCase {
 
     /// Go between Ada and Alan, two scores each, finished. Returns the match.
     func finishedGo() throws -> String {
-        try machine.run("person", "add", "Ada")
-        try machine.run("person", "add", "Alan")
-        try machine.run("game", "add", "Go")
-        let match = try machine.create("match", "start", "--game", "Go", "--players", "Ada,Alan")
+        let match = try machine.startMatch(of: "Go", between: ["Ada", "Alan"])
         for (player, value) in [("Ada", "3"), ("Alan", "5"), ("Ada", "4"), ("Alan", "1")] {
             try machine.run("score", "add", "--match", match, "--player", player, value)
         }
@@ -50,6 +47,32 @@ final class CLIDeletionTests: XCTestCase {
         for command in ["person", "game", "match"] {
             XCTAssertTrue(try machine.run(command, "delete", "--help").stdout.contains("--yes"), command)
         }
+    }
+
+    /// On a terminal the deletion is asked about: anything but yes deletes nothing.
+    func testOnATerminalTheDeletionIsAsked() throws {
+        let match = try finishedGo()
+        let before = try machine.snapshot()
+        for (answer, status) in [("n\n", Int32(1)), ("\n", 1), ("y\n", 0)] {
+            let terminal = try PseudoTerminal()
+            let process = Process()
+            process.executableURL = DaemonProcess.binaryURL("scorebook")
+            process.arguments = ["--store", machine.storePath, "match", "delete", match]
+            process.standardInput = terminal.replica
+            let errors = Pipe()
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = errors
+            try process.run()
+            let collected = PipeCollector(errors.fileHandleForReading)
+            terminal.type(answer)
+            XCTAssertTrue(DaemonProcess.waitForExit(process, timeout: 60))
+            XCTAssertEqual(process.terminationStatus, status, answer.debugDescription)
+            _ = collected.waitForEOF(timeout: 5)
+            let asked = collected.text
+            XCTAssertTrue(asked.contains("deletes 2 players, 4 scores; finished match results change (1 match). Delete? [y/N]"), asked)
+            if status != 0 { XCTAssertEqual(try machine.snapshot(), before, "\(answer.debugDescription) deleted nothing") }
+        }
+        XCTAssertEqual(try machine.json("match", "list").arrayValue?.count, 0)
     }
 
     func testNothingIsAskedWhenNoFinishedMatchDependsOnIt() throws {

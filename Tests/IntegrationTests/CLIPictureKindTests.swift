@@ -10,9 +10,7 @@ final class CLIPictureKindTests: XCTestCase {
 
     override func setUpWithError() throws {
         machine = CLIMachine("kinds")
-        try machine.run("person", "add", "Ann")
-        try machine.run("game", "add", "Go")
-        match = try machine.create("match", "start", "--game", "Go", "--players", "Ann")
+        match = try machine.startMatch(of: "Go", between: ["Ann"])
     }
 
     override func tearDown() { machine = nil }

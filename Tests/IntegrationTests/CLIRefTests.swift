@@ -17,6 +17,16 @@ extension CLIMachine {
         return result.stderr
     }
 
+    /// Adds the people (`"Ada Lovelace"`: first and last name) and the game, and starts a match
+    /// of it between them, seated by first name; returns the match's record name.
+    func startMatch(of game: String, between people: [String], file: StaticString = #filePath, line: UInt = #line) throws -> String {
+        for person in people { try run(["person", "add"] + person.split(separator: " ").map(String.init), file: file, line: line) }
+        try run(["game", "add", game], file: file, line: line)
+        let players = people.compactMap { $0.split(separator: " ").first }.joined(separator: ",")
+        return try run(["match", "start", "--game", game, "--players", players], file: file, line: line).stdout
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     /// The UUID part of a record name.
     static func uuid(of recordName: String) -> String {
         recordName.components(separatedBy: "|~|").last ?? recordName
@@ -33,10 +43,7 @@ final class CLIRefTests: XCTestCase {
     override func tearDown() { machine = nil }
 
     func startGo() throws -> String {
-        try machine.run("person", "add", "Ada", "Lovelace")
-        try machine.run("person", "add", "Alan")
-        try machine.run("game", "add", "Go")
-        return try machine.create("match", "start", "--game", "Go", "--players", "Ada,Alan")
+        try machine.startMatch(of: "Go", between: ["Ada Lovelace", "Alan"])
     }
 
     func testTheUUIDAloneOrAPrefixOfItNamesARecord() throws {

@@ -9,10 +9,7 @@ final class CLIScoreByPlaceTests: XCTestCase {
 
     override func setUpWithError() throws {
         machine = CLIMachine("places")
-        try machine.run("person", "add", "Ada")
-        try machine.run("person", "add", "Alan")
-        try machine.run("game", "add", "Go")
-        match = try machine.create("match", "start", "--game", "Go", "--players", "Ada,Alan")
+        match = try machine.startMatch(of: "Go", between: ["Ada", "Alan"])
         for (player, value) in [("Ada", "3"), ("Alan", "5"), ("Ada", "4")] {
             try machine.run("score", "add", "--match", match, "--player", player, value)
         }
