@@ -45,12 +45,12 @@ extension Scorebook {
     }
 
     /// Adds the catalogue's game named `name` (any case) to this scorebook.
-    public func addGameFromCatalog(name: String) async throws -> Game {
+    public func addGameFromCatalog(name: String, allowDuplicate: Bool = false) async throws -> Game {
         let wanted = name.trimmingCharacters(in: .whitespaces).lowercased()
         guard let entry = try await catalog().first(where: { $0.name.lowercased() == wanted }) else {
             throw ScorebookError(.badReference, "no game named \"\(name)\" in the catalogue; 'scorebook catalog list' shows what is there")
         }
-        return try addGame(name: entry.name, lowScoreWins: entry.lowScoreWins)
+        return try addGame(name: entry.name, lowScoreWins: entry.lowScoreWins, allowDuplicate: allowDuplicate)
     }
 
     /// Runs a catalogue request, turning server and network failures into one-line errors.

@@ -11,9 +11,13 @@ public struct DeletedRecord: Equatable, Sendable {
 
 extension Scorebook {
     @discardableResult
-    public func addPerson(firstName: String, lastName: String? = nil, email: String? = nil) throws -> Person {
+    public func addPerson(firstName: String, lastName: String? = nil, email: String? = nil, allowDuplicate: Bool = false) throws -> Person {
         let first = try NameValidation.validated(firstName, field: "a person's first name")
         let last = try NameValidation.validatedOptional(lastName, field: "a person's last name")
+        if !allowDuplicate {
+            let wanted = (last.map { "\(first) \($0)" } ?? first).lowercased()
+            try refuseDuplicate(of: all(Person.self).first { $0.fullName.lowercased() == wanted })
+        }
         let person = Person(firstName: first, lastName: last, emailAddress: email.flatMap(Self.nonEmpty),
                             modificationDate: now())
         try save([person])
@@ -21,11 +25,20 @@ extension Scorebook {
     }
 
     @discardableResult
-    public func addGame(name: String, lowScoreWins: Bool = false) throws -> Game {
+    public func addGame(name: String, lowScoreWins: Bool = false, allowDuplicate: Bool = false) throws -> Game {
         let name = try NameValidation.validated(name, field: "a game's name")
+        if !allowDuplicate { try refuseDuplicate(of: all(Game.self).first { $0.name.lowercased() == name.lowercased() }) }
         let game = Game(name: name, lowScoreWins: lowScoreWins, modificationDate: now())
         try save([game])
         return game
+    }
+
+    /// Refuses to add a second person or game of a name the book already has, naming the first.
+    func refuseDuplicate(of existing: (any CloudKitCompatible)?) throws {
+        guard let existing else { return }
+        let noun = type(of: existing).recordType.lowercased()
+        throw ScorebookError(.invalidInput, "a \(noun) named \"\(existing.displayName)\" already exists "
+            + "(\(ReferenceResolver.shortID(of: existing.recordName))); add --allow-duplicate to add another")
     }
 
     /// Changes a person's names or email; nil leaves a field as it is, an empty string clears
@@ -96,7 +109,7 @@ extension Scorebook {
         let player = try resolvePlayer(playerReference, in: match)
         let earlier = try entities(Score.self, referencing: player.recordName).filter { $0.player == player.recordName }
         let nextRound = (earlier.compactMap(\.round).max() ?? Int64(earlier.count)) + 1
-        let round = round ?? nextRound
+        let round = try Self.validRound(round) ?? nextRound
         if let taken = earlier.first(where: { $0.round == round }) {
             throw try duplicateRound(taken, of: player)
         }
@@ -149,7 +162,7 @@ extension Scorebook {
     func requireOpen(_ match: Match) throws {
         guard match.isFinished else { return }
         throw ScorebookError(.invalidInput, "the match \(match.recordName) is finished; "
-            + "run `scorebook match reopen \(match.recordName)` before adding, editing or deleting its scores")
+            + "run `\(ShellCommand.line(["scorebook", "match", "reopen", match.recordName]))` before adding, editing or deleting its scores")
     }
 
     /// The error for a second score in a player's round, naming the command that changes the first.
@@ -157,7 +170,7 @@ extension Scorebook {
         let name = try entity(Person.self, named: player.person)?.fullName ?? player.person
         let round = taken.round.map { "round \($0)" } ?? "that round"
         return ScorebookError(.invalidInput, "\(name) already has a score in \(round) (\(taken.recordName)); "
-            + "change it with `scorebook score edit \(taken.recordName) VALUE`")
+            + "change it with `\(ShellCommand.line(["scorebook", "score", "edit", taken.recordName])) VALUE`")
     }
 
     /// Deletes the entity `reference` names and, as the server will, everything that depends
@@ -171,6 +184,12 @@ extension Scorebook {
             DeletedRecord(recordType: $0.recordType, recordName: $0.recordName,
                           displayName: Self.displayName(of: $0) ?? $0.recordName)
         }
+    }
+
+    /// A round as given: rounds are counted from 1.
+    static func validRound(_ round: Int64?) throws -> Int64? {
+        if let round, round < 1 { throw ScorebookError(.invalidInput, "rounds start at 1; --round \(round) is not a round") }
+        return round
     }
 
     static func nonEmpty(_ text: String) -> String? {

@@ -12,6 +12,7 @@ extension Scorebook {
     @discardableResult
     public func setAvatar(personReference: String, file: String) throws -> Person {
         var person = try resolve(Person.self, personReference)
+        try PictureKind.requirePicture(at: file)
         person.avatar = try pictureFiles.add(fileAt: file).fieldValue
         person.modificationDate = now()
         try save([person])
@@ -28,11 +29,12 @@ extension Scorebook {
         return person
     }
 
-    /// Writes a person's avatar to `file`; returns the picture.
-    public func saveAvatar(personReference: String, to file: String) throws -> PictureReference {
+    /// Writes a person's avatar to `file` (replacing an existing file only when `overwrite`);
+    /// returns the picture.
+    public func saveAvatar(personReference: String, to file: String, overwrite: Bool = false) throws -> PictureReference {
         let person = try resolve(Person.self, personReference)
         guard let picture = person.avatarPicture else { throw ScorebookError(.invalidInput, "\(person.fullName) has no avatar") }
-        try write(picture, to: file)
+        try write(picture, to: file, overwrite: overwrite)
         return picture
     }
 
@@ -40,6 +42,7 @@ extension Scorebook {
     @discardableResult
     public func addMatchPhoto(matchReference: String, file: String) throws -> MatchImage {
         let match = try resolve(Match.self, matchReference)
+        try PictureKind.requirePicture(at: file)
         let picture = try pictureFiles.add(fileAt: file)
         let photo = MatchImage(match: match.recordName, image: picture.fieldValue, modificationDate: now())
         try save([photo])
@@ -52,18 +55,22 @@ extension Scorebook {
         return try entities(MatchImage.self, referencing: match.recordName)
     }
 
-    /// Writes a match photo to `file`; returns the picture.
-    public func saveMatchPhoto(reference: String, to file: String) throws -> PictureReference {
+    /// Writes a match photo to `file` (replacing an existing file only when `overwrite`);
+    /// returns the picture.
+    public func saveMatchPhoto(reference: String, to file: String, overwrite: Bool = false) throws -> PictureReference {
         let photo = try resolve(MatchImage.self, reference)
         guard let picture = photo.picture else { throw ScorebookError(.invalidInput, "\(photo.recordName) holds no picture") }
-        try write(picture, to: file)
+        try write(picture, to: file, overwrite: overwrite)
         return picture
     }
 
     /// Whether this machine holds the picture (it may still be on its way from the server).
     public func hasPicture(_ picture: PictureReference) -> Bool { pictureFiles.has(picture) }
 
-    func write(_ picture: PictureReference, to file: String) throws {
+    func write(_ picture: PictureReference, to file: String, overwrite: Bool) throws {
+        if !overwrite, FileManager.default.fileExists(atPath: file) {
+            throw ScorebookError(.invalidInput, "\(file) already exists; add --force to replace it")
+        }
         guard pictureFiles.has(picture) else {
             throw ScorebookError(.invalidInput, "the picture has not been downloaded to this machine yet; run scorebook sync")
         }

@@ -20,6 +20,7 @@ extension Scorebook {
     @discardableResult
     public func editScore(reference: String, value: Double, round: Int64? = nil) throws -> Score {
         guard value.isFinite else { throw ScorebookError(.invalidInput, "a score must be a finite number") }
+        _ = try Self.validRound(round)
         var score = try resolve(Score.self, reference)
         let player = try entity(Player.self, named: score.player)
         if let player, let match = try entity(Match.self, named: player.match) { try requireOpen(match) }
@@ -43,6 +44,20 @@ extension Scorebook {
             try requireOpen(match)
         }
         return try delete(Score.self, reference: score.recordName)
+    }
+
+    /// The record name of the score a player of a match has in a round: a score named by its
+    /// place (`score edit --match M --player P --round N`).
+    public func scoreReference(matchReference: String, playerReference: String, round: Int64) throws -> String {
+        _ = try Self.validRound(round)
+        let match = try resolve(Match.self, matchReference)
+        let player = try resolvePlayer(playerReference, in: match)
+        let scores = try entities(Score.self, referencing: player.recordName).filter { $0.player == player.recordName && $0.round == round }
+        guard let score = scores.min(by: { $0.recordName < $1.recordName }) else {
+            let name = try entity(Person.self, named: player.person)?.fullName ?? player.person
+            throw ScorebookError(.badReference, "\(name) has no score in round \(round) of this match")
+        }
+        return score.recordName
     }
 
     /// A match's scores by round, then seat.

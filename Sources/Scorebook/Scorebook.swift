@@ -90,10 +90,12 @@ public final class Scorebook {
         case .found(let name):
             return entities.first { $0.recordName == name }!
         case .notFound:
-            throw ScorebookError(.badReference, "no \(noun) matches \"\(reference)\"")
+            throw ScorebookError(.badReference, "no \(noun) matches \"\(reference)\" (a REF is a name, a record name, "
+                + "or at least \(ReferenceResolver.shortestPrefix) characters of its id)")
         case .ambiguous(let matches):
-            let listed = matches.prefix(5).map { "\($0.displayName) (\($0.recordName))" }.joined(separator: ", ")
-            throw ScorebookError(.badReference, "\"\(reference)\" matches \(matches.count) \(noun) records: \(listed); use more of the record name")
+            let listed = matches.prefix(8).map(\.listed).joined(separator: ", ")
+            throw ScorebookError(.badReference, "\"\(reference)\" matches \(matches.count) \(noun) records: \(listed); "
+                + "name one by its short id")
         }
     }
 

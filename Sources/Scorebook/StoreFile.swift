@@ -1,4 +1,5 @@
 import Foundation
+import SQLiteDB
 
 #if canImport(Glibc)
 import Glibc
@@ -31,5 +32,25 @@ public enum StoreFile {
             throw ScorebookError(.invalidInput, "cannot create the store \(path): \(String(cString: strerror(code)))")
         }
         close(descriptor)
+    }
+
+    /// The tables every scorebook store has.
+    static let storeTables: Set<String> = ["records", "server_copies", "outbox"]
+
+    /// Refuses a file at `path` that is not a scorebook store (a text file, or a SQLite database
+    /// of something else) with one line naming it, without changing it. A missing or empty file
+    /// and an empty database pass: the store is made in them.
+    public static func requireScorebookStore(at path: String) throws {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return }
+        let header = (try? handle.read(upToCount: 16)) ?? Data()
+        try? handle.close()
+        guard !header.isEmpty else { return }
+        let notAStore = ScorebookError(.invalidInput, "\(path) is not a scorebook store; give another --store")
+        guard header == Data("SQLite format 3\0".utf8) else { throw notAStore }
+        // A database that cannot be read here is left to opening the store, which says why.
+        guard let connection = try? SQLiteConnection(path: path, readOnly: true),
+              let tables = try? Set(connection.map("SELECT name FROM sqlite_master WHERE type = 'table'") { $0.text(0) })
+        else { return }
+        guard tables.isEmpty || storeTables.isSubset(of: tables) else { throw notAStore }
     }
 }

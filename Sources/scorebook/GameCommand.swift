@@ -11,6 +11,7 @@ struct GameCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The game's name (several words are joined).") var name: [String] = []
         @Flag(name: .long, help: "The lowest total wins.") var lowScoreWins = false
+        @Flag(name: .long, help: "Add the game even when the book has one of the same name.") var allowDuplicate = false
         @Option(name: .customLong("from-catalog"), help: ArgumentHelp("Add the public catalogue's game of this name (needs a login).", valueName: "name"))
         var fromCatalog: String?
 
@@ -26,9 +27,9 @@ struct GameCommand: ParsableCommand {
             let book = try global.openScorebook()
             let game: Game
             if let fromCatalog {
-                game = try await book.addGameFromCatalog(name: fromCatalog)
+                game = try await book.addGameFromCatalog(name: fromCatalog, allowDuplicate: allowDuplicate)
             } else {
-                game = try book.addGame(name: name.joined(separator: " "), lowScoreWins: lowScoreWins)
+                game = try book.addGame(name: name.joined(separator: " "), lowScoreWins: lowScoreWins, allowDuplicate: allowDuplicate)
             }
             emit(Output.created(game, json: global.json))
         }
@@ -60,12 +61,15 @@ struct GameCommand: ParsableCommand {
     }
 
     struct Delete: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "delete", abstract: "Delete a game, with its matches.")
+        static let configuration = CommandConfiguration(
+            commandName: "delete", abstract: "Delete a game, with its matches.",
+            discussion: "When finished matches go, asks first on a terminal; elsewhere needs --yes.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The game (REF).") var reference: String
+        @Flag(name: .long, help: "Delete without asking, even when finished matches change.") var yes = false
 
         func run() throws {
-            emit(Output.deleted(try global.openScorebook().delete(Game.self, reference: reference), json: global.json))
+            try DeletionConfirmation.delete(Game.self, reference: reference, yes: yes, global: global)
         }
     }
 }

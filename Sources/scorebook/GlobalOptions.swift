@@ -25,6 +25,7 @@ struct GlobalOptions: ParsableArguments {
 
     func openScorebook() throws -> Scorebook {
         let path = storePath
+        try StoreFile.requireScorebookStore(at: path)
         try StoreFile.createPrivately(at: path)
         return try Scorebook.open(storePath: path, bookName: book ?? Scorebook.defaultBookName)
     }

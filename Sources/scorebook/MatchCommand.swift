@@ -76,13 +76,13 @@ struct MatchCommand: ParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "list", abstract: "List matches, oldest first.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List matches, newest first.")
         @OptionGroup var global: GlobalOptions
         @Option(name: .long, help: "Only this game's matches (REF).") var game: String?
 
         func run() throws {
             let book = try global.openScorebook()
-            let lines = try book.matches(gameReference: game).map {
+            let lines = try book.matches(gameReference: game).reversed().map {
                 Output.MatchLine(match: $0, gameName: try book.gameName(of: $0), result: try book.result(of: $0))
             }
             emit(Output.matches(lines, json: global.json))
@@ -91,12 +91,14 @@ struct MatchCommand: ParsableCommand {
 
     struct Delete: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "delete", abstract: "Delete a match, with its players and scores.")
+            commandName: "delete", abstract: "Delete a match, with its players and scores.",
+            discussion: "A finished match is deleted after asking on a terminal; elsewhere it needs --yes.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The match (REF).") var reference: String
+        @Flag(name: .long, help: "Delete without asking, even when finished matches change.") var yes = false
 
         func run() throws {
-            emit(Output.deleted(try global.openScorebook().delete(Match.self, reference: reference), json: global.json))
+            try DeletionConfirmation.delete(Match.self, reference: reference, yes: yes, global: global)
         }
     }
 
@@ -132,9 +134,10 @@ struct MatchCommand: ParsableCommand {
             @OptionGroup var global: GlobalOptions
             @Argument(help: "The photo (REF).") var reference: String
             @Option(name: .long, help: "The file to write.") var to: String
+            @Flag(name: .long, help: "Replace the file if it exists.") var force = false
 
             func run() throws {
-                let picture = try global.openScorebook().saveMatchPhoto(reference: reference, to: to)
+                let picture = try global.openScorebook().saveMatchPhoto(reference: reference, to: to, overwrite: force)
                 emit(Output.pictureSaved(picture, to: to, json: global.json))
             }
         }

@@ -12,9 +12,11 @@ struct PersonCommand: ParsableCommand {
         @Argument(help: "First name.") var first: String
         @Argument(help: "Last name.") var last: String?
         @Option(name: .long, help: "Email address.") var email: String?
+        @Flag(name: .long, help: "Add the person even when the book has someone of the same name.") var allowDuplicate = false
 
         func run() throws {
-            let person = try global.openScorebook().addPerson(firstName: first, lastName: last, email: email)
+            let person = try global.openScorebook().addPerson(firstName: first, lastName: last, email: email,
+                                                              allowDuplicate: allowDuplicate)
             emit(Output.created(person, json: global.json))
         }
     }
@@ -49,12 +51,14 @@ struct PersonCommand: ParsableCommand {
 
     struct Delete: ParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "delete", abstract: "Delete a person, with their players and scores.")
+            commandName: "delete", abstract: "Delete a person, with their players and scores.",
+            discussion: "When finished matches change, asks first on a terminal; elsewhere needs --yes.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The person (REF).") var reference: String
+        @Flag(name: .long, help: "Delete without asking, even when finished matches change.") var yes = false
 
         func run() throws {
-            emit(Output.deleted(try global.openScorebook().delete(Person.self, reference: reference), json: global.json))
+            try DeletionConfirmation.delete(Person.self, reference: reference, yes: yes, global: global)
         }
     }
 
@@ -67,6 +71,7 @@ struct PersonCommand: ParsableCommand {
         @Argument(help: "The picture to set (at most 50 MB).") var file: String?
         @Flag(name: .long, help: "Remove the avatar.") var remove = false
         @Option(name: .long, help: "Write the avatar to this file.") var save: String?
+        @Flag(name: .long, help: "With --save: replace the file if it exists.") var force = false
 
         func validate() throws {
             guard [file != nil, remove, save != nil].filter({ $0 }).count == 1 else {
@@ -77,7 +82,7 @@ struct PersonCommand: ParsableCommand {
         func run() throws {
             let book = try global.openScorebook()
             if let save {
-                let picture = try book.saveAvatar(personReference: reference, to: save)
+                let picture = try book.saveAvatar(personReference: reference, to: save, overwrite: force)
                 emit(Output.pictureSaved(picture, to: save, json: global.json))
             } else if remove {
                 emit(Output.created(try book.removeAvatar(personReference: reference), json: global.json))

@@ -6,7 +6,12 @@ import Scorebook
 /// status: 2 for a REF that names nothing or several things, 64 for bad usage, 1 otherwise.
 func runScorebook(_ arguments: [String]) async -> Int32 {
     do {
-        var command = try ScorebookCommand.parseAsRoot(GlobalOptions.movingLeadingOptions(arguments))
+        let arguments = GlobalOptions.movingLeadingOptions(arguments)
+        if let problem = CommandSuggestion.problem(in: arguments) {
+            warn("error: " + problem)
+            return ExitCode.validationFailure.rawValue
+        }
+        var command = try ScorebookCommand.parseAsRoot(arguments)
         if var asyncCommand = command as? AsyncParsableCommand {
             try await asyncCommand.run()
         } else {
@@ -35,4 +40,5 @@ func oneLine(_ text: String) -> String {
         .replacingOccurrences(of: "Error: ", with: "")
 }
 
+InterruptHandling.install()
 exit(await runScorebook(Array(CommandLine.arguments.dropFirst())))

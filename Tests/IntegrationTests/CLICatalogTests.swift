@@ -43,6 +43,11 @@ final class CLICatalogTests: XCTestCase {
         XCTAssertEqual(added["lowScoreWins"]?.boolValue, true)
         let games = try member.json("game", "list").arrayValue ?? []
         XCTAssertEqual(games.compactMap { $0["name"]?.stringValue }, ["Golf"])
+        // The same game from the catalogue again is refused, naming the one there; --allow-duplicate insists.
+        let again = try member.refused(["game", "add", "--from-catalog", "Golf"])
+        XCTAssertTrue(again.contains("\"Golf\" already exists") && again.contains("--allow-duplicate"), again)
+        let second = try member.json("game", "add", "--from-catalog", "Golf", "--allow-duplicate")["recordName"]?.stringValue
+        try member.run("game", "delete", try XCTUnwrap(second))
 
         // The member cannot change the club's entry; a name not in the catalogue is one line, exit 2.
         try member.run("game", "add", "Catan")

@@ -50,6 +50,7 @@ final class CLIPictureMemoryTests: XCTestCase {
         var generator = SplitMix64(seed: 40)
         var raw = [UInt64](repeating: 0, count: 40 * 1024 * 1024 / 8)
         for index in raw.indices { raw[index] = generator.next() }
+        raw[0] = pngSignature.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }  // a PNG, as far as its first bytes go
         let bytes = raw.withUnsafeBytes { Data($0) }
         raw = []
         let path = scratch.appendingPathComponent("big.jpg").path

@@ -29,7 +29,8 @@ final class CLIPictureTests: XCTestCase {
         return (cli, info.token)
     }
 
-    /// A file of `count` seeded random bytes.
+    /// A PNG file of `count` bytes: the PNG signature, then seeded random bytes (only pictures
+    /// are taken, told by their first bytes).
     func pictureFile(_ name: String, bytes count: Int, seed: UInt64) throws -> (path: String, bytes: Data) {
         var generator = SplitMix64(seed: seed)
         var raw = [UInt8](repeating: 0, count: count)
@@ -39,6 +40,7 @@ final class CLIPictureTests: XCTestCase {
             for offset in 0..<min(8, count - index) { raw[index + offset] = UInt8(truncatingIfNeeded: word >> (8 * UInt64(offset))) }
             index += 8
         }
+        for (offset, byte) in pngSignature.prefix(count).enumerated() { raw[offset] = byte }
         let bytes = Data(raw)
         let path = scratch.appendingPathComponent(name).path
         XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: bytes))
@@ -224,3 +226,6 @@ final class CLIPictureTests: XCTestCase {
         XCTAssertEqual(try saved(phone, "person", "avatar", "Ann", "--save", to: "phone.jpg"), picture.bytes)
     }
 }
+
+/// The first bytes of a PNG file.
+let pngSignature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]

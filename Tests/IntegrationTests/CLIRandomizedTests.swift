@@ -85,13 +85,13 @@ final class CLIRandomizedTests: XCTestCase {
                 arguments = ["person", "edit", person, "--email", "p\(step)@example.com"]
             case 68..<72:
                 guard let match = pick(matches) else { arguments = ["status"]; break }
-                arguments = ["match", "delete", match]
+                arguments = ["match", "delete", match, "--yes"]
             case 72..<75:
                 guard let person = pick(people) else { arguments = ["status"]; break }
-                arguments = ["person", "delete", person]
+                arguments = ["person", "delete", person, "--yes"]
             case 75..<77:
                 guard let game = pick(games) else { arguments = ["status"]; break }
-                arguments = ["game", "delete", game]
+                arguments = ["game", "delete", game, "--yes"]
             default:
                 arguments = ["sync"]
             }

@@ -124,11 +124,11 @@ final class CLIScorekeepingTests: XCTestCase {
         let match = try startCatan(on: machine)
         let existing = try machine.json("score", "list", "--match", match).arrayValue?.first?["recordName"]?.stringValue ?? ""
         let message = try refused("score", "add", "--match", match, "--player", "Ann", "4", "--round", "1")
-        XCTAssertTrue(message.contains("score edit \(existing)"), message)
+        XCTAssertTrue(message.contains("score edit '\(existing)' VALUE"), message)
         XCTAssertTrue(message.contains("round 1"), message)
         // Moving another score of Ann's into round 1 is the same second score.
         let annRound2 = try machine.json("score", "list", "--match", match).arrayValue?[2]["recordName"]?.stringValue ?? ""
-        XCTAssertTrue(try refused("score", "edit", annRound2, "4", "--round", "1").contains("score edit \(existing)"))
+        XCTAssertTrue(try refused("score", "edit", annRound2, "4", "--round", "1").contains("score edit '\(existing)' VALUE"))
         // Bob may score in round 1 of his own, and Ann without --round goes on to round 3.
         try machine.run("score", "add", "--match", match, "--player", "Ann", "4")
         XCTAssertEqual(try machine.json("score", "list", "--match", match).arrayValue?.map { $0["round"]?.int64Value }, [1, 1, 2, 2, 3])

@@ -18,7 +18,7 @@ final class CLIStoreCheckTests: XCTestCase {
         let match = try laptop.create("match", "start", "--game", "Golf", "--players", "Ann,Bob,Cy")
         try laptop.run("score", "add", "--match", match, "--player", "Ann", "4.5", "--round", "2")
         try laptop.run("match", "finish", match)
-        try laptop.run("person", "delete", "Cy")
+        try laptop.run("person", "delete", "Cy", "--yes")
         try laptop.sync()
         try phone.sync()
 

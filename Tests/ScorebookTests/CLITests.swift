@@ -105,7 +105,7 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(list?.map { $0["recordName"] as? String }, [match])
         XCTAssertEqual(list?.first?["game"] as? String, game)
 
-        let deleted = try scorebook("game", "delete", "Ticket to Ride")
+        let deleted = try scorebook("game", "delete", "Ticket to Ride", "--yes")
         XCTAssertEqual(deleted.lines, ["deleted Game \"Ticket to Ride\" (\(game)) and 6 records that depended on it"])
         XCTAssertEqual((try json(scorebook("match", "list", "--json")) as? [Any])?.count, 0)
 

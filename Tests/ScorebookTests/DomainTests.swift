@@ -14,7 +14,7 @@ final class ReferenceResolverTests: XCTestCase {
         XCTAssertEqual(ReferenceResolver.resolve("Person|~|ABC00000-0000-0000-0000-000000000002", among: candidates),
                        .found("Person|~|ABC00000-0000-0000-0000-000000000002"))
         XCTAssertEqual(ReferenceResolver.resolve("ann lee", among: candidates), .found("Person|~|BEA00000-0000-0000-0000-000000000001"))
-        XCTAssertEqual(ReferenceResolver.resolve("abc", among: candidates), .found("Person|~|ABC00000-0000-0000-0000-000000000002"))
+        XCTAssertEqual(ReferenceResolver.resolve("abc0", among: candidates), .found("Person|~|ABC00000-0000-0000-0000-000000000002"))
         XCTAssertEqual(ReferenceResolver.resolve("Person|~|ABD", among: candidates), .found("Person|~|ABD00000-0000-0000-0000-000000000003"))
     }
 
@@ -25,7 +25,10 @@ final class ReferenceResolverTests: XCTestCase {
     func testAmbiguousAndUnknown() {
         guard case .ambiguous(let matches) = ReferenceResolver.resolve("Ann", among: candidates) else { return XCTFail("ambiguous") }
         XCTAssertEqual(matches.count, 2)
-        guard case .ambiguous = ReferenceResolver.resolve("AB", among: candidates) else { return XCTFail("ambiguous prefix") }
+        let twins = candidates + [ReferenceResolver.Candidate(recordName: "Person|~|ABC0FFFF-0000-0000-0000-000000000004", names: ["Cy"],
+                                                              displayName: "Cy")]
+        guard case .ambiguous = ReferenceResolver.resolve("abc0", among: twins) else { return XCTFail("ambiguous prefix") }
+        XCTAssertEqual(ReferenceResolver.resolve("ABC", among: candidates), .notFound, "three characters are too few to be an id")
         XCTAssertEqual(ReferenceResolver.resolve("Zed", among: candidates), .notFound)
         XCTAssertEqual(ReferenceResolver.resolve("", among: candidates), .notFound)
     }

@@ -13,7 +13,7 @@ final class PictureSyncTests: XCTestCase {
         let machine = try TestMachine(server: MemoryCloudDatabase(), clock: TestClock())
         let book = machine.book
         let picture = machine.directory.appendingPathComponent("ann.jpg").path
-        FileManager.default.createFile(atPath: picture, contents: Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0 * 13) }))
+        FileManager.default.createFile(atPath: picture, contents: pngSignature + Data((8..<70_000).map { UInt8(truncatingIfNeeded: $0 * 13) }))
         try book.addPerson(firstName: "Ann")
         try book.addPerson(firstName: "Bob")
         try book.addPerson(firstName: "Cy")
@@ -44,7 +44,7 @@ final class PictureSyncTests: XCTestCase {
     func testADamagedPictureIsRefusedAndRemovedSoThatSyncFetchesItAgain() throws {
         let machine = try TestMachine(server: MemoryCloudDatabase(), clock: TestClock())
         let file = machine.directory.appendingPathComponent("ann.jpg").path
-        FileManager.default.createFile(atPath: file, contents: Data(repeating: 7, count: 1000))
+        FileManager.default.createFile(atPath: file, contents: pngSignature + Data(repeating: 7, count: 992))
         try machine.book.addPerson(firstName: "Ann")
         let ann = try machine.book.setAvatar(personReference: "Ann", file: file)
         let picture = try XCTUnwrap(ann.avatarPicture)
@@ -58,3 +58,6 @@ final class PictureSyncTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: out))
     }
 }
+
+/// The first bytes of a PNG file: only pictures are taken as avatars and photos.
+let pngSignature = Data([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A])
