@@ -179,7 +179,7 @@ log "scorebookd (pid $daemon_pid) at $BASE"
 TOKEN=$("$BIN" user create conformance --data-dir "$DATA" | json_field token) || fail_setup "scorebookd user create failed"
 OTHER_TOKEN=$("$BIN" user create bystander --data-dir "$DATA" | json_field token) || fail_setup "scorebookd user create failed"
 API_TOKEN=$("$BIN" apitoken create --data-dir "$DATA" | json_field apiToken) || fail_setup "scorebookd apitoken create failed"
-# A server-to-server key for the signed requests of the public database (CONTRACT §3.10).
+# A server-to-server key for the signed requests of the public database.
 KEY_FILE="$WORK/server-key.pem"
 openssl ecparam -name prime256v1 -genkey -noout -out "$KEY_FILE" 2>/dev/null || fail_setup "openssl could not make a P-256 key"
 KEY_ID=$("$BIN" key add --public-key "$KEY_FILE" --data-dir "$DATA" | json_field keyID) || fail_setup "scorebookd key add failed"

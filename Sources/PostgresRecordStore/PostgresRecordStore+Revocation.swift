@@ -5,7 +5,7 @@ import RecordStore
 
 extension PostgresRecordStore {
     /// Revokes `token` of the user `userName`, or every token of the user when `token` is nil
-    /// (CONTRACT §2 `user revoke`), as `SQLiteRecordStore.revokeTokens` does. Tokens are not cached
+    /// (`scorebookd user revoke`), as `SQLiteRecordStore.revokeTokens` does. Tokens are not cached
     /// here, so every daemon on the database refuses a revoked token from its next request.
     /// A token that is not the user's is `NOT_FOUND`, so a revocation never silently misses.
     package func revokeTokens(userName: String, token: String?) async throws -> (user: User, revoked: Int) {

@@ -3,7 +3,7 @@ import PostgresNIO
 import RecordModel
 import RecordStore
 
-// Sharing on PostgreSQL (CONTRACT §3.9), as the SQLite store does it (SQLiteRecordStore+Sharing):
+// Sharing on PostgreSQL, as the SQLite store does it (SQLiteRecordStore+Sharing):
 // the rows of `shares` and `share_participants`, read and written in the request's transaction,
 // with ShareRules deciding. A write in a shared zone locks the owner's database row before it
 // checks access, as every share change does, so a removal and a write never overlap.

@@ -5,7 +5,7 @@ import RecordModel
 import RecordStore
 import Synchronization
 
-/// `RecordStorage` on PostgreSQL 15 (CONTRACT §6): any number of daemons on one database.
+/// `RecordStorage` on PostgreSQL 15: any number of daemons on one database.
 ///
 /// Every request is one transaction. Ordering guarantees do not lean on one writer in one
 /// process: a write transaction first locks its database's row (`SELECT … FOR UPDATE`), then its

@@ -1,7 +1,7 @@
 import Foundation
 import RecordModel
 
-/// Assets (CONTRACT §3.11): an upload URL per record field, the bytes to it, and downloads by
+/// Assets: an upload URL per record field, the bytes to it, and downloads by
 /// range from the URL a record carries.
 extension RecordClient {
     /// Uploads the file at `path` (`size` bytes, streamed from disk) for one field of one record and

@@ -66,7 +66,7 @@ public struct NotificationPage: Sendable, Equatable {
 }
 
 extension RecordClient {
-    /// The longest long poll the server allows, in seconds (CONTRACT §3.7).
+    /// The longest long poll the server allows, in seconds.
     public static let maximumPollTimeout = 60
 
     /// `tokens/create`: a new notification channel for this device.

@@ -1,7 +1,7 @@
 import RecordModel
 
 extension RecordClient {
-    /// The most operations one `records/modify` request may carry (CONTRACT §3.2).
+    /// The most operations one `records/modify` request may carry.
     public static let maximumOperationsPerRequest = 400
 
     /// `records/modify`: applies `operations` in order and returns one result per operation.

@@ -1,7 +1,7 @@
 import RecordModel
 
 extension RecordClient {
-    /// `zones/modify` create. Creating a zone that exists succeeds (CONTRACT §3.6).
+    /// `zones/modify` create. Creating a zone that exists succeeds.
     public func createZone(_ zoneID: ZoneID) async throws {
         try await modifyZone(zoneID, operationType: "create")
     }

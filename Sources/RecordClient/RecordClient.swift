@@ -1,7 +1,7 @@
 import Foundation
 import RecordModel
 
-/// A typed client of the Scorebook Sync HTTP API (CONTRACT §3), for one user's private database.
+/// A typed client of the Scorebook Sync HTTP API, for one user's private database.
 ///
 /// ```swift
 /// let client = RecordClient(endpoint: endpoint)
@@ -18,8 +18,8 @@ public struct RecordClient: Sendable {
     /// Seconds to wait for an ordinary request.
     public var requestTimeout: TimeInterval = 30
     /// The database the record, zone and subscription calls address: `private` (the user's own),
-    /// `shared` for zones others share with the caller (CONTRACT §3.9) or `public` (the
-    /// container's, CONTRACT §3.10).
+    /// `shared` for zones others share with the caller or `public` (the
+    /// container's).
     public var database = "private"
 
     /// The same client on another database scope.
@@ -72,7 +72,7 @@ public struct RecordClient: Sendable {
         return json
     }
 
-    /// `users/current`: the caller's user record name (CONTRACT §3.8).
+    /// `users/current`: the caller's user record name.
     public func currentUserRecordName() async throws -> String {
         let url = endpoint.databaseURL("users/current")
         let json = try await perform(method: "GET", url: url, body: nil)

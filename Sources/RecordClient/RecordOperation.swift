@@ -1,6 +1,6 @@
 import RecordModel
 
-/// One entry of a `records/modify` request (CONTRACT §3.2).
+/// One entry of a `records/modify` request.
 public struct RecordOperation: Sendable, Equatable {
     public enum Kind: String, Sendable, CaseIterable {
         case create, update, forceUpdate, replace, forceReplace, delete, forceDelete

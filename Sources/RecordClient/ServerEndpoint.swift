@@ -21,12 +21,12 @@ public struct ServerEndpoint: Sendable, Equatable {
         self.token = token
     }
 
-    /// `/database/1/{container}/{environment}/{database}/{operation}` (CONTRACT §3).
+    /// `/database/1/{container}/{environment}/{database}/{operation}`.
     func databaseURL(_ operation: String, database: String = "private") -> URL {
         baseURL.appendingPathComponent("database/1/\(container)/\(environment)/\(database)/\(operation)")
     }
 
-    /// Operations outside a database, such as `tokens/create` (CONTRACT §3.7).
+    /// Operations outside a database, such as `tokens/create`.
     func environmentURL(_ operation: String) -> URL {
         baseURL.appendingPathComponent("database/1/\(container)/\(environment)/\(operation)")
     }

@@ -1,10 +1,10 @@
 /// The schemas compiled into the binaries, so that the daemon needs no file on disk to enforce them.
 public enum BuiltinSchema {
-    /// The text of `Schemas/scorebook.ckdb`, verbatim: the Scorebook record types (CONTRACT §5) in
+    /// The text of `Schemas/scorebook.ckdb`, verbatim: the Scorebook record types in
     /// CloudKit schema language. A test asserts that this constant and the file are identical, so
     /// edit the file and paste it here (indented by four spaces) whenever either changes.
     public static let scorebookSource: String = """
-    // Scorebook Sync: the Scorebook record types (CONTRACT section 5), in CloudKit schema language.
+    // Scorebook Sync: the Scorebook record types, in CloudKit schema language.
     //
     // All records live in the custom zone "ScorebookData" of the private database, except CatalogGame:
     // the public game catalogue, in the _defaultZone of the public database. Record names are

@@ -24,7 +24,7 @@ public struct FieldValue: Equatable, Sendable {
     }
     public static func reference(_ reference: Reference) -> FieldValue { FieldValue(type: .reference, normalized: reference.json) }
     public static func location(_ location: Location) -> FieldValue { FieldValue(type: .location, normalized: location.json) }
-    /// An asset (CONTRACT §3.11): `{"fileChecksum", "size"}`, or an upload's `singleFile` with its receipt.
+    /// An asset: `{"fileChecksum", "size"}`, or an upload's `singleFile` with its receipt.
     public static func asset(_ dictionary: JSONValue) -> FieldValue { FieldValue(type: .asset, normalized: dictionary) }
     public static func stringList(_ list: [String]) -> FieldValue {
         FieldValue(type: .list(.string), normalized: .array(list.map { .string($0) }))
@@ -63,7 +63,7 @@ public struct FieldValue: Equatable, Sendable {
     public var json: JSONValue { ["value": value, "type": .string(type.wireName)] }
 
     /// Reads a wire field `{"value": …, "type"?: …}`. Without `type`, `schemaType` decides, else
-    /// the type is inferred from the JSON (CONTRACT §3.1).
+    /// the type is inferred from the JSON.
     public init(json: JSONValue, fieldName: String, schemaType: FieldType?) throws {
         guard case .object = json else { throw ServerError.badRequest("field '\(fieldName)' must be an object with a 'value'") }
         try self.init(value: json["value"], typeJSON: json["type"], fieldName: fieldName, schemaType: schemaType)

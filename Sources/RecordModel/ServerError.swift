@@ -1,4 +1,4 @@
-/// The error codes of the API (CONTRACT §3.9), each with its HTTP status.
+/// The error codes of the API, each with its HTTP status.
 public enum ServerErrorCode: String, Sendable, CaseIterable {
     case badRequest = "BAD_REQUEST"
     case atomicError = "ATOMIC_ERROR"

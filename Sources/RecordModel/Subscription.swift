@@ -1,4 +1,4 @@
-/// A subscription (CONTRACT §3.7): which changes of a database notify the user's devices.
+/// A subscription: which changes of a database notify the user's devices.
 public struct Subscription: Equatable, Sendable {
     public enum Kind: String, Sendable { case query, zone, database }
     /// The changes a query subscription fires on; `fo` in a notification is 1, 2 or 3.

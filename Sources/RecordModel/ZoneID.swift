@@ -32,7 +32,7 @@ public struct ZoneID: Hashable, Sendable {
     }
 }
 
-/// The naming rules of CONTRACT §3.1.
+/// The naming rules of containers, zones and records.
 public enum Names {
     public static func isValidName(_ name: String) -> Bool {
         var name = name

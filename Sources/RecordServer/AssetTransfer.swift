@@ -5,7 +5,7 @@ import NIOCore
 import RecordModel
 import RecordStore
 
-/// The two URLs that move asset bytes (CONTRACT §3.11), answered before the API reads any body:
+/// The two URLs that move asset bytes, answered before the API reads any body:
 /// an upload is streamed to a staging file while it is hashed, a download streamed from the
 /// store a piece at a time, so however large the asset and however many move at once, the daemon
 /// holds only a piece of each in memory.

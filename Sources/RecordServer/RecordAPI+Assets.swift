@@ -3,7 +3,7 @@ import Foundation
 import RecordModel
 import RecordStore
 
-// Assets (CONTRACT §3.11), in CloudKit's upload-then-attach shape:
+// Assets, in CloudKit's upload-then-attach shape:
 // 1. `assets/upload` hands out single-use upload URLs bound to the caller, zone, record and field;
 // 2. the bytes are POSTed to that URL (streamed to disk, `AssetTransfer`), which answers a receipt;
 // 3. saving the record with the receipt attaches the asset (checked here, before the store sees

@@ -1,7 +1,7 @@
 import RecordModel
 import RecordStore
 
-/// The public database (CONTRACT §3.10): one per container and environment, `_defaultZone` only.
+/// The public database: one per container and environment, `_defaultZone` only.
 /// Users read and write it as themselves; a request with only a valid `ckAPIToken` reads it.
 /// Who may change which record is the store's rule (`AccessRules`), checked in its transaction.
 extension RecordAPI {

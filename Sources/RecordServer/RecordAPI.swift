@@ -6,7 +6,7 @@ import RecordModel
 import RecordStore
 import Synchronization
 
-/// The HTTP API of CONTRACT §3, as a function from request to response. Routes decode, call one
+/// The HTTP API (docs/api), as a function from request to response. Routes decode, call one
 /// store operation, and encode; all the semantics live in the store.
 package final class RecordAPI: Sendable {
     package let store: any RecordStorage
@@ -201,7 +201,7 @@ package final class RecordAPI: Sendable {
     func parseRoute(_ path: String) throws -> Route {
         let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
         let parts = Array(segments)
-        // CloudKit clients call the push-token operations under `/device/1/` (CONTRACT §3.12).
+        // CloudKit clients call the push-token operations under `/device/1/`.
         guard parts.count >= 6, parts[0] == "database" || (parts[0] == "device" && parts[4] == "tokens"), parts[1] == "1" else {
             throw ServerError(.notFound, "no such endpoint: \(path.prefix(200))")
         }
@@ -220,7 +220,7 @@ package final class RecordAPI: Sendable {
 
     func authenticate(_ request: APIRequest) async throws -> User {
         if let header = request.authorization {
-            // The scheme name is case-insensitive (RFC 9110 §11.1).
+            // The scheme name is case-insensitive (RFC 9110, section 11.1).
             let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
             guard parts.count == 2, parts[0].lowercased() == "bearer" else {
                 throw ServerError(.authenticationFailed, "Authorization must be 'Bearer TOKEN'")

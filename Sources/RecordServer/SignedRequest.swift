@@ -3,7 +3,7 @@ import Foundation
 import RecordModel
 import RecordStore
 
-/// A request signed with a server-to-server key (CONTRACT §3.10): the DER ECDSA P-256 SHA-256
+/// A request signed with a server-to-server key: the DER ECDSA P-256 SHA-256
 /// signature of `DATE:BASE64(SHA256(BODY)):SUBPATH`, SUBPATH being the path from `/database/…`
 /// without host or query.
 struct SignedRequest {

@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import RecordModel
 
-/// The database whose assets share one content store (CONTRACT §3.11: identical bytes in one
+/// The database whose assets share one content store (identical bytes in one
 /// database are stored once): a user's private database (which its shared zones belong to) or a
 /// container's public database.
 package struct AssetScope: Sendable, Hashable {
@@ -96,7 +96,7 @@ package struct AssetBlob: Sendable, Equatable {
     }
 }
 
-/// The limits and lifetimes of CONTRACT §3.11.
+/// The limits and lifetimes of uploaded assets.
 package enum AssetLimits {
     package static let maximumBytes: Int64 = 50 * 1024 * 1024
     /// An upload URL takes one upload within this time.

@@ -31,7 +31,7 @@ package protocol RecordStorage: AnyObject, Sendable {
     func authenticate(apiToken: String, webAuthToken: String) async throws -> User?
     /// Whether `apiToken` is a live API token (a public reader may send nothing else).
     func isValidAPIToken(_ apiToken: String) async throws -> Bool
-    /// Registers a server-to-server key from its PEM and returns its key id (§3.10).
+    /// Registers a server-to-server key from its PEM and returns its key id.
     func addServerKey(pem: String, name: String?) async throws -> String
     /// The key with this id and the user it acts as, or nil.
     func serverKey(keyID: String) async throws -> ServerKey?
@@ -88,7 +88,7 @@ package protocol RecordStorage: AnyObject, Sendable {
     /// Flushes and closes (on shutdown).
     func close() async
 
-    // Sharing (CONTRACT §3.9). The shared database itself goes through the methods above with a
+    // Sharing. The shared database itself goes through the methods above with a
     // scope of kind `.shared`: each checks the caller's access in its own transaction.
     /// Users by the email given at `user create` or by record name; unknown ones are absent.
     func discoverUsers(emails: [String], recordNames: [String]) async throws -> [UserIdentity]
@@ -99,7 +99,7 @@ package protocol RecordStorage: AnyObject, Sendable {
     /// `zones/lookup` in the shared database (the zone names its owner).
     func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) async throws -> ZoneInfo
 
-    // Assets (CONTRACT §3.11). The rules (who may upload, attach and download) are the API's;
+    // Assets. The rules (who may upload, attach and download) are the API's;
     // these keep the upload URLs, the receipts and the bytes.
     /// The secret that signs download URLs: one per store, so any daemon honours any other's URLs.
     func assetSigningSecret() async throws -> [UInt8]

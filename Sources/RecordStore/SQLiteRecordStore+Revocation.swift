@@ -7,7 +7,7 @@ extension SQLiteRecordStore {
     static let revocationCountKey = "token_revocations"
 
     /// Revokes `token` of the user `userName`, or every token of the user when `token` is nil
-    /// (CONTRACT §2 `user revoke`). A revoked token is then `AUTHENTICATION_FAILED`, also in a
+    /// (`scorebookd user revoke`). A revoked token is then `AUTHENTICATION_FAILED`, also in a
     /// daemon serving the store from another process. Returns the user and how many tokens this
     /// call revoked (0 when they were revoked already). A token that is not the user's is
     /// `NOT_FOUND`, so a revocation never silently misses.

@@ -1,7 +1,7 @@
 import RecordModel
 import SQLiteDB
 
-// Sharing on the SQLite backend (CONTRACT §3.9): the rows of `shares` and `share_participants`,
+// Sharing on the SQLite backend: the rows of `shares` and `share_participants`,
 // read and written in the request's own transaction; the rules are ShareRules'.
 extension SQLiteRecordStore {
     static let userColumns = "u.id, u.name, u.record_name, u.email"

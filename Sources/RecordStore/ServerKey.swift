@@ -2,7 +2,7 @@ import Crypto
 import Foundation
 import RecordModel
 
-/// A server-to-server key (CONTRACT §3.10): a P-256 public key that signs requests to the public
+/// A server-to-server key: a P-256 public key that signs requests to the public
 /// database, acting as its own user.
 package struct ServerKey: Sendable {
     /// 64 hex digits: SHA-256 of the key's DER encoding, so adding the same key twice finds it.

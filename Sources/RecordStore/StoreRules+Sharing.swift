@@ -2,7 +2,7 @@ import Foundation
 import RecordModel
 import Synchronization
 
-// CloudKit's sharing rules (CONTRACT §3.9), written once for every backend: the share record, its
+// CloudKit's sharing rules, written once for every backend: the share record, its
 // participants, the answers of resolve / accept / invitations, and the shared database's change
 // feed. The backends read and write the rows (`shares`, `share_participants`) in the request's
 // transaction and ask these functions what to do.

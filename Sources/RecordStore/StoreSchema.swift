@@ -45,7 +45,7 @@ package struct StoreMigration: Sendable {
                 "DROP INDEX IF EXISTS records_type",
             ],
             backfillsQueryIndex: true),
-        // Sharing (CONTRACT §3.9): users found by email; a zone's share, and its participants in a
+        // Sharing: users found by email; a zone's share, and its participants in a
         // table of their own so every shared-database request checks access with one indexed lookup
         // in its transaction. `share_participants.email` is the address a participant was invited
         // by (matched against `users.email`); `database_id` is the participant's private database
@@ -76,7 +76,7 @@ package struct StoreMigration: Sendable {
                 "CREATE INDEX share_participants_user ON share_participants (user_id, zone_id)",
                 "CREATE INDEX share_participants_email ON share_participants (email) WHERE email IS NOT NULL",
             ]),
-        // Server-to-server keys (`scorebookd key add`, CONTRACT §3.10): the P-256 public key (DER,
+        // Server-to-server keys (`scorebookd key add`): the P-256 public key (DER,
         // base64) and the user the key acts as.
         StoreMigration(
             version: 4,
@@ -94,7 +94,7 @@ package struct StoreMigration: Sendable {
                     created_at BIGINT NOT NULL)
                 """,
             ]),
-        // Assets (CONTRACT §3.11). `asset_uploads`: one row per upload URL (`upload_id` is its secret), bound
+        // Assets. `asset_uploads`: one row per upload URL (`upload_id` is its secret), bound
         // to a user, a content scope (`AssetScope.key`) and a zone/record/field (`AssetBinding.key`);
         // `claimed_at` spends the URL, the bytes' checksum and the receipt come with `uploaded_at`,
         // `attached_at` spends the receipt. `asset_blobs`: the bytes of one scope, stored once;

@@ -21,9 +21,9 @@ package struct User: Sendable, Equatable {
 }
 
 /// Which database of a container a request addresses: the caller's own (`private`), the zones
-/// other users shared with it (`shared`, CONTRACT §3.9; the zone's owner comes from
+/// other users shared with it (`shared`; the zone's owner comes from
 /// `zoneID.ownerRecordName`), or the container's one public database shared by all users
-/// (`public`, CONTRACT §3.10).
+/// (`public`).
 package enum DatabaseKind: String, Sendable, Hashable {
     case `private`, shared, `public`
 }
@@ -289,7 +289,7 @@ package struct StoredRecord: Sendable {
             out.appendLiteral(#","userRecordName":"#)
             JSONValue.appendString(user, to: &out)
         }
-        // Always present: some CloudKit clients drop the whole stamp without it (CONTRACT §3.12).
+        // Always present: some CloudKit clients drop the whole stamp without it.
         out.appendLiteral(#","deviceID":"#)
         JSONValue.appendString(stamp.deviceID ?? ChangeStamp.placeholderDeviceID, to: &out)
         out.append(UInt8(ascii: "}"))

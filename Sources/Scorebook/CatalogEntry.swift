@@ -1,7 +1,7 @@
 import Foundation
 import RecordModel
 
-/// A game in the container's public catalogue (CONTRACT §3.10): published once by a club, added
+/// A game in the container's public catalogue: published once by a club, added
 /// to anyone's scorebook with `scorebook game add --from-catalog NAME`. Stored as a `CatalogGame`
 /// record in the public database's `_defaultZone`.
 public struct CatalogEntry: Equatable, Sendable {
@@ -24,7 +24,7 @@ public struct CatalogEntry: Equatable, Sendable {
     }
 
     /// One entry per game name, whatever its case: publishing a name again changes that entry.
-    /// The record name is `CatalogGame|~|<UUID>` (CONTRACT §5) with a UUID derived from the
+    /// The record name is `CatalogGame|~|<UUID>` with a UUID derived from the
     /// lower-cased name (RFC 9562 version 8: two FNV-1a 64-bit hashes), so every machine finds it.
     public static func recordName(forGameNamed name: String) -> String {
         func fnv1a(_ bytes: [UInt8], seed: UInt64) -> UInt64 {

@@ -42,7 +42,7 @@ extension CloudKitCompatible {
     /// A new record name for this type.
     public static func newRecordName() -> String { RecordNaming.newRecordName(ofType: recordType) }
 
-    /// The entity as `--json` prints it (CONTRACT §4.1).
+    /// The entity as `--json` prints it.
     public var json: JSONValue {
         var members = jsonFields
         members["recordName"] = .string(recordName)
@@ -97,7 +97,7 @@ struct RecordReader {
 }
 
 extension FieldValue {
-    /// A `DELETE_SELF` reference: deleting the target deletes the record holding it (CONTRACT §5).
+    /// A `DELETE_SELF` reference: deleting the target deletes the record holding it.
     static func owner(_ recordName: String) -> FieldValue {
         .reference(Reference(recordName: recordName, action: .deleteSelf))
     }

@@ -1,5 +1,5 @@
 /// Text as a terminal shows it: control characters made visible, and how many columns a string
-/// takes (CONTRACT §4.1: "table columns line up for wide characters"; "text from other machines
+/// takes ("table columns line up for wide characters"; "text from other machines
 /// is printed with control characters escaped").
 public enum DisplayText {
     /// Whether a scalar is a control character: C0 (U+0000–U+001F), DEL (U+007F) or C1

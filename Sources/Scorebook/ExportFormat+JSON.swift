@@ -13,7 +13,7 @@ import SyncEngine
 /// "games": […], "matches": […], "players": […], "scores": […], "matchLocations": […]}
 /// ```
 ///
-/// Records read like the entity JSON of `--json` (CONTRACT §4.1); absent fields are null.
+/// Records read like the entity JSON of `--json`; absent fields are null.
 extension BookExport {
     static let formatMarker = "scorebook-export"
     static let version: Int64 = 1

@@ -7,7 +7,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Times as text output shows them (CONTRACT §4.1): in the local time zone (the process's `TZ`,
+/// Times as text output shows them: in the local time zone (the process's `TZ`,
 /// else the system's) with its offset, `2026-11-24 17:12:05 +01:00`. JSON keeps ISO-8601 UTC
 /// (`ISO8601.string`). The C library does the conversion: it reads `TZ` and the zone files
 /// itself, and costs no ICU start-up.

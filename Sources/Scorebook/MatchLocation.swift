@@ -43,7 +43,7 @@ public struct MatchLocation: CloudKitCompatible, Equatable {
 
     public var displayName: String { name ?? "location" }
 
-    /// The schema's fields (CONTRACT §5): `location` is one LOCATION, `{"latitude", "longitude"}`,
+    /// The schema's fields: `location` is one LOCATION, `{"latitude", "longitude"}`,
     /// or null when unknown.
     public var jsonFields: [String: JSONValue] {
         var location = JSONValue.null
@@ -78,7 +78,7 @@ public struct MatchPlace: Equatable, Sendable {
     }
 
     /// The place with its name trimmed; refuses a bad name, and coordinates that are not a
-    /// pair or out of range (CONTRACT §4.1).
+    /// pair or out of range.
     func validated() throws -> MatchPlace {
         var place = self
         place.name = try NameValidation.validated(name, field: "a location name")
@@ -98,7 +98,7 @@ public struct MatchPlace: Equatable, Sendable {
         return place
     }
 
-    /// A name of 1–200 characters without control characters (CONTRACT §4.1), trimmed.
+    /// A name of 1–200 characters without control characters, trimmed.
     /// Match notes: free text of at most 10,000 characters, line breaks and tabs allowed, no
     /// other control characters; blank notes are none.
     static func validNotes(_ text: String) throws -> String? {

@@ -1,4 +1,4 @@
-/// The rule for names typed into the scorebook (CONTRACT §4.1): 1–200 characters, none of them a
+/// The rule for names typed into the scorebook: 1–200 characters, none of them a
 /// control character. Every command that sets a name — a person's first or last name, a game's
 /// name, a location's name — checks it here, so the rule and its messages are one.
 ///

@@ -4,7 +4,7 @@ import Glibc
 import Darwin
 #endif
 
-/// Numbers as people write them (CONTRACT §4.1): `42`, not `42.0`, and `0.3` for 0.1 + 0.2, not
+/// Numbers as people write them: `42`, not `42.0`, and `0.3` for 0.1 + 0.2, not
 /// `0.30000000000000004`.
 public enum NumberText {
     /// Significant digits kept. A double holds 15 to 17; the last few are where sums and

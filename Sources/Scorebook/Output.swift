@@ -3,7 +3,7 @@ import RecordModel
 import SyncEngine
 
 /// What each command prints, as text for people or (`json`) one JSON document
-/// (CONTRACT §4). The CLI only prints these strings. Text shows times in the local time zone,
+///. The CLI only prints these strings. Text shows times in the local time zone,
 /// numbers as `NumberText` writes them, and anything that may have come from another machine
 /// with its control characters escaped; JSON keeps UTC times, and its strings escape every
 /// control character (`JSONText`).
@@ -59,7 +59,7 @@ public enum Output {
         return TextTable(headers: ["TITLE", "OWNER", "PERMISSION", "URL"], rows: rows).rendered
     }
 
-    /// `book list`: NAME, OWNER, ROLE, records, last sync (CONTRACT §4.3).
+    /// `book list`: NAME, OWNER, ROLE, records, last sync.
     /// `ownerLabels` shows an owner by name in text (`alice <alice@example.com>`); JSON keeps the user record name.
     public static func books(_ books: [LocalBookSummary], ownerLabels: [String: String] = [:], json: Bool) -> String {
         func owner(_ book: LocalBookSummary) -> String { book.book.ownerRecordName.isEmpty ? "me" : book.book.ownerRecordName }

@@ -1,7 +1,7 @@
 import Foundation
 import SyncEngine
 
-/// Books: one zone each, several in one store file (CONTRACT §4.3).
+/// Books: one zone each, several in one store file.
 extension Scorebook {
     /// The name of the default book.
     public static let defaultBookName = LocalBook.defaultBook.zoneName

@@ -174,7 +174,7 @@ extension Scorebook {
     }
 
     /// Deletes the entity `reference` names and, as the server will, everything that depends
-    /// on it (CONTRACT §4.1: a match's players and scores, a person's players and scores, a
+    /// on it (a match's players and scores, a person's players and scores, a
     /// game's matches). Returns what was deleted, the named entity first.
     @discardableResult
     public func delete<E: CloudKitCompatible>(_ type: E.Type, reference: String) throws -> [DeletedRecord] {

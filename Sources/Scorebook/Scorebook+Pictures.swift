@@ -2,7 +2,7 @@ import Foundation
 import RecordModel
 import SyncEngine
 
-/// Pictures (CONTRACT §4.4): avatars and match photos. A picture is copied into the store's
+/// Pictures: avatars and match photos. A picture is copied into the store's
 /// picture directory when it is added (so it works offline), and goes to the server with the
 /// next sync; pictures of records from elsewhere arrive with the sync that fetches them.
 extension Scorebook {

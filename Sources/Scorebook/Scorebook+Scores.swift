@@ -124,7 +124,7 @@ extension Scorebook {
 
 extension ScoreLine {
     /// `score list`: a table, or (`json`) `[{"recordName", "player", "person", "name", "round",
-    /// "value", "enteredBy"}]` (CONTRACT §4.1).
+    /// "value", "enteredBy"}]`.
     public static func render(_ lines: [ScoreLine], json: Bool) -> String {
         if json {
             return JSONText.render(.array(lines.map { line -> JSONValue in

@@ -25,7 +25,7 @@ public struct BookInvitation: Sendable {
 }
 
 /// Sharing a book: the share record in the owner's zone, invitations, accepting and leaving
-/// (CONTRACT §3.9, §4.3). These talk to the server at once; they need a login.
+///. These talk to the server at once; they need a login.
 extension Scorebook {
     static let shareRecordName = "cloudkit.zoneshare"
 

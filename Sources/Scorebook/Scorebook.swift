@@ -15,7 +15,7 @@ import SyncEngine
 /// let result = try book.result(of: match)   // totals, ranks, winner
 /// ```
 public final class Scorebook {
-    /// The zone every Scorebook record lives in (CONTRACT §5).
+    /// The zone every Scorebook record lives in.
     public static let zoneID = ZoneID(zoneName: "ScorebookData")
 
     /// Every entity type. Adding one to the scorebook means writing a `CloudKitCompatible`
@@ -76,7 +76,7 @@ public final class Scorebook {
 
     // MARK: REF resolution
 
-    /// The entity of `type` that `reference` names (CONTRACT §4.1), or a `.badReference` error.
+    /// The entity of `type` that `reference` names, or a `.badReference` error.
     public func resolve<E: CloudKitCompatible>(_ type: E.Type, _ reference: String) throws -> E {
         try resolve(reference, among: all(type))
     }

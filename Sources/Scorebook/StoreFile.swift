@@ -7,7 +7,7 @@ import Glibc
 import Darwin
 #endif
 
-/// The local store's file is its owner's alone (CONTRACT §4: "created readable by its owner
+/// The local store's file is its owner's alone ("created readable by its owner
 /// only"): it holds the sync token.
 public enum StoreFile {
     /// Creates the store's directory (mode 0700, when it has to) and an empty file at `path`

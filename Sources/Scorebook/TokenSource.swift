@@ -1,6 +1,6 @@
 import Foundation
 
-/// Where `account login` takes the token from (CONTRACT §4.2): exactly one of `--token`,
+/// Where `account login` takes the token from: exactly one of `--token`,
 /// `--token-file` and the environment variable `SCOREBOOK_TOKEN`. Two sources are refused
 /// rather than ranked, so a forgotten exported variable never logs in as someone unexpected.
 public enum TokenSource {

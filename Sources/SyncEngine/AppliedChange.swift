@@ -26,7 +26,7 @@ public struct AppliedChange: Equatable, Sendable {
     }
 }
 
-/// Record names of the form `<RecordType>|~|<UUID>` (CONTRACT §5), so that a tombstone, which
+/// Record names of the form `<RecordType>|~|<UUID>`, so that a tombstone, which
 /// may carry only a name, still tells what kind of record went.
 public enum RecordNaming {
     public static let separator = "|~|"
@@ -57,7 +57,7 @@ enum UUIDGenerator {
 
 /// A local edit the server could not take because the record, or a record it belongs to, was
 /// deleted elsewhere: the deletion stands and the edit is gone. Reported, never silent
-/// (CONTRACT §4.2).
+///.
 public struct DroppedChange: Equatable, Sendable {
     public enum Reason: String, Sendable {
         /// The record itself was deleted on another machine.

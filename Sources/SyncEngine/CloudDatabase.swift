@@ -20,8 +20,8 @@ public protocol CloudDatabase: Sendable {
     /// In the shared database: the share of a zone shared with the user, as the user takes part
     /// in it (its title and whether the user may only read); nil when it cannot be read.
     func shareParticipation(zoneID: ZoneID) async throws -> ShareParticipation?
-    /// Uploads a picture (the file at `path`, `size` bytes) for one field of one record (CONTRACT
-    /// §3.11); the `singleFile` to save it with. `progress` is told the bytes sent so far.
+    /// Uploads a picture (the file at `path`, `size` bytes) for one field of one record; the
+    /// `singleFile` to save it with. `progress` is told the bytes sent so far.
     func uploadAsset(zoneID: ZoneID, recordName: String, recordType: String, fieldName: String, file path: String,
                      size: Int64, progress: (@Sendable (Int64) -> Void)?) async throws -> JSONValue
     /// `length` bytes from `offset` of the asset at a record's `downloadURL`.

@@ -263,7 +263,7 @@ public final class LocalRecordStore: @unchecked Sendable {
     }
 
     /// `name` and every record that a `DELETE_SELF` reference chain ties to it, parents first:
-    /// what deleting `name` deletes, locally as on the server (CONTRACT §3.2).
+    /// what deleting `name` deletes, locally as on the server.
     static func cascade(from name: String, in connection: SQLiteConnection) throws -> [String] {
         var ordered = [name]
         var seen: Set<String> = [name]

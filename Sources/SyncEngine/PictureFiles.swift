@@ -35,7 +35,7 @@ public struct PictureReference: Sendable, Equatable {
 /// written to a temporary name and renamed, so a picture file is always whole.
 public struct PictureFiles: Sendable {
     public let directory: String
-    /// The largest picture (CONTRACT §4.4; the server's asset limit).
+    /// The largest picture (the server's asset limit).
     public static let maximumBytes: Int64 = 50 * 1024 * 1024
 
     public init(storePath: String) {

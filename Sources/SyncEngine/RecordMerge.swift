@@ -5,7 +5,7 @@ import RecordModel
 /// `modificationDate`, ties broken by comparing the values' canonical JSON, so every machine
 /// that merges the same three copies picks the same result.
 public enum RecordMerge {
-    /// The field every record type carries with the time of its last edit (CONTRACT §5).
+    /// The field every record type carries with the time of its last edit.
     public static let modificationDateField = "modificationDate"
 
     public struct Result: Equatable, Sendable {

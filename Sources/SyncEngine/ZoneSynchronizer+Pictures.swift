@@ -2,7 +2,7 @@ import Foundation
 import RecordClient
 import RecordModel
 
-/// Pictures (asset fields, CONTRACT §3.11, §4.4): uploaded just before the records that refer to
+/// Pictures (asset fields): uploaded just before the records that refer to
 /// them are sent, and downloaded after records that refer to pictures this machine lacks arrive.
 /// The outbox is untouched by uploads (a sync killed mid-upload sends the record, and uploads the
 /// picture again, next time; the server keeps identical bytes once), and a download grows a

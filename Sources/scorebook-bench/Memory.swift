@@ -99,7 +99,7 @@ func cliMemory(_ options: BenchOptions) async throws -> [String: JSONValue] {
     return figures
 }
 
-/// A Person record as the Scorebook writes it (CONTRACT §5), about 250 bytes.
+/// A Person record as the Scorebook writes it, about 250 bytes.
 func personRecord(_ index: Int) -> JSONValue {
     [
         "recordName": .string("Person|~|" + String(format: "%08X-5B1D-4BAD-9BDD-%012X", index, index)),

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import Scorebook
 
-/// `scorebook book …`: the books (zones) of the store (CONTRACT §4.3).
+/// `scorebook book …`: the books (zones) of the store.
 struct BookCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "book", abstract: "Create, list and delete books (one zone each).",

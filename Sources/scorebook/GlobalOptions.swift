@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import Scorebook
 
-/// The options every command takes (CONTRACT §4).
+/// The options every command takes.
 struct GlobalOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The local store (a SQLite file); also SCOREBOOK_STORE.", valueName: "path"))
     var store: String?

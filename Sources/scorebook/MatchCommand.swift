@@ -69,7 +69,7 @@ struct MatchCommand: ParsableCommand {
             let line = Output.MatchLine(match: match, gameName: try book.gameName(of: match), result: try book.result(of: match),
                                         location: try book.location(of: match))
             var shown = line
-            // Who entered each score, only where others write too (CONTRACT §4.3).
+            // Who entered each score, only where others write too.
             if try book.isSharedBook() { shown.sharedScores = try book.scoreLines(of: match) }
             emit(MatchShow.render(shown, rounds: rounds ? try book.rounds(of: match) : nil, json: global.json))
         }

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import RecordModel
 
-/// `scorebookd key add --public-key FILE.pem [--name LABEL] STORE` (CONTRACT §2, §3.10).
+/// `scorebookd key add --public-key FILE.pem [--name LABEL] STORE`.
 struct KeyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "key", abstract: "Manage server-to-server keys (signed requests to the public database).", subcommands: [Add.self])

@@ -7,7 +7,7 @@ import PostgresRecordStore
 import RecordModel
 import RecordStore
 
-/// `scorebookd migrate --from-data-dir DIR --database URL` (CONTRACT §6): copies an SQLite store
+/// `scorebookd migrate --from-data-dir DIR --database URL`: copies an SQLite store
 /// into an empty PostgreSQL database. Ids, sequences, token hashes and the store's identity are
 /// kept, so users' tokens, clients' sync tokens and notification cursors keep working.
 struct Migrate: AsyncParsableCommand {

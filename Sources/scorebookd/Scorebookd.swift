@@ -11,7 +11,7 @@ import RecordModel
 import RecordServer
 import RecordStore
 
-/// `scorebookd`: the record-store daemon and its administration commands (CONTRACT §2).
+/// `scorebookd`: the record-store daemon and its administration commands.
 @main
 struct Scorebookd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -50,7 +50,7 @@ struct CommandFailure: Error {
 }
 
 /// Prints one JSON object on one line with its keys in the order given, so the same answer
-/// always reads the same (`{"userRecordName":…,"name":…,"token":…}` as CONTRACT §2 shows it).
+/// always reads the same (`{"userRecordName":…,"name":…,"token":…}` as the operations guide shows it).
 func printJSON(_ members: KeyValuePairs<String, JSONValue>) {
     var out: [UInt8] = []
     appendOrderedObject(members, to: &out)
@@ -199,7 +199,7 @@ struct Serve: AsyncParsableCommand {
         await storage.close()
     }
 
-    /// Refuses a data directory another `serve` holds (CONTRACT §2), naming its pid.
+    /// Refuses a data directory another `serve` holds, naming its pid.
     func lockDataDirectory() throws {
         let directory = data.dataDirectory
         // Made here so the lock file can be; a directory that cannot be made is reported by

@@ -6,7 +6,7 @@ import Glibc
 import Darwin
 #endif
 
-/// The lock that lets one `scorebookd serve` at a time use a data directory (CONTRACT §2): an
+/// The lock that lets one `scorebookd serve` at a time use a data directory: an
 /// exclusive `flock` on `scorebookd.lock` in the directory, with the holder's pid written in it
 /// for the refusal to name. The kernel drops the lock when the process ends however it ends
 /// (kill -9 included), so a crash never leaves a directory locked; the file itself stays.

@@ -4,7 +4,7 @@ import RecordModel
 import TestSupport
 import XCTest
 
-/// Assets over HTTP against the real daemon (CONTRACT §3.11): upload URLs, receipts, attaching,
+/// Assets over HTTP against the real daemon: upload URLs, receipts, attaching,
 /// download URLs with ETag and Range, and every kind of bad input. `PostgresAPIAssetTests` runs
 /// the same bodies on a daemon serving PostgreSQL.
 class APIAssetTests: DaemonTestCase {

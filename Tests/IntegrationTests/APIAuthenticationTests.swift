@@ -2,7 +2,7 @@ import Foundation
 import RecordModel
 import XCTest
 
-/// Authentication (CONTRACT §2.1) and the wall between users' private databases, over HTTP.
+/// Authentication and the wall between users' private databases, over HTTP.
 final class APIAuthenticationTests: DaemonTestCase {
     func testABearerTokenIdentifiesTheUser() throws {
         let (recordName, token) = try makeUser()

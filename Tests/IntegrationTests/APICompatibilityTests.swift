@@ -2,7 +2,7 @@ import Foundation
 import RecordModel
 import XCTest
 
-/// What existing CloudKit Web Services clients need beyond the documented API (CONTRACT §3.12),
+/// What existing CloudKit Web Services clients need beyond the documented API,
 /// over HTTP against the real daemon.
 final class APICompatibilityTests: DaemonTestCase {
     /// `/device/1/{container}/{environment}/tokens/{operation}`.

@@ -4,7 +4,7 @@ import SQLiteDB
 import TestSupport
 import XCTest
 
-/// The parts of CONTRACT §3 that need more than one request to show, over HTTP against the real
+/// The parts of the HTTP API that need more than one request to show, over HTTP against the real
 /// daemon: a change feed paged while another client writes, a store locked by another process,
 /// references and parents at their edges, every query comparator.
 final class APIEdgeCaseTests: DaemonTestCase {
@@ -23,7 +23,7 @@ final class APIEdgeCaseTests: DaemonTestCase {
         return .object(members)
     }
 
-    /// §3.5: a client following `moreComing` with a small `resultsLimit` while another client
+    /// Change feeds: a client following `moreComing` with a small `resultsLimit` while another client
     /// creates, updates and deletes ends with exactly the zone's final state: no change skipped.
     func testPagingTheChangeFeedWhileAnotherClientWritesSkipsNothing() throws {
         let writerToken = try XCTUnwrap(token)
@@ -103,7 +103,7 @@ final class APIEdgeCaseTests: DaemonTestCase {
                        Set(expected.compactMap { $0.value == nil ? nil : $0.key }), "live records: pages ∪ = final state")
     }
 
-    /// §3.9 `TRY_AGAIN_LATER`: another process holding the store's write lock past the busy
+    /// `TRY_AGAIN_LATER`: another process holding the store's write lock past the busy
     /// timeout makes a write answer 503 with `retryAfter`; reads still answer, and the write
     /// succeeds once the lock is gone.
     func testAWriteWhileAnotherProcessHoldsTheLockIsTryAgainLater() throws {
@@ -134,7 +134,7 @@ final class APIEdgeCaseTests: DaemonTestCase {
         XCTAssertNotNil(accepted.body["records"]?.arrayValue?.first?["recordChangeTag"], "the same write succeeds after the lock is gone")
     }
 
-    /// Parents do not cascade (§3.2), so a child can outlive its parent: it stays editable. A
+    /// Parents do not cascade, so a child can outlive its parent: it stays editable. A
     /// reference naming another zone is refused; one naming the record's own zone is kept.
     func testOrphanedChildrenStayEditableAndReferencesStayInTheirZone() throws {
         let child = withParent(record("Player|~|kid", "Player", ["seat": int(1)]), ["recordName": "Match|~|mom"])
@@ -204,7 +204,7 @@ final class APIEdgeCaseTests: DaemonTestCase {
         XCTAssertEqual(zones, 2, "nothing of the refused request was applied")
     }
 
-    /// §3.4: every comparator, over HTTP, on values of several types and on `recordName`.
+    /// Queries: every comparator, over HTTP, on values of several types and on `recordName`.
     func testEveryQueryComparator() throws {
         let items: [(String, Int, String, [String])] = [
             ("Thing|~|a", 1, "apple", ["red"]), ("Thing|~|b", 2, "apricot", ["green", "red"]),

@@ -2,7 +2,7 @@ import Foundation
 import RecordModel
 import XCTest
 
-/// Malformed input of every kind (CONTRACT §3.9: "No input, however malformed, makes the daemon
+/// Malformed input of every kind ("No input, however malformed, makes the daemon
 /// crash, hang or answer with anything but JSON"). Each case must get a JSON error dictionary with
 /// the right status and code; afterwards the daemon still answers /health and the stored data is
 /// exactly as before.
@@ -224,7 +224,7 @@ final class APIMalformedInputTests: DaemonTestCase {
     }
 
     /// In the shared database a zone is named with its owner: a record request without one is a
-    /// bad request, not a look into the caller's own zones (sharing, CONTRACT §3.9).
+    /// bad request, not a look into the caller's own zones (sharing).
     func testSharedDatabaseRequestsNeedTheZonesOwner() throws {
         for operation in ["records/modify", "records/changes", "records/lookup", "records/query"] {
             let body = #"{"zoneID": {"zoneName": "ScorebookData"}, "operations": [], "records": [], "query": {"recordType": "Game"}}"#

@@ -2,7 +2,7 @@ import Foundation
 import RecordModel
 import XCTest
 
-/// Every operation of the API over HTTP against the real daemon (CONTRACT §3), including a client
+/// Every operation of the API over HTTP against the real daemon, including a client
 /// that talks like CloudKit Web Services clients do.
 final class APIRecordsTests: DaemonTestCase {
     var token: String!

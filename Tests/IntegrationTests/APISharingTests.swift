@@ -2,7 +2,7 @@ import Foundation
 import RecordModel
 import XCTest
 
-/// Sharing a zone over HTTP against the real daemon (CONTRACT §3.9): the share record, invitations,
+/// Sharing a zone over HTTP against the real daemon: the share record, invitations,
 /// resolve / accept, the `/shared/` database for each kind of caller, and push to participants.
 final class APISharingTests: DaemonTestCase {
     struct Person {
@@ -282,7 +282,7 @@ final class APISharingTests: DaemonTestCase {
         }
         XCTAssertEqual(try sharedModify(rw, owner: alice, [("create", record("rw1", "Game"))]).status, 200)
         assertError(try sharedModify(ro, owner: alice, [("create", record("ro1", "Game"))]), 403, "ACCESS_DENIED")
-        // Asset uploads (CONTRACT §3.11): the owner in its private database, a read-write participant here; not a reader.
+        // Asset uploads: the owner in its private database, a read-write participant here; not a reader.
         let upload: JSONValue = ["zoneID": theZone, "tokens": [["recordName": "p1", "recordType": "Person", "fieldName": "avatar"]]]
         XCTAssertEqual(try call("assets/upload", alice.token, ["zoneID": ["zoneName": .string(zone)], "tokens": upload["tokens"]!]).status, 200)
         XCTAssertNotNil(entry(try shared("assets/upload", rw, upload), "tokens")?["url"]?.stringValue)

@@ -94,7 +94,7 @@ final class CLIMachine {
                 "matches": matches, "shown": .object(shown)]
     }
 
-    /// Every record of the store (CONTRACT §5 types), read in this process: only while no
+    /// Every record of the store (the Scorebook record types), read in this process: only while no
     /// `scorebook` runs on the store.
     func storedRecords() throws -> [String: Record] {
         let store = try LocalRecordStore(path: storePath)
@@ -221,7 +221,7 @@ struct ServerZone {
     }
 }
 
-/// The record types of CONTRACT §5.
+/// The Scorebook record types.
 let scorebookRecordTypes = ["Person", "Game", "Match", "Player", "Score", "MatchImage", "MatchLocation"]
 
 /// Asserts that a store holds exactly the server's records:
@@ -290,7 +290,7 @@ func assertSnapshot(_ snapshot: JSONValue, equals server: ServerZone, _ label: S
     XCTAssertEqual(players, server.names(ofType: "Player"), "\(label): players", file: file, line: line)
 }
 
-/// How an entity's JSON (CONTRACT §4.1) differs from the server's record of it: each field of
+/// How an entity's JSON differs from the server's record of it: each field of
 /// either side compared by its type, a missing field equal to null.
 func entityDifferences(_ entity: JSONValue, _ record: JSONValue) -> [String] {
     let members = entity.objectValue ?? [:]

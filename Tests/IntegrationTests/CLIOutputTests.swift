@@ -3,7 +3,7 @@ import RecordModel
 import SyncEngine
 import XCTest
 
-/// Issue 15, CONTRACT §4.1 and §4.2: what the real `scorebook` binary prints and accepts —
+/// Issue 15: what the real `scorebook` binary prints and accepts —
 /// numbers, times, wide characters, names, control characters from other machines, standings,
 /// REFs, `--version`, `--help`, where the token comes from, and the store file's mode.
 final class CLIOutputTests: XCTestCase {

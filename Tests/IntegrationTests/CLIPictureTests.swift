@@ -3,7 +3,7 @@ import RecordModel
 import TestSupport
 import XCTest
 
-/// Issue 11 through the real binaries (CONTRACT §4.4): avatars and match photos added on one
+/// Issue 11 through the real binaries: avatars and match photos added on one
 /// machine are byte for byte the same on the user's other machines and on a book participant's;
 /// bad files are one-line errors; a sync killed mid-upload and one killed mid-download both finish
 /// on the next run, with nothing duplicated.

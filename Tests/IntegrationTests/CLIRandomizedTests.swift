@@ -20,7 +20,7 @@ final class CLIRandomizedTests: XCTestCase {
         }
     }
 
-    /// CONTRACT §6: the same run with each store attached to a different one of three daemons
+    /// Several daemons: the same run with each store attached to a different one of three daemons
     /// serving one PostgreSQL database (seed 1 in CI; SCOREBOOK_SEEDS for more).
     func testRandomEditsThroughThreeDaemonsOnOnePostgreSQLDatabaseConverge() throws {
         if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
@@ -68,7 +68,7 @@ final class CLIRandomizedTests: XCTestCase {
                 guard let player = show["players"]?.arrayValue?.randomElement(using: &random)?["recordName"]?.stringValue else {
                     arguments = ["status"]; break
                 }
-                // A finished match takes no score until it is reopened (CONTRACT §4.1).
+                // A finished match takes no score until it is reopened.
                 if show["endDate"]?.stringValue != nil {
                     arguments = ["match", "reopen", match]
                     break

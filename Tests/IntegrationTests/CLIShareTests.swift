@@ -145,7 +145,7 @@ final class CLIShareTests: XCTestCase {
         XCTAssertEqual(try bob.json("book", "list").arrayValue?.count, 1, "a left book does not come back")
     }
 
-    /// Issue 10 (CONTRACT §4.2/§4.3): one `sync --watch` without `--book` follows every book of
+    /// Issue 10: one `sync --watch` without `--book` follows every book of
     /// the store: a shared book's participant's change, the default book's change from the
     /// user's other machine, and a book accepted on that other machine while the watch runs.
     /// A read-only book accepted on one machine comes to the user's other machine at its next

@@ -85,7 +85,7 @@ final class CLISyncTests: XCTestCase {
         XCTAssertEqual(try laptop.json("status")["pending"]?.int64Value, 0)
     }
 
-    /// A book zone shared over HTTP (CONTRACT §3.9) holds the system record `cloudkit.zoneshare`
+    /// A book zone shared over HTTP holds the system record `cloudkit.zoneshare`
     /// (type `cloudkit.share`, which no Scorebook type models): sync skips it, and both machines
     /// keep syncing (the record used to fail every sync with "entry that is not a record").
     func testABookWhoseZoneIsSharedKeepsSyncing() throws {

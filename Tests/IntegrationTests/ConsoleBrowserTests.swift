@@ -2,7 +2,7 @@ import Foundation
 import RecordModel
 import XCTest
 
-/// Issue 12, the console of CONTRACT §7, in a real browser: headless Chromium (Debian's
+/// Issue 12, the console, in a real browser: headless Chromium (Debian's
 /// `chromium` and `chromium-driver`, driven over WebDriver) against the real `scorebookd`, with
 /// the data made by the real `scorebook` CLI. Each run's screenshot is `.build/console.png`
 /// (`SCOREBOOK_UPDATE_SCREENSHOT=1` also refreshes the committed `docs/console.png`).
@@ -377,7 +377,7 @@ final class ConsoleBrowserTests: XCTestCase {
         XCTAssertFalse(text.contains("Zed"), "alice sees nothing of bob's")
     }
 
-    /// A book shared for real (CONTRACT §3.9): alice keeps score with the CLI and shares its
+    /// A book shared for real: alice keeps score with the CLI and shares its
     /// zone with bob read-only over HTTP; bob accepts, and his console shows the shared book with
     /// its title, role, owner and participants and the scoreboard `scorebook match show` prints
     /// for alice; alice's next synced score reaches bob's page within a second (the shared
@@ -473,7 +473,7 @@ final class ConsoleBrowserTests: XCTestCase {
 
     /// Pictures only, against a STAND-IN: the daemon does not store assets yet, so no real
     /// record has a `downloadURL`. The page's `/shared/` requests are answered by a stand-in
-    /// installed in the page (CONTRACT §3.9 shapes) whose records carry avatar and match-photo
+    /// installed in the page (the share record's shapes) whose records carry avatar and match-photo
     /// `downloadURL`s; the page must fetch them from its own origin and show initials where there
     /// is none. Shared books themselves are tested for real above.
     func testPicturesByDownloadURLAgainstAStandInSharedBook() throws {

@@ -7,7 +7,7 @@ import XCTest
 import Glibc
 #endif
 
-/// Issue 15, CONTRACT §2: the real `scorebookd`'s administration commands — a data directory
+/// Issue 15: the real `scorebookd`'s administration commands — a data directory
 /// without a store is refused, one `serve` per data directory, `check` on a damaged store,
 /// `user revoke`, and JSON keys in a fixed order.
 final class DaemonAdministrationTests: XCTestCase {

@@ -2,7 +2,7 @@ import Foundation
 import RecordModel
 import XCTest
 
-/// The daemon as a process (CONTRACT §2): readiness line, health, graceful shutdown, durability
+/// The daemon as a process: readiness line, health, graceful shutdown, durability
 /// across restarts and kills, and how it fails on bad flags, data directories and ports.
 final class DaemonLifecycleTests: XCTestCase {
     func testTheReadinessLineIsExactlyTheContractsAndHealthNeedsNoCredentials() throws {

@@ -11,7 +11,7 @@ final class DaemonRegressionTests: DaemonTestCase {
     /// characters; (2) a request line with a 100,000-character path; (3) 3,000 header fields;
     /// (4) `Content-Length: abc`; (5) a raw non-ASCII byte (UTF-8 `ç`) in the path, as a client
     /// that does not percent-encode a container name sends it.
-    /// Expected: a JSON error dictionary (CONTRACT §3.9: "No input, however malformed, makes the
+    /// Expected: a JSON error dictionary ("No input, however malformed, makes the
     /// daemon … answer with anything but JSON"), e.g. 400 `BAD_REQUEST` or 413 `LIMIT_EXCEEDED`.
     /// Actual: for (3), (4) and (5), `400 Bad Request`, `Content-Length: 0`, no body,
     /// `Connection: close` — written by the HTTP decoder before the API sees the request, so no
@@ -41,7 +41,7 @@ final class DaemonRegressionTests: DaemonTestCase {
     /// Request: `GET …/private/users/current` with `Authorization: bearer TOKEN` (or `BEARER TOKEN`)
     /// and a valid token.
     /// Expected: 200 with the user, as for `Bearer TOKEN` — an HTTP authentication scheme is a
-    /// case-insensitive token (RFC 9110 §11.1), and some HTTP clients and proxies send it lower-case.
+    /// case-insensitive token (RFC 9110, section 11.1), and some HTTP clients and proxies send it lower-case.
     /// Actual: 401 `AUTHENTICATION_FAILED` "Authorization must be 'Bearer TOKEN'"
     /// (`RecordAPI.authenticate` compares the prefix `"Bearer "` exactly).
     func testTheBearerSchemeIsCaseInsensitive() throws {

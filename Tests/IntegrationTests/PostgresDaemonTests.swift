@@ -3,7 +3,7 @@ import RecordModel
 import TestSupport
 import XCTest
 
-/// CONTRACT §2 and §6 through the real binaries: `scorebookd serve --database postgres://…` on a
+/// The daemon on PostgreSQL through the real binaries: `scorebookd serve --database postgres://…` on a
 /// fresh database of the run's throw-away PostgreSQL cluster, the administrative commands on
 /// `--database`, and the real `scorebook` CLI syncing through it (and through two daemons on one
 /// database).

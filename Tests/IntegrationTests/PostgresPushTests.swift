@@ -3,7 +3,7 @@ import RecordModel
 import TestSupport
 import XCTest
 
-/// CONTRACT §6 across daemons: two `scorebookd serve --database` on one PostgreSQL database; a
+/// Push across daemons: two `scorebookd serve --database` on one PostgreSQL database; a
 /// write through the second wakes the long-polls and event streams held by the first
 /// (LISTEN/NOTIFY), and PostgreSQL going away answers `503 TRY_AGAIN_LATER` until it returns.
 final class PostgresPushTests: PushTestCase {

@@ -2,8 +2,7 @@ import Foundation
 import RecordModel
 import XCTest
 
-/// The public database and server-to-server keys over HTTP against the real daemon (CONTRACT
-/// §3.10, §2.1): API-token-only reads, creator-only changes, `_defaultZone` only, its change feed
+/// The public database and server-to-server keys over HTTP against the real daemon: API-token-only reads, creator-only changes, `_defaultZone` only, its change feed
 /// and subscription push, and requests signed by `openssl` itself with a key `scorebookd key add`
 /// registered.
 class PublicDatabaseAPITests: DaemonTestCase {

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// Push delivery against the real daemon: long-poll and Server-Sent Events on the courier URL,
-/// resumption from a cursor, isolation between users, shutdown and restart (CONTRACT §3.7).
+/// resumption from a cursor, isolation between users, shutdown and restart.
 final class PushDeliveryTests: PushTestCase {
     override func setUpWithError() throws {
         try super.setUpWithError()

@@ -2,7 +2,7 @@ import Foundation
 import RecordModel
 import XCTest
 
-/// Which subscriptions fire, over HTTP against the real daemon (CONTRACT §3.7): after each change
+/// Which subscriptions fire, over HTTP against the real daemon: after each change
 /// the courier holds exactly the notifications that change should fire, no more and no fewer.
 /// Notifications are written in the change's transaction, so a `timeout=0` poll right after the
 /// answer sees all of them.

@@ -11,7 +11,7 @@ final class PushRegressionTests: PushTestCase {
     }
 
     /// `GET {courier}?since=C&timeout=0` when notifications after C already exist.
-    /// Expected (§3.7): `200` with those notifications ("as soon as a notification newer than
+    /// Expected: `200` with those notifications ("as soon as a notification newer than
     /// `since` exists"); a zero timeout only means "do not wait".
     /// Actual: `200 {"notifications": [], "cursor": C}` every time: the courier's wait loop breaks
     /// before reading when the deadline is already reached, so a non-blocking poll never

@@ -7,7 +7,7 @@ import Glibc
 #endif
 
 /// Shared set-up of the push tests: a real `scorebookd` (through `DaemonProcess`), a user, and
-/// helpers for zones, records, subscriptions and delivery channels (CONTRACT §3.7).
+/// helpers for zones, records, subscriptions and delivery channels.
 class PushTestCase: XCTestCase {
     static let container = "iCloud.scorebook.push"
     let zone = "ScorebookData"

@@ -209,7 +209,7 @@ final class ReliabilityCrashTests: XCTestCase {
               + String(format: "%.1f s", Date().timeIntervalSince(started)))
     }
 
-    /// CONTRACT §6: the same crash, of one of two daemons serving one PostgreSQL database. The
+    /// Several daemons: the same crash, of one of two daemons serving one PostgreSQL database. The
     /// survivor answers at once: every batch is wholly present or absent, every acknowledged batch
     /// is present, and `scorebookd check --database` is ok; the killed daemon restarts and agrees.
     func testAtomicBatchesAreWhollyPresentOrAbsentWhenADaemonOnPostgreSQLIsKilled() throws {

@@ -2,7 +2,7 @@ import Foundation
 import RecordModel
 import XCTest
 
-/// Server-to-server keys (CONTRACT §2, §3.10) through the real binaries: `scorebookd key add`
+/// Server-to-server keys through the real binaries: `scorebookd key add`
 /// registers a key made by `openssl ecparam`, and requests are signed by `openssl dgst` itself (an
 /// implementation independent of ours) over `DATE:BASE64(SHA256(BODY)):SUBPATH`.
 class ServerKeyAPITests: DaemonTestCase {

@@ -2,7 +2,7 @@ import XCTest
 
 @testable import RecordModel
 
-/// The CloudKit wire form of records and field values (CONTRACT §3.1): types given, decided by a
+/// The CloudKit wire form of records and field values: types given, decided by a
 /// schema or inferred; normalisation; names; and the round trip of a record through its JSON.
 final class RecordCodingTests: XCTestCase {
     func fieldValue(_ json: JSONValue, schema: FieldType? = nil) throws -> FieldValue {
@@ -172,6 +172,6 @@ final class RecordCodingTests: XCTestCase {
             "BAD_REQUEST": 400, "ATOMIC_ERROR": 400, "AUTHENTICATION_FAILED": 401, "ACCESS_DENIED": 403, "NOT_FOUND": 404,
             "ZONE_NOT_FOUND": 404, "CONFLICT": 409, "EXISTS": 409, "CHANGE_TOKEN_EXPIRED": 410, "VALIDATING_REFERENCE_ERROR": 412,
             "LIMIT_EXCEEDED": 413, "AUTHENTICATION_REQUIRED": 421, "THROTTLED": 429, "INTERNAL_ERROR": 500, "TRY_AGAIN_LATER": 503,
-        ], "the table of CONTRACT §3.9")
+        ], "the error table")
     }
 }

@@ -7,14 +7,14 @@ import TestSupport
 final class SchemaParserTests: XCTestCase {
     // MARK: The shipped schema
 
-    /// CONTRACT §5: every record type, and every field with its type (system fields excluded).
+    /// The Scorebook schema: every record type, and every field with its type (system fields excluded).
     static let contractTypes: [String: [String: FieldType]] = [
         "Person": [
             "firstName": .string, "lastName": .string, "emailAddress": .string, "avatar": .asset,
             "modificationDate": .timestamp,
         ],
         "Game": ["name": .string, "lowScoreWins": .int64, "modificationDate": .timestamp],
-        // The public game catalogue (CONTRACT §3.10, issue 14).
+        // The public game catalogue (issue 14).
         "CatalogGame": ["name": .string, "lowScoreWins": .int64, "description": .string, "modificationDate": .timestamp],
         "Match": [
             "game": .reference, "startDate": .timestamp, "endDate": .timestamp, "notes": .string,

@@ -5,7 +5,7 @@ import RecordServer
 import SQLiteDB
 import XCTest
 
-/// The store's part of assets (CONTRACT §3.11) on the selected backend: upload URLs spent once and
+/// The store's part of assets on the selected backend: upload URLs spent once and
 /// expiring, bytes stored once per scope and read back in pieces, and the sweep's lifetimes —
 /// unattached bytes go after a day, released ones after the tombstone retention.
 final class AssetStoreTests: StoreTestCase {

@@ -2,7 +2,7 @@ import RecordModel
 import RecordStore
 import XCTest
 
-/// `atomic` batches (CONTRACT §3.2): all or nothing, with the failing operation's own code and
+/// `atomic` batches: all or nothing, with the failing operation's own code and
 /// `ATOMIC_ERROR` on the others; non-atomic batches apply what succeeds.
 final class AtomicBatchTests: StoreTestCase {
     func testAFailingOperationRollsBackTheWholeAtomicBatch() throws {

@@ -4,7 +4,7 @@ import RecordStore
 import XCTest
 import TestSupport
 
-/// A zone's change feed (CONTRACT §3.5): latest state per record, tombstones, paging that never
+/// A zone's change feed: latest state per record, tombstones, paging that never
 /// skips even under concurrent writes, token validation and expiry.
 final class ChangeFeedTests: StoreTestCase {
     func testTheFeedGivesEachRecordOnceInItsLatestStateWithTombstones() throws {

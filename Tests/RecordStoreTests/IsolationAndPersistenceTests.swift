@@ -3,7 +3,7 @@ import PostgresRecordStore
 import RecordStore
 import XCTest
 
-/// One user never sees another's data (CONTRACT §2.1); everything survives reopening the store.
+/// One user never sees another's data; everything survives reopening the store.
 final class IsolationAndPersistenceTests: StoreTestCase {
     func testOneUserNeverSeesAnothersZonesRecordsOrChanges() throws {
         let zone = ZoneID(zoneName: "ScorebookData")

@@ -3,7 +3,7 @@ import RecordModel
 import RecordStore
 import XCTest
 
-/// The public database (CONTRACT §3.10) at the store: one per container and environment, shared
+/// The public database at the store: one per container and environment, shared
 /// by all users, `_defaultZone` only; creators (or a server-to-server key) change their records;
 /// change feeds and subscriptions work on it. Runs on both backends like the rest of the suite.
 final class PublicDatabaseTests: StoreTestCase {

@@ -2,7 +2,7 @@ import RecordModel
 import RecordStore
 import XCTest
 
-/// `records/query` (CONTRACT §3.4): comparators, AND-combined filters, sorting and paging.
+/// `records/query`: comparators, AND-combined filters, sorting and paging.
 final class QueryTests: StoreTestCase {
     /// Five scores: (name, value, round, player, tags).
     let scores: [(String, Double, Int64, String, [String])] = [

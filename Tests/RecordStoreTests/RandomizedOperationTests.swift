@@ -6,7 +6,7 @@ import TestSupport
 
 /// A model-based test: random batches of all seven operation types, with current, stale and
 /// missing tags, atomic or not, are applied to the store and to a tiny in-memory model of
-/// CONTRACT §3.2. Every result, the stored state and the change feed must match the model.
+/// `records/modify`. Every result, the stored state and the change feed must match the model.
 /// The generator has a fixed seed, so a failure names a reproducible batch.
 final class RandomizedOperationTests: StoreTestCase {
     struct ModelRecord: Equatable {
@@ -128,7 +128,7 @@ final class RandomizedOperationTests: StoreTestCase {
         }
     }
 
-    /// CONTRACT §3.2, applied to the model; returns what the operation must answer.
+    /// The rules of `records/modify`, applied to the model; returns what the operation must answer.
     func apply(_ type: RecordOperationType, _ json: JSONValue, to model: inout [String: ModelRecord]) -> Expected {
         let name = json["recordName"]!.stringValue!
         let recordType = json["recordType"]!.stringValue!

@@ -4,7 +4,7 @@ import RecordStore
 import XCTest
 import TestSupport
 
-/// The seven operation types of `records/modify` (CONTRACT §3.2) and their errors.
+/// The seven operation types of `records/modify` and their errors.
 final class RecordOperationTests: StoreTestCase {
     func testAChangeTagIsTheZoneAndSequenceInBase36() {
         for (zone, sequence) in [(Int64(1), Int64(0)), (2, 1), (35, 36), (1_296, 46_655), (7, Int64.max)] {

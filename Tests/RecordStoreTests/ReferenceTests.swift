@@ -2,7 +2,7 @@ import RecordModel
 import RecordStore
 import XCTest
 
-/// References (CONTRACT §3.2): `DELETE_SELF` cascades, `VALIDATE` checks, and parents.
+/// References: `DELETE_SELF` cascades, `VALIDATE` checks, and parents.
 final class ReferenceTests: StoreTestCase {
     let zone = ZoneID(zoneName: "ScorebookData")
 

@@ -4,7 +4,7 @@ import RecordStore
 import XCTest
 
 /// `production` enforces the loaded schema; `development` learns types and fields on first save
-/// and then holds them to their type (CONTRACT §3).
+/// and then holds them to their type.
 final class SchemaEnforcementTests: StoreTestCase {
     func testProductionAcceptsRecordsOfTheSchemaWithTypesTakenFromIt() throws {
         let saved = try save(prod, record("Game|~|1", "Game", ["name": field("Catan"), "lowScoreWins": field(1), "modificationDate": field(1_763_800_000_000)]))

@@ -19,7 +19,7 @@ extension BlockingStore {
     }
 }
 
-/// Sharing a zone (CONTRACT §3.9) at the store: the share record, resolve/accept, the shared
+/// Sharing a zone at the store: the share record, resolve/accept, the shared
 /// database for every kind of caller, and notifications. Runs on SQLite, and on PostgreSQL with
 /// SCOREBOOK_STORE_BACKEND=postgres.
 final class SharingTests: StoreTestCase {

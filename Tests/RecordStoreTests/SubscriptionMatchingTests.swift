@@ -3,7 +3,7 @@ import RecordModel
 import RecordStore
 import XCTest
 
-/// Which subscription fires, and with what payload, for each kind of change (CONTRACT §3.7),
+/// Which subscription fires, and with what payload, for each kind of change,
 /// checked against the store's outbox with no HTTP in between.
 final class SubscriptionMatchingTests: SubscriptionStoreTestCase {
     let zoneA = "ZoneA"

@@ -4,7 +4,7 @@ import RecordStore
 import XCTest
 
 /// Deletions of every kind, rolled-back batches, and the outbox itself: order, durability,
-/// isolation between users, retention (CONTRACT §3.2, §3.6, §3.7).
+/// isolation between users, retention.
 final class SubscriptionOutboxTests: SubscriptionStoreTestCase {
     let zone = "ScorebookData"
 

@@ -4,7 +4,7 @@ import RecordStore
 import TestSupport
 import XCTest
 
-/// Base class of the store-level subscription tests (CONTRACT §3.7): a fresh `SQLiteRecordStore`
+/// Base class of the store-level subscription tests: a fresh `SQLiteRecordStore`
 /// in a temporary directory, one user, and helpers that read the notification outbox the way the
 /// push hub does (`notifications(databaseID:after:limit:)`), from a cursor the test advances.
 ///
@@ -202,7 +202,7 @@ class SubscriptionStoreTestCase: XCTestCase {
         return fresh[0]
     }
 
-    /// Checks a query notification's `qry` dictionary (CONTRACT §3.7) and returns it.
+    /// Checks a query notification's `qry` dictionary and returns it.
     @discardableResult
     func assertQuery(_ ck: JSONValue, sid: String, rid: String, fo: Int64, zone: String = ZoneID.defaultZoneName,
                      af expected: [String: JSONValue]? = nil, file: StaticString = #filePath, line: UInt = #line) -> JSONValue?

@@ -2,7 +2,7 @@ import RecordModel
 import RecordStore
 import XCTest
 
-/// Zones (CONTRACT §3.6) and the database change feed (§3.5 `changes/database`).
+/// Zones and the database change feed (`changes/database`).
 final class ZoneTests: StoreTestCase {
     func testEveryDatabaseHasTheDefaultZoneAndCreatingAZoneListsIt() throws {
         XCTAssertEqual(try store.listZones(dev).map(\.zoneID.zoneName), [ZoneID.defaultZoneName])

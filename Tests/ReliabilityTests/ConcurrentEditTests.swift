@@ -16,7 +16,7 @@ final class ConcurrentEditTests: XCTestCase {
     /// the send attempt (`markAttempted`, its first write), the user deletes the Person in
     /// another process; the deletion sees a record never sent (no server copy, `attempts` 0), so
     /// it drops the outbox entry and queues no deletion.
-    /// Expected: the Person stays deleted, on A and on the server (CONTRACT §4.2 "nothing is
+    /// Expected: the Person stays deleted, on A and on the server ("nothing is
     /// lost"; DESIGN "the client's outbox is durable").
     /// The bug: the sync sent the `create` it had built and the fetch that followed brought the
     /// Person back everywhere. Now `markAttempted` sends only entries still queued as built (a

@@ -30,7 +30,7 @@ final class FaultInjectionTests: XCTestCase {
         try await runSeeds(Self.seeds, postgres: false)
     }
 
-    /// CONTRACT §6: the same run on one PostgreSQL database served by two daemons (in-process
+    /// Several daemons: the same run on one PostgreSQL database served by two daemons (in-process
     /// `RecordAPI`s on two stores), machines split between them; 5 seeds in CI
     /// (`SCOREBOOK_FAULT_SEEDS` for more).
     func testMachinesOnTwoDaemonsOfOnePostgreSQLDatabaseConvergeThroughInjectedFaults() async throws {

@@ -20,7 +20,7 @@ final class LostAnswerTests: XCTestCase {
     /// with no server copy). Machine B syncs (gets the Person), deletes it and syncs (the server
     /// deletes it; its change feed now holds a tombstone). A syncs again.
     /// Expected: the Person stays deleted everywhere — DESIGN: "A record deleted on the server
-    /// stays deleted unless the user recreates it"; CONTRACT §4.2: "nothing is lost and nothing
+    /// stays deleted unless the user recreates it": "nothing is lost and nothing
     /// is duplicated, even if the process is killed mid-sync".
     /// The bug was: A resent `create` (it had no server copy), the server accepted it because the
     /// name was free again, and the Person was live on the server again.
@@ -65,7 +65,7 @@ final class LostAnswerTests: XCTestCase {
     /// then clears `lastName` again (its latest edit) and syncs with no more faults.
     /// Expected: the Person has no last name on the server and on A — only A ever edited the
     /// field, and its latest edit wins (DESIGN "Merging is deterministic": fields changed on one
-    /// side only are kept; CONTRACT §4.2 "nothing is lost … even if the process is killed
+    /// side only are kept; "nothing is lost … even if the process is killed
     /// mid-sync", which loses the answer the same way).
     /// The bug was: A merged the server copy, whose `lastName` is "Lee" (A's own lost write),
     /// against the ancestor (no last name) and its local copy (no last name); local equalled
@@ -102,7 +102,7 @@ final class LostAnswerTests: XCTestCase {
     /// syncs. A syncs again with no more faults.
     /// Expected: the Person has `lastName` "Lee" (A's edit, the only edit of that field) and B's
     /// email, on the server and on both machines (DESIGN "Merging is deterministic": fields
-    /// changed on one side only are kept; CONTRACT §4.2 "nothing is lost").
+    /// changed on one side only are kept; "nothing is lost").
     /// The bug was (5240a5b to 6b989fc): A took the state its lost request would have left on the
     /// server ("Lee") as the merge ancestor, so B's server copy (no last name) read as a removal
     /// by B and won; A's edit was lost everywhere without a conflict reported.

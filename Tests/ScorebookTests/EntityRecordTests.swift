@@ -58,7 +58,7 @@ final class EntityRecordTests: XCTestCase {
         XCTAssertEqual(members["modificationDate"], .string("2025-11-22T08:26:40.123Z"))
     }
 
-    /// CONTRACT §5: MatchLocation has `location LOCATION`, so its entity JSON has a `location`
+    /// The schema: MatchLocation has `location LOCATION`, so its entity JSON has a `location`
     /// object, not top-level coordinates.
     func testMatchLocationJSONCarriesItsLocationAsOneObject() throws {
         let place = MatchLocation(recordName: "MatchLocation|~|L", match: "Match|~|M", name: "Home", latitude: 47.6,

@@ -4,7 +4,7 @@ import RecordModel
 import SyncEngine
 
 /// An in-memory server for one user's private database with the semantics the sync engine
-/// relies on (CONTRACT §3.2, §3.5): change tags, CONFLICT with the server copy, DELETE_SELF
+/// relies on: change tags, CONFLICT with the server copy, DELETE_SELF
 /// cascades, VALIDATING_REFERENCE_ERROR, a change feed with moreComing, zones.
 final class MemoryCloudDatabase: CloudDatabase, @unchecked Sendable {
     private let lock = NSLock()

@@ -26,7 +26,7 @@ final class FlakyDatabase: CloudDatabase, @unchecked Sendable {
 
     func currentUserRecordName() async throws -> String { try check(); return try await server.currentUserRecordName() }
     func createZone(_ zoneID: ZoneID) async throws { try check(); try await server.createZone(zoneID) }
-    /// Pictures (by `fileChecksum`) the server holds, as §3.11 says: an upload adds its bytes, a
+    /// Pictures (by `fileChecksum`) the server holds, as the assets API says: an upload adds its bytes, a
     /// save without a receipt is refused (BAD_REQUEST) unless the server holds them.
     var heldPictures: Set<String> = []
     var uploads: [String] = []
