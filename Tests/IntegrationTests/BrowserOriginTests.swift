@@ -147,7 +147,7 @@ final class BrowserOriginTests: XCTestCase {
         let refused = try driver.execute("return window.signInResults.refused")
         XCTAssertEqual(refused["status"], 421, refused.serializedString())
         XCTAssertEqual(refused["body"]?["redirectURL"]?.stringValue,
-                       "\(base)/signin?container=iCloud.scorebook&origin=" + pageOrigin.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)
+                       "\(base)/signin?container=iCloud.scorebook&origin=http%3A%2F%2F127.0.0.1%3A\(pagePort)")
 
         let handles = try driver.command("GET", "/window/handles").arrayValue ?? []
         let popup = try XCTUnwrap(handles.first { $0 != appWindow }, "\(handles)")
