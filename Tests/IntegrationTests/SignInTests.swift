@@ -21,25 +21,13 @@ final class SignInTests: DaemonTestCase {
         try DaemonProcess.runWithInput(executable, arguments, input: input)
     }
 
-    /// POSTs the sign-in form as a browser does (`address` is the client, via the trusted proxy).
     func signIn(_ daemon: DaemonProcess, _ login: String, _ password: String, origin: String = SignInTests.appOrigin,
                 address: String = "192.0.2.1", page: Bool = false) throws -> HTTPAnswer
     {
-        func encode(_ text: String) -> String { text.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "" }
-        let form = "container=\(Self.container)&origin=\(encode(origin))&name=\(encode(login))&password=\(encode(password))"
-        var headers = [("Content-Type", "application/x-www-form-urlencoded"), ("X-Forwarded-For", address)]
-        if page { headers.append(("Accept", "text/html")) }
-        return try daemon.request("POST", "/signin", headers: headers, body: Array(form.utf8))
+        try daemon.signIn(login, password, container: Self.container, origin: origin, address: address, page: page)
     }
 
-    /// The token the answer page posts, and the origin it posts it to.
-    func handOff(_ answer: HTTPAnswer) -> (token: String, origin: String)? {
-        let pattern = #"postMessage\(\{ "ckSession": token \}, origin\)"#
-        guard answer.text.range(of: pattern, options: .regularExpression) != nil,
-            let token = answer.text.firstMatch(of: #/var token = "([0-9a-f]+)", origin = "([^"]*)";/#)
-        else { return nil }
-        return (String(token.1), String(token.2))
-    }
+    func handOff(_ answer: HTTPAnswer) -> (token: String, origin: String)? { DaemonProcess.handOff(answer) }
 
     func userRecordName(_ token: String) throws -> String? {
         try daemon.get(path("users/current"), token: token).body["userRecordName"]?.stringValue
