@@ -15,7 +15,7 @@ extension RecordAPI {
     func signInRedirectURL(_ request: APIRequest) -> String? {
         guard request.query["ckAPIToken"] != nil, let route = try? parseRoute(request.path) else { return nil }
         var query = [URLQueryItem(name: "container", value: route.container)]
-        if let origin = request.origin, signIn.allows(origin) || origin == baseURL(request) {
+        if let origin = request.origin, mayReceiveToken(origin, request) {
             query.append(URLQueryItem(name: "origin", value: origin))
         }
         var components = URLComponents(string: baseURL(request) + RecordAPI.signInPath)
@@ -30,6 +30,8 @@ extension RecordAPI {
         case .get:
             let origin = request.query["origin"] ?? baseURL(request)
             let container = request.query["container"] ?? ""
+            // Said before anyone types a password that could not be handed over.
+            guard mayReceiveToken(origin, request) else { return SignInPage.refusal(origin: origin) }
             return SignInPage.form(container: container, origin: origin, message: nil, status: 200)
         case .post:
             return try await signInAttempt(request)
@@ -47,9 +49,7 @@ extension RecordAPI {
         let origin = form["origin"] ?? baseURL(request)
         let wantsPage = request.accept?.lowercased().contains("text/html") == true
         // Checked first: a page that may not receive the token gets no token made at all.
-        guard signIn.allows(origin) || origin == baseURL(request) else {
-            return SignInPage.refusal(origin: origin)
-        }
+        guard mayReceiveToken(origin, request) else { return SignInPage.refusal(origin: origin) }
         let keys = ["user:" + login.lowercased(), "address:" + (request.clientAddress ?? "-")]
         if let wait = signIn.retryAfter(keys) {
             let error = ServerError(.throttled, "too many failed sign-ins; retry after \(wait) s", retryAfter: wait)
@@ -86,6 +86,12 @@ extension RecordAPI {
         }
         _ = try await store.setPasswordHash(userName: user.name, hash: await PasswordHashing.hash(newPassword))
         return APIResponse(status: 200, json: ["userRecordName": .string(user.recordName), "passwordChanged": true])
+    }
+
+    /// Whether the sign-in page may hand a token to a page of `origin`: an allowed origin, or the
+    /// daemon's own (its console).
+    func mayReceiveToken(_ origin: String, _ request: APIRequest) -> Bool {
+        signIn.allows(origin) || origin == baseURL(request)
     }
 
     /// `application/x-www-form-urlencoded` value encoding.

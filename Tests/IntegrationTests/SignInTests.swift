@@ -127,6 +127,9 @@ final class SignInTests: DaemonTestCase {
             XCTAssertFalse(refused.text.contains("postMessage"), refused.text)
         }
         XCTAssertEqual(try liveTokens("heidi"), before, "no token made for a refused origin")
+        let form = try daemon.request("GET", "/signin?container=\(Self.container)&origin=http%3A%2F%2Fevil.example")
+        XCTAssertEqual(form.status, 403, "said before a password is typed")
+        XCTAssertTrue(form.text.contains("not allowed") && !form.text.contains("<form"), form.text)
 
         let ownOrigin = try daemon.baseURL.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
         let answer = try signIn(try daemon, "heidi", "heidi's password", origin: ownOrigin, address: "192.0.2.20")

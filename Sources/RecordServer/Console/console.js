@@ -1,6 +1,7 @@
 // The Scorebook console: an ordinary client of scorebookd's public API, run in
 // the browser. Every request carries `Authorization: Bearer TOKEN`; the token lives in this
-// tab's sessionStorage only and never in a URL. Everything from the store is put into the page
+// tab's sessionStorage only and never in a URL sent anywhere (the sign-in page's return in the same
+// window brings it in the fragment, which is removed at once). Everything from the store is put into the page
 // as text (textContent), never as markup.
 'use strict';
 
