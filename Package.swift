@@ -38,6 +38,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
         // Streaming multipart/form-data parsing for asset uploads (browsers and OpenCloudKit send them so).
         .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.1"),
+        // bcrypt for web sign-in passwords (only its HummingbirdBcrypt product is used).
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth", from: "2.5.0"),
     ],
     targets: [
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
@@ -71,6 +73,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Atomics", package: "swift-atomics"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
             ],
             // The console's files, compiled into the daemon as bytes (`PackageResources`): one
             // binary, no resource bundle to find at run time.

@@ -21,6 +21,8 @@ package struct APIRequest: Sendable {
     package var clientAddress: String?
     /// `Accept`, to tell an event-stream request from a long-poll.
     package var accept: String?
+    /// `Origin`: the web page a browser sends the request for (sign-in's redirect URL).
+    package var origin: String?
     /// `Last-Event-ID`, where a reconnecting event stream resumes.
     package var lastEventID: String?
     /// The server can park this request's connection in the push hub (`PushParking`); without
@@ -117,8 +119,14 @@ package struct APIResponse: Sendable {
         if case .eventStream = parking.kind { contentType = "text/event-stream" }
     }
 
-    package static func error(_ error: ServerError, uuid: String) -> APIResponse {
-        APIResponse(status: error.code.httpStatus, json: error.json(uuid: uuid))
+    /// `redirectURL`: where a browser signs in, on `AUTHENTICATION_REQUIRED`.
+    package static func error(_ error: ServerError, uuid: String, redirectURL: String? = nil) -> APIResponse {
+        var json = error.json(uuid: uuid)
+        if let redirectURL, case .object(var members) = json {
+            members["redirectURL"] = .string(redirectURL)
+            json = .object(members)
+        }
+        return APIResponse(status: error.code.httpStatus, json: json)
     }
 }
 

@@ -39,7 +39,8 @@ enum Console {
         ("X-Content-Type-Options", "nosniff"),
         ("Referrer-Policy", "no-referrer"),
         ("X-Frame-Options", "DENY"),
-        ("Cross-Origin-Opener-Policy", "same-origin"),
+        // Pages that open the console cannot reach it; its own sign-in popup can still post back to it.
+        ("Cross-Origin-Opener-Policy", "same-origin-allow-popups"),
     ]
 
     static func answer(_ text: String, contentType: String, cache: String) -> APIResponse {

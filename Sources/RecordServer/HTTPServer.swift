@@ -63,6 +63,7 @@ struct APIResponder: HTTPResponder {
         apiRequest.forwardedProto = origin.scheme
         apiRequest.clientAddress = origin.clientAddress
         apiRequest.accept = request.headers[.accept]
+        apiRequest.origin = request.headers[.origin]
         apiRequest.lastEventID = request.headers[APIResponder.lastEventIDHeader]
         apiRequest.serverKeyID = request.headers[APIResponder.serverKeyIDHeader]
         apiRequest.signatureDate = request.headers[APIResponder.signatureDateHeader]
@@ -143,6 +144,7 @@ package struct HTTPServer {
 
     /// Runs until shut down; `onReady` receives the bound address once the socket is listening.
     package func run(onReady: @escaping @Sendable (_ host: String, _ port: Int) -> Void) async throws {
+        api.signIn.setCrossOrigin(configuration.crossOrigin)
         let responder = CrossOriginResponder(
             inner: APIResponder(api: api, maximumBodyBytes: configuration.maximumBodyBytes, trustedProxies: configuration.trustedProxies),
             policy: configuration.crossOrigin)

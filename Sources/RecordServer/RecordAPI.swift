@@ -20,6 +20,8 @@ package final class RecordAPI: Sendable {
     private let listeningAuthority = Mutex<String?>(nil)
     /// The store's download-URL key, read on first use.
     let assetKeyCache = Mutex<SymmetricKey?>(nil)
+    /// Web sign-in's allowed origins and its failure counts (`RecordAPI+SignIn`).
+    let signIn = SignInGate()
 
     /// Called by the server once its socket is bound.
     package func serverDidBind(host: String, port: Int) {
@@ -107,6 +109,7 @@ package final class RecordAPI: Sendable {
             if request.path == "/metrics" { return try await metricsResponse() }
             if let console = Console.response(to: request) { return console }
             if let page = SharePage.response(to: request) { return page }
+            if let page = try await signInResponse(request) { return page }
             let route = try parseRoute(request.path)
             if route.database == "public", RecordAPI.publicDatabaseOperations.contains(route.operation) {
                 return try await answerPublic(request, route: route, authenticatedWebAuthToken: &authenticatedWebAuthToken)
@@ -160,6 +163,7 @@ package final class RecordAPI: Sendable {
             if route.operation == "users/current" || route.operation == "users/caller" {
                 return APIResponse(status: 200, json: ["userRecordName": .string(user.recordName)])
             }
+            if route.database == "private", route.operation == "users/password" { return try await changePassword(request, user: user) }
             if let answer = try await sharingResponse(route, request: request, user: user) { return answer }
             guard route.database == "private" else {
                 throw ServerError.badRequest("the \(route.database) database is not supported yet; use private")
@@ -168,7 +172,7 @@ package final class RecordAPI: Sendable {
             let json = try await perform(route.operation, body: body, scope: scope, request: request)
             return APIResponse(status: 200, json: json)
         } catch let error as ServerError {
-            return .error(error, uuid: uuid)
+            return .error(error, uuid: uuid, redirectURL: error.code == .authenticationRequired ? signInRedirectURL(request) : nil)
         } catch let error as JSONParseError {
             return .error(.badRequest(error.description), uuid: uuid)
         } catch {

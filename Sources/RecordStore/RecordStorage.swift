@@ -24,6 +24,10 @@ package protocol RecordStorage: AnyObject, Sendable {
     func editUser(name: String, email: String) async throws -> UserSummary
     func deleteUser(name: String) async throws -> UserDeletion
     func revokeTokens(userName: String, token: String?) async throws -> (user: User, revoked: Int)
+    /// Web sign-in: stores the user's password hash (made by the caller, see `PasswordCredential`).
+    func setPasswordHash(userName: String, hash: String) async throws -> User
+    /// The user whose name, or else email, is `login`, with its password hash; nil when none.
+    func passwordCredential(login: String) async throws -> PasswordCredential?
     /// The store's invariants that do not hold (empty when sound), for `scorebookd check`.
     func checkIntegrity() async throws -> [String]
     func createAPIToken() async throws -> String

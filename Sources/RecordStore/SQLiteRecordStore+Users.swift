@@ -57,4 +57,23 @@ extension SQLiteRecordStore {
         subscriptionCache.invalidateAll()
         return deletion
     }
+
+    /// Stores the user's web sign-in password hash.
+    package func setPasswordHash(userName: String, hash: String) throws -> User {
+        try database.writeSync { connection in
+            try connection.transaction {
+                let user = try requireUser(named: userName, connection)
+                try connection.run("UPDATE users SET password_hash = ? WHERE id = ?", [.text(hash), .int(user.id)])
+                return user
+            }
+        }
+    }
+
+    package func passwordCredential(login: String) throws -> PasswordCredential? {
+        try database.readSync { connection in
+            try connection.first(PasswordCredential.lookupSQL, [.text(login)]) {
+                PasswordCredential(user: User(id: $0.int64(0), name: $0.text(1), recordName: $0.text(2)), hash: $0.optionalText(3))
+            }
+        }
+    }
 }

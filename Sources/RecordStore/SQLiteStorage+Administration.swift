@@ -11,5 +11,11 @@ extension SQLiteStorage {
         return answer
     }
 
+    package func setPasswordHash(userName: String, hash: String) async throws -> User {
+        try await offload(write: true) { try $0.setPasswordHash(userName: userName, hash: hash) }
+    }
+
+    package func passwordCredential(login: String) async throws -> PasswordCredential? { try await offload { try $0.passwordCredential(login: login) } }
+
     package func checkIntegrity() async throws -> [String] { try await offload { try $0.checkIntegrity() } }
 }

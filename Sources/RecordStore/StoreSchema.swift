@@ -159,6 +159,9 @@ package struct StoreMigration: Sendable {
             version: 7,
             sqlite: ["ALTER TABLE auth_tokens ADD COLUMN expires_at INTEGER", "ALTER TABLE auth_tokens ADD COLUMN last_used_at INTEGER"],
             postgres: ["ALTER TABLE auth_tokens ADD COLUMN expires_at BIGINT", "ALTER TABLE auth_tokens ADD COLUMN last_used_at BIGINT"]),
+        // Web sign-in passwords (`scorebookd user password`), as bcrypt hashes; NULL: none set.
+        StoreMigration(version: 8, sqlite: ["ALTER TABLE users ADD COLUMN password_hash TEXT"],
+                       postgres: ["ALTER TABLE users ADD COLUMN password_hash TEXT"]),
     ]
 
     package static var latestVersion: Int { all.last!.version }

@@ -96,3 +96,21 @@ package enum UserRemoval {
         ] + ["push_tokens", "auth_tokens", "server_keys", "asset_uploads"].map { "DELETE FROM \($0) WHERE user_id = ?1" }
         + ["DELETE FROM users WHERE id = ?1"]
 }
+
+/// A user and its web sign-in password hash (nil: no password set, so no sign-in).
+package struct PasswordCredential: Sendable, Equatable {
+    package var user: User
+    package var hash: String?
+
+    package init(user: User, hash: String?) {
+        self.user = user
+        self.hash = hash
+    }
+
+    /// The lookup by name, or else by email (kept in lower case), the same on both backends:
+    /// `?1` is what was typed.
+    package static let lookupSQL = """
+        SELECT id, name, record_name, password_hash FROM users WHERE name = ?1 OR email = LOWER(?1)
+        ORDER BY CASE WHEN name = ?1 THEN 0 ELSE 1 END LIMIT 1
+        """
+}

@@ -6,7 +6,7 @@ struct AccountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "account", abstract: "Log in to a sync server, log out, show the account.",
         discussion: "The rules for whose data goes where are in docs/ACCOUNTS.md.",
-        subcommands: [Login.self, Logout.self, Status.self])
+        subcommands: [Login.self, Logout.self, Status.self, Password.self])
 
     struct Login: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -54,6 +54,30 @@ struct AccountCommand: ParsableCommand {
             let book = try global.openScorebook()
             let status = try book.status()
             emit(Output.account(status, label: status.account.flatMap { book.personLabel($0.userRecordName) }, json: global.json))
+        }
+    }
+
+    struct Password: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "password", abstract: "Change the password of the server's web sign-in page.",
+            discussion: "Reads the current password (empty when none is set yet) and the new one: asked without echo on a terminal, otherwise two lines of standard input.")
+        @OptionGroup var global: GlobalOptions
+
+        func run() async throws {
+            let current = try Password.read("Current password (empty if none): ")
+            let new = try Password.read("New password: ")
+            let book = try global.openScorebook()
+            try await book.changePassword(current: current, new: new)
+            emit(global.json ? "{\"passwordChanged\":true}" : "password changed")
+        }
+
+        /// One password: typed without echo on a terminal, else the next line of standard input.
+        static func read(_ prompt: String) throws -> String {
+            if isatty(STDIN_FILENO) == 1, let typed = getpass(prompt) { return String(cString: typed) }
+            guard let line = readLine(strippingNewline: true) else {
+                throw ScorebookError(.invalidInput, "expected the current and the new password on standard input, one a line")
+            }
+            return line.hasSuffix("\r") ? String(line.dropLast()) : line
         }
     }
 }

@@ -8,7 +8,7 @@ import RecordStore
 struct UserCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "user", abstract: "Manage users.",
-        subcommands: [Create.self, Token.self, Revoke.self, List.self, Edit.self, Delete.self])
+        subcommands: [Create.self, Token.self, Revoke.self, List.self, Edit.self, Delete.self, Password.self])
 
     /// `--expires-in DAYS`: when a new token stops working.
     struct Expiry: ParsableArguments {

@@ -105,4 +105,68 @@ final class BrowserOriginTests: XCTestCase {
         let blocked = try driver.wait(for: "the blocked call to fail", timeout: 15, "return window.appResults.error || window.appResults.current")
         XCTAssertTrue(blocked.stringValue?.contains("Failed to fetch") ?? false, "blocked by CORS: \(blocked.serializedString())")
     }
+
+    /// CloudKit JS's sign-in: the page's request without a user is answered with the sign-in
+    /// page's URL; the page opens it in a popup, the person signs in there, and the popup posts
+    /// `{ckSession}` back to the page, which then calls the API as that user.
+    static let signInScript = """
+        const [base, apiToken] = arguments;
+        window.signInResults = {};
+        window.addEventListener('message', (event) => { window.signInResults.message = { origin: event.origin, data: event.data }; });
+        (async () => {
+          try {
+            const db = '/database/1/iCloud.scorebook/production/private';
+            const anonymous = await fetch(`${base}${db}/users/current?ckAPIToken=${apiToken}`);
+            const refused = await anonymous.json();
+            window.signInResults.refused = { status: anonymous.status, body: refused };
+            window.signInResults.opened = !!window.open(refused.redirectURL, 'signin', 'popup,width=440,height=560');
+          } catch (error) {
+            window.signInResults.error = String(error);
+          }
+        })();
+        """
+
+    func testAPageOnAnAllowedOriginSignsInThroughThePopup() throws {
+        try WebDriver.requireBrowser()
+        let pagePort = try startPageServer()
+        let pageOrigin = "http://127.0.0.1:\(pagePort)"
+        let started = try DaemonProcess.start(extraArguments: ["--allow-origin", pageOrigin])
+        daemon = started
+        let alice = try started.createUserInfo("alice")
+        XCTAssertEqual(try started.setPassword("alice", input: "alice's web password\n").status, 0)
+        let apiToken = try started.createAPIToken()
+        let driver = try WebDriver.start()
+        browser = driver
+        let base = started.baseURL.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+
+        try driver.navigate(to: "\(pageOrigin)/app.html")
+        let appWindow = try driver.command("GET", "/window")
+        try driver.execute(Self.signInScript, [.string(base), .string(apiToken)])
+        let opened = try driver.wait(for: "the popup to open", timeout: 15, "return window.signInResults.opened || window.signInResults.error")
+        XCTAssertEqual(opened, true, opened.serializedString())
+        let refused = try driver.execute("return window.signInResults.refused")
+        XCTAssertEqual(refused["status"], 421, refused.serializedString())
+        XCTAssertEqual(refused["body"]?["redirectURL"]?.stringValue,
+                       "\(base)/signin?container=iCloud.scorebook&origin=http%3A%2F%2F127.0.0.1%3A\(pagePort)")
+
+        let handles = try driver.command("GET", "/window/handles").arrayValue ?? []
+        let popup = try XCTUnwrap(handles.first { $0 != appWindow }, "\(handles)")
+        try driver.command("POST", "/window", ["handle": popup])
+        try driver.wait(for: "the sign-in form", timeout: 15, "return document.querySelector('input[name=password]') !== null")
+        try driver.type("alice", into: "input[name=name]")
+        try driver.type("alice's web password", into: "input[name=password]")
+        try driver.click("button[type=submit]")
+        try driver.command("POST", "/window", ["handle": appWindow])
+        let message = try driver.wait(for: "the token from the popup", timeout: 20, "return window.signInResults.message")
+        XCTAssertEqual(message["origin"]?.stringValue, base, "posted by the daemon's page")
+        let session = try XCTUnwrap(message["data"]?["ckSession"]?.stringValue, message.serializedString())
+
+        // The page uses it as CloudKit JS does.
+        try driver.execute(Self.appScript, [.string(base), .string(apiToken), .string(session)])
+        let current = try driver.wait(for: "the signed-in call", timeout: 15, "return window.appResults.current || window.appResults.error")
+        XCTAssertEqual(current["status"], 200, current.serializedString())
+        XCTAssertEqual(current["body"]?["userRecordName"]?.stringValue, alice.userRecordName)
+        let windows = try driver.command("GET", "/window/handles").arrayValue ?? []
+        XCTAssertEqual(windows.count, 1, "the popup closed itself")
+    }
 }

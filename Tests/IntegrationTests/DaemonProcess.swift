@@ -187,8 +187,8 @@ final class DaemonProcess {
         return try JSONValue.parse(result.stdout.trimmingCharacters(in: .whitespacesAndNewlines))
     }
 
-    /// Starts a built executable with standard input empty and its output collected.
-    static func spawn(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws
+    /// Starts a built executable with its output collected, and standard input empty or `input`.
+    static func spawn(_ executable: String, _ arguments: [String], environment: [String: String] = [:], input: String? = nil) throws
         -> (Process, stdout: PipeCollector, stderr: PipeCollector)
     {
         let process = Process()
@@ -200,8 +200,13 @@ final class DaemonProcess {
         let outPipe = Pipe(), errPipe = Pipe()
         process.standardOutput = outPipe
         process.standardError = errPipe
-        process.standardInput = FileHandle.nullDevice
+        let inPipe = input.map { _ in Pipe() }
+        process.standardInput = inPipe ?? FileHandle.nullDevice
         try process.run()
+        if let inPipe, let input {
+            inPipe.fileHandleForWriting.write(Data(input.utf8))
+            try inPipe.fileHandleForWriting.close()
+        }
         return (process, PipeCollector(outPipe.fileHandleForReading), PipeCollector(errPipe.fileHandleForReading))
     }
 
@@ -213,10 +218,10 @@ final class DaemonProcess {
     }
 
     /// `run` with variables added to the test's environment.
-    static func runWithEnvironment(_ executable: String, _ arguments: [String], environment: [String: String], timeout: TimeInterval = 30) throws
-        -> (status: Int32, stdout: String, stderr: String)
+    static func runWithEnvironment(_ executable: String, _ arguments: [String], environment: [String: String], input: String? = nil,
+                                   timeout: TimeInterval = 30) throws -> (status: Int32, stdout: String, stderr: String)
     {
-        let (process, out, err) = try spawn(executable, arguments, environment: environment)
+        let (process, out, err) = try spawn(executable, arguments, environment: environment, input: input)
         if !waitForExit(process, timeout: timeout) {
             sendSignal(process.processIdentifier, SIGKILL)
             process.waitUntilExit()

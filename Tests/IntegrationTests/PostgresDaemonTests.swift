@@ -97,6 +97,21 @@ final class PostgresDaemonTests: XCTestCase {
         try daemon.stop()
     }
 
+    func testWebSignInWithAPasswordSetOnTheDatabase() throws {
+        let daemon = try DaemonProcess.start(postgresURL: databaseURL)
+        defer { XCTAssertNoThrow(try daemon.stop(), "SIGTERM: a clean exit 0") }
+        let alice = try daemon.createUserInfo("alice", email: "alice@example.com")
+        let set = try daemon.setPassword("alice", input: "alice's web password\n")
+        XCTAssertEqual(set.status, 0, set.stderr)
+        let own = daemon.baseURL.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
+        XCTAssertEqual(try daemon.signIn("alice", "wrong password", container: "iCloud.scorebook", origin: own).status, 401)
+        let answer = try daemon.signIn("ALICE@example.com", "alice's web password", container: "iCloud.scorebook", origin: own)
+        let handed = try XCTUnwrap(DaemonProcess.handOff(answer), answer.text)
+        XCTAssertEqual(handed.origin, own)
+        let current = try daemon.get("/database/1/iCloud.scorebook/production/private/users/current", token: handed.token)
+        XCTAssertEqual(current.body["userRecordName"]?.stringValue, alice.userRecordName)
+    }
+
     func testCommandsOtherThanServeRefuseADatabaseWithoutAStore() throws {
         let result = try DaemonProcess.run("scorebookd", ["user", "list", "--database", databaseURL])
         XCTAssertEqual(result.status, 1)

@@ -23,7 +23,7 @@ final class MigrationTests: StoreTestCase {
     }
 
     /// Turns this test's store back into exactly what the version-1 code made: the same tables
-    /// and indexes as `StoreMigration` step 1 creates, `schema_version` 1 (undoing steps 2 to 7).
+    /// and indexes as `StoreMigration` step 1 creates, `schema_version` 1 (undoing steps 2 to 8).
     func downgradeToVersion1() throws {
         var statements = [
             "DROP TABLE query_index", "DROP TABLE query_counts", "UPDATE meta SET value = '1' WHERE key = 'schema_version'",
@@ -37,6 +37,8 @@ final class MigrationTests: StoreTestCase {
             "DROP TABLE query_fields",
             // Step 7 (token expiry and last use).
             "ALTER TABLE auth_tokens DROP COLUMN expires_at", "ALTER TABLE auth_tokens DROP COLUMN last_used_at",
+            // Step 8 (web sign-in passwords).
+            "ALTER TABLE users DROP COLUMN password_hash",
         ]
         if Self.backend == .postgres {
             statements += ["DROP TABLE asset_chunks", "DROP INDEX records_type_name", "CREATE INDEX records_type ON records (zone_id, type) WHERE deleted = 0"]

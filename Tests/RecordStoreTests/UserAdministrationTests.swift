@@ -17,6 +17,8 @@ extension BlockingStore {
     func editUser(name: String, email: String) throws -> UserSummary { try wait { try await $0.editUser(name: name, email: email) } }
     func deleteUser(name: String) throws -> UserDeletion { try wait { try await $0.deleteUser(name: name) } }
     func checkIntegrity() throws -> [String] { try wait { try await $0.checkIntegrity() } }
+    func setPasswordHash(userName: String, hash: String) throws -> User { try wait { try await $0.setPasswordHash(userName: userName, hash: hash) } }
+    func passwordCredential(login: String) throws -> PasswordCredential? { try wait { try await $0.passwordCredential(login: login) } }
 }
 
 /// The administration of users at the store (`scorebookd user list | edit | delete`, expiring
@@ -51,6 +53,18 @@ final class UserAdministrationTests: StoreTestCase {
         _ = try store.authenticate(bearerToken: token)
         let later = try XCTUnwrap(try store.userSummaries()["alice"]?.lastUsed)
         XCTAssertGreaterThanOrEqual(later - first, 61_000)
+    }
+
+    func testPasswordHashesAreFoundByNameOrEmail() throws {
+        _ = try store.createUser(name: "bob", email: "Bob@Example.com")
+        XCTAssertEqual(try store.passwordCredential(login: "bob"), PasswordCredential(user: try XCTUnwrap(store.listUsers().first { $0.name == "bob" }), hash: nil),
+                       "no password yet")
+        XCTAssertEqual(try store.setPasswordHash(userName: "bob", hash: "$2b$10$hash").name, "bob")
+        XCTAssertEqual(try store.passwordCredential(login: "bob")?.hash, "$2b$10$hash")
+        XCTAssertEqual(try store.passwordCredential(login: "BOB@example.com")?.user.name, "bob", "by email, in any case")
+        XCTAssertNil(try store.passwordCredential(login: "nobody"))
+        XCTAssertNil(try store.passwordCredential(login: "alice")?.hash, "another user's stays unset")
+        assertThrows(.notFound) { try store.setPasswordHash(userName: "nobody", hash: "x") }
     }
 
     func testEditingAUsersEmailRefusesAnotherUsersAddress() throws {

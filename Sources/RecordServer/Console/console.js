@@ -1,6 +1,7 @@
 // The Scorebook console: an ordinary client of scorebookd's public API, run in
 // the browser. Every request carries `Authorization: Bearer TOKEN`; the token lives in this
-// tab's sessionStorage only and never in a URL. Everything from the store is put into the page
+// tab's sessionStorage only and never in a URL sent anywhere (the sign-in page's return in the same
+// window brings it in the fragment, which is removed at once). Everything from the store is put into the page
 // as text (textContent), never as markup.
 'use strict';
 
@@ -1004,13 +1005,31 @@
 
   // MARK: Start
 
+  // The daemon's sign-in page in a popup, or in this window when popups are blocked.
+  function openPasswordSignIn() {
+    const url = '/signin?container=' + encodeURIComponent($('container').value.trim()) +
+      '&origin=' + encodeURIComponent(window.location.origin);
+    const popup = window.open(url, 'scorebook-signin', 'popup,width=440,height=560');
+    if (!popup) window.location.assign(url);
+  }
+
   function start() {
     $('signin-form').addEventListener('submit', (event) => {
       event.preventDefault();
       signIn($('token').value.trim(), $('container').value.trim(), $('environment').value, false);
     });
     $('sign-out').addEventListener('click', () => signOut(''));
-    const token = sessionStorage.getItem(KEYS.token);
+    $('signin-password').addEventListener('click', openPasswordSignIn);
+    // The daemon's sign-in page posts the new token to this page's origin only.
+    window.addEventListener('message', (event) => {
+      if (event.origin !== window.location.origin || !event.data || typeof event.data.ckSession !== 'string') return;
+      signIn(event.data.ckSession, $('container').value.trim(), $('environment').value, false);
+    });
+    // Without a popup, the sign-in page comes back with the token in the fragment (never sent
+    // to a server); it is taken out of the address and the history at once.
+    const returned = /^#ckSession=([0-9a-f]+)$/.exec(window.location.hash);
+    if (returned) history.replaceState(null, '', window.location.pathname);
+    const token = returned ? returned[1] : sessionStorage.getItem(KEYS.token);
     const container = sessionStorage.getItem(KEYS.container);
     const environment = sessionStorage.getItem(KEYS.environment);
     if (container) $('container').value = container;
