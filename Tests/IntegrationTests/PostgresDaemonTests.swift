@@ -40,7 +40,7 @@ final class PostgresDaemonTests: XCTestCase {
         XCTAssertEqual(try phone.snapshot(), try laptop.snapshot())
 
         // A deletion cascades on the server and reaches the other machine.
-        try phone.run("game", "delete", "Catan")
+        try phone.run("game", "delete", "Catan", "--yes")
         XCTAssertEqual(try phone.sync().sent, 1)
         XCTAssertEqual(try laptop.sync().received, 6, "the game, its match, 2 players and 2 scores")
         XCTAssertEqual(try laptop.json("match", "list"), [])
