@@ -103,8 +103,8 @@ final class BlockingStore: @unchecked Sendable {
 
     func listSubscriptions(_ scope: DatabaseScope) throws -> [Subscription] { try wait { try await $0.listSubscriptions(scope) } }
 
-    func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) throws -> PushToken {
-        try wait { try await $0.createPushToken(scope, apnsEnvironment: apnsEnvironment) }
+    func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String, authTokenHash: String? = nil) throws -> PushToken {
+        try wait { try await $0.createPushToken(scope, apnsEnvironment: apnsEnvironment, authTokenHash: authTokenHash) }
     }
 
     func pushToken(_ scope: DatabaseScope, token: String) throws -> PushToken { try wait { try await $0.pushToken(scope, token: token) } }
