@@ -17,7 +17,7 @@ extension PostgresRecordStore {
             SELECT p.database_id, p.apns_environment, p.start_cursor, COALESCE(p.last_used_at, p.created_at)
             FROM push_tokens p JOIN databases d ON d.id = p.database_id
             WHERE p.token = $3 AND d.container = $4 AND d.environment = $5 AND
-            """ + CourierRules.liveCondition, binds: bindings)
+            """ + " " + CourierRules.liveCondition, binds: bindings)
         let found = try await read { connection in
             try await connection.query(query, logger: self.logger).collect().first
                 .map { try $0.decode((Int64, String, Int64, Int64).self) }

@@ -28,7 +28,7 @@ extension SQLiteRecordStore {
                 SELECT p.database_id, p.apns_environment, p.start_cursor, COALESCE(p.last_used_at, p.created_at)
                 FROM push_tokens p JOIN databases d ON d.id = p.database_id
                 WHERE p.token = ?3 AND d.container = ?4 AND d.environment = ?5 AND
-                """ + CourierRules.liveCondition.replacingOccurrences(of: "$", with: "?"),
+                """ + " " + CourierRules.liveCondition.replacingOccurrences(of: "$", with: "?"),
                 [.int(now), .int(now - CourierRules.unusedLifetimeMillis), .text(token), .text(container), .text(environment.rawValue)]) {
                 (PushToken(token: token, apnsEnvironment: $0.text(1), databaseID: $0.int64(0), startCursor: $0.int64(2)), $0.int64(3))
             }
