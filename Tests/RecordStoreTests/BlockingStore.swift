@@ -108,6 +108,14 @@ final class BlockingStore: @unchecked Sendable {
     }
 
     func pushToken(_ scope: DatabaseScope, token: String) throws -> PushToken { try wait { try await $0.pushToken(scope, token: token) } }
+    func courierChannel(token: String, container: String, environment: Environment) throws -> PushToken? {
+        let answer = try wait { try await $0.courierChannel(token: token, container: container, environment: environment) }
+        return answer
+    }
+    func revokeTokens(userName: String, token: String?) throws -> (user: User, revoked: Int) {
+        let answer = try wait { try await $0.revokeTokens(userName: userName, token: token) }
+        return answer
+    }
 
     func notifications(databaseID: Int64, after cursor: Int64, limit: Int) throws -> [StoredNotification] {
         try wait { try await $0.notifications(databaseID: databaseID, after: cursor, limit: limit) }
