@@ -3,7 +3,8 @@ package enum CourierRules {
     package static let unusedLifetimeMillis: Int64 = 30 * 24 * 3600 * 1000
     package static let useRecordingMillis: Int64 = 3600 * 1000
 
-    /// Whether a channel is live: its token (or, unbound, any of its user's tokens) is live.
+    /// SQL on a channel `p`: the token that made it is neither revoked nor expired (unbound: its user
+    /// has a token not revoked) and it was used after the cutoff. `$1`: now, `$2`: the cutoff (ms).
     package static let liveCondition = """
         CASE WHEN p.auth_token_hash IS NULL
              THEN EXISTS (SELECT 1 FROM auth_tokens a WHERE a.user_id = p.user_id AND a.revoked = 0)
