@@ -86,7 +86,7 @@ extension PostgresRecordStore {
         return PublicSubscriptions.visible(try await read { try await self.subscriptions(databaseID, $0) }, recipient: recipient)
     }
 
-    package func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) async throws -> PushToken {
+    package func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String, authTokenHash: String? = nil) async throws -> PushToken {
         try CredentialRules.validateAPIEnvironment(apnsEnvironment)
         let databaseID = try await databaseID(scope)
         let now = clock()
@@ -97,8 +97,9 @@ extension PostgresRecordStore {
             let token = RandomToken.hex(bytes: 32)
             try await connection.query(
                 """
-                INSERT INTO push_tokens (token, database_id, user_id, apns_environment, start_cursor, created_at)
-                VALUES (\(token), \(databaseID), \(scope.userID), \(apnsEnvironment), \(start), \(now))
+                INSERT INTO push_tokens (token, database_id, user_id, apns_environment, start_cursor, created_at, auth_token_hash)
+                VALUES (\(token), \(databaseID), \(scope.userID), \(apnsEnvironment), \(start), \(now),
+                        (SELECT token_hash FROM auth_tokens WHERE token_hash = \(authTokenHash) AND user_id = \(scope.userID)))
                 """, logger: self.logger)
             return PushToken(token: token, apnsEnvironment: apnsEnvironment, databaseID: databaseID, startCursor: start)
         }

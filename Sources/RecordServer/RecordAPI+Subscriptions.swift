@@ -51,7 +51,7 @@ extension RecordAPI {
     /// `tokens/create`: a new delivery channel for one device.
     func createToken(_ body: JSONValue, _ scope: DatabaseScope, request: APIRequest) async throws -> JSONValue {
         let environment = try body.optionalString("apnsEnvironment") ?? "development"
-        let token = try await self.store.createPushToken(scope, apnsEnvironment: environment)
+        let token = try await self.store.createPushToken(scope, apnsEnvironment: environment, authTokenHash: request.userTokenHash)
         return channelJSON(token, scope, request: request)
     }
 

@@ -67,7 +67,8 @@ package protocol RecordStorage: AnyObject, Sendable {
     func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) async throws
         -> [Result<Subscription?, ServerError>]
     func listSubscriptions(_ scope: DatabaseScope) async throws -> [Subscription]
-    func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) async throws -> PushToken
+    /// `authTokenHash`: the hash of the user token that asked, which the channel's courier URL lives with.
+    func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String, authTokenHash: String?) async throws -> PushToken
     /// The caller's token: `NOT_FOUND` if unknown, `ACCESS_DENIED` if another user's.
     func pushToken(_ scope: DatabaseScope, token: String) async throws -> PushToken
     /// A channel of `container` and `environment` found by its token alone (its courier URL is a
@@ -326,8 +327,8 @@ package final class SQLiteStorage: RecordStorage {
         try await offload { try $0.listSubscriptions(scope) }
     }
 
-    package func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) async throws -> PushToken {
-        try await offload(write: true) { try $0.createPushToken(scope, apnsEnvironment: apnsEnvironment) }
+    package func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String, authTokenHash: String?) async throws -> PushToken {
+        try await offload(write: true) { try $0.createPushToken(scope, apnsEnvironment: apnsEnvironment, authTokenHash: authTokenHash) }
     }
 
     package func pushToken(_ scope: DatabaseScope, token: String) async throws -> PushToken {
@@ -335,7 +336,7 @@ package final class SQLiteStorage: RecordStorage {
     }
 
     package func courierChannel(token: String, container: String, environment: Environment) async throws -> PushToken? {
-        try await offload { try $0.courierChannel(token: token, container: container, environment: environment) }
+        try await offload(write: true) { try $0.courierChannel(token: token, container: container, environment: environment) }
     }
 
     package func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification] {

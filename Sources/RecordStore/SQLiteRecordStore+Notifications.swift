@@ -85,14 +85,19 @@ extension SQLiteRecordStore {
         return PublicSubscriptions.visible(stored, recipient: recipient)
     }
 
-    package func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) throws -> PushToken {
+    package func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String, authTokenHash: String? = nil) throws -> PushToken {
         try CredentialRules.validateAPIEnvironment(apnsEnvironment)
         return try writeTransaction(scope) { connection, databaseID in
             let start = try connection.scalarInt("SELECT MAX(id) FROM notifications WHERE database_id = ?", [.int(databaseID)]) ?? 0
             let token = RandomToken.hex(bytes: 32)
             try connection.run(
-                "INSERT INTO push_tokens (token, database_id, user_id, apns_environment, start_cursor, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                [.text(token), .int(databaseID), .int(scope.userID), .text(apnsEnvironment), .int(start), .int(clock())])
+                // Bound only to a hash that is a user token (a server key's signature is not).
+                """
+                INSERT INTO push_tokens (token, database_id, user_id, apns_environment, start_cursor, created_at, auth_token_hash)
+                VALUES (?, ?, ?, ?, ?, ?, (SELECT token_hash FROM auth_tokens WHERE token_hash = ? AND user_id = ?))
+                """,
+                [.text(token), .int(databaseID), .int(scope.userID), .text(apnsEnvironment), .int(start), .int(clock()),
+                 authTokenHash.map { .text($0) } ?? .null, .int(scope.userID)])
             return PushToken(token: token, apnsEnvironment: apnsEnvironment, databaseID: databaseID, startCursor: start)
         }
     }

@@ -162,6 +162,12 @@ package struct StoreMigration: Sendable {
         // Web sign-in passwords (`scorebookd user password`), as bcrypt hashes; NULL: none set.
         StoreMigration(version: 8, sqlite: ["ALTER TABLE users ADD COLUMN password_hash TEXT"],
                        postgres: ["ALTER TABLE users ADD COLUMN password_hash TEXT"]),
+        // A courier URL lives with the user token that made it (NULL: made before, or by another
+        // credential: while the user has a live token) and ends 30 days after its last use.
+        StoreMigration(
+            version: 9,
+            sqlite: ["ALTER TABLE push_tokens ADD COLUMN auth_token_hash TEXT", "ALTER TABLE push_tokens ADD COLUMN last_used_at INTEGER"],
+            postgres: ["ALTER TABLE push_tokens ADD COLUMN auth_token_hash TEXT", "ALTER TABLE push_tokens ADD COLUMN last_used_at BIGINT"]),
     ]
 
     package static var latestVersion: Int { all.last!.version }

@@ -1,11 +1,12 @@
 import Foundation
 import RecordModel
+import SQLiteDB
 import TestSupport
 import XCTest
 
 /// The courier URL as a capability, the way CloudKit JS uses it: long-polled bare (no
-/// credentials), bound to its user, dead once the user's tokens are revoked, and an unknown one
-/// no quicker to refuse than a live one is to answer empty. On SQLite here; on PostgreSQL below.
+/// credentials), bound to its user and the token that made it, dead once that token is revoked or
+/// after 30 days unused, and an unknown one no quicker to refuse than a live one is to answer empty. On SQLite here; on PostgreSQL below.
 class BrowserCourierTests: PushTestCase {
     /// A courier long-poll without credentials: the status, the body and how long it took.
     func barePoll(_ courier: String, since: String? = nil, timeout: Int, headers: [(String, String)] = [])
@@ -62,6 +63,44 @@ class BrowserCourierTests: PushTestCase {
         XCTAssertEqual(ended.status, 404, "\(ended.body)")
         XCTAssertGreaterThanOrEqual(ended.elapsed, 0.9)
     }
+
+    /// Runs `sql` on the daemon's store behind its back (here the SQLite file).
+    func executeInStore(_ sql: String) throws {
+        try SQLiteConnection(path: daemon.dataDirectory.appendingPathComponent("scorebook.sqlite").path).execute(sql)
+    }
+
+    func testTheCourierURLEndsWithTheTokenThatMadeItOrAfterThirtyDaysUnused() throws {
+        try createZone(zone)
+        let issued = try DaemonProcess.run("scorebookd", ["user", "token", "alice"] + daemon.storeArguments)
+        XCTAssertEqual(issued.status, 0, issued.stderr)
+        let second = try XCTUnwrap(try JSONValue.parse(issued.stdout.trimmingCharacters(in: .whitespacesAndNewlines))["token"]?.stringValue)
+        let bound = try createCourier()
+        let recent = try createCourier(token: second)
+        let stale = try createCourier(token: second)
+        XCTAssertEqual(try barePoll(bound, timeout: 0).status, 200)
+
+        // Unused for 31 days: ended, answered as an unknown one; used two hours ago: live.
+        let day: Int64 = 86_400_000
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        func setBack(_ courier: String, lastUsed: Int64) throws {
+            let channel = String(courier.split(separator: "/").last ?? "")
+            try executeInStore("UPDATE push_tokens SET created_at = \(now - 40 * day), last_used_at = \(lastUsed) WHERE token = '\(channel)'")
+        }
+        try setBack(stale, lastUsed: now - 31 * day)
+        try setBack(recent, lastUsed: now - 2 * 3_600_000)
+        let unused = try barePoll(stale, timeout: 0)
+        XCTAssertEqual(unused.status, 404, "\(unused.body)")
+        XCTAssertEqual(unused.body["serverErrorCode"], "NOT_FOUND")
+        XCTAssertEqual(try barePoll(recent, timeout: 0).status, 200, "used within 30 days")
+
+        // Revoking only the token that made a courier ends it; the other token's courier lives on.
+        let revoked = try DaemonProcess.run("scorebookd", ["user", "revoke", "alice", "--token", token] + daemon.storeArguments)
+        XCTAssertEqual(revoked.status, 0, revoked.stderr)
+        let ended = try barePoll(bound, timeout: 1)
+        XCTAssertEqual(ended.status, 404, "\(ended.body)")
+        XCTAssertGreaterThanOrEqual(ended.elapsed, 0.9, "an ended courier answers as an unknown one")
+        XCTAssertEqual(try barePoll(recent, timeout: 0).status, 200, "made by the token still live")
+    }
 }
 
 /// The same on a daemon serving PostgreSQL.
@@ -74,4 +113,12 @@ final class PostgresBrowserCourierTests: BrowserCourierTests {
 
     // Declared again: test discovery on Linux lists only a class's own methods.
     override func testTheCourierURLIsACapabilityBoundToItsUser() throws { try super.testTheCourierURLIsACapabilityBoundToItsUser() }
+    override func testTheCourierURLEndsWithTheTokenThatMadeItOrAfterThirtyDaysUnused() throws {
+        try super.testTheCourierURLEndsWithTheTokenThatMadeItOrAfterThirtyDaysUnused()
+    }
+
+    override func executeInStore(_ sql: String) throws {
+        let url = try XCTUnwrap(daemon.postgresURL)
+        try PostgresTestCluster.shared().psql(sql, database: String(url.split(separator: "/").last ?? ""))
+    }
 }

@@ -103,11 +103,19 @@ final class BlockingStore: @unchecked Sendable {
 
     func listSubscriptions(_ scope: DatabaseScope) throws -> [Subscription] { try wait { try await $0.listSubscriptions(scope) } }
 
-    func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String) throws -> PushToken {
-        try wait { try await $0.createPushToken(scope, apnsEnvironment: apnsEnvironment) }
+    func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String, authTokenHash: String? = nil) throws -> PushToken {
+        try wait { try await $0.createPushToken(scope, apnsEnvironment: apnsEnvironment, authTokenHash: authTokenHash) }
     }
 
     func pushToken(_ scope: DatabaseScope, token: String) throws -> PushToken { try wait { try await $0.pushToken(scope, token: token) } }
+    func courierChannel(token: String, container: String, environment: Environment) throws -> PushToken? {
+        let answer = try wait { try await $0.courierChannel(token: token, container: container, environment: environment) }
+        return answer
+    }
+    func revokeTokens(userName: String, token: String?) throws -> (user: User, revoked: Int) {
+        let answer = try wait { try await $0.revokeTokens(userName: userName, token: token) }
+        return answer
+    }
 
     func notifications(databaseID: Int64, after cursor: Int64, limit: Int) throws -> [StoredNotification] {
         try wait { try await $0.notifications(databaseID: databaseID, after: cursor, limit: limit) }
