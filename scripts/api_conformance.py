@@ -483,7 +483,7 @@ class Checker:
         self.check_public_database(check)
 
         # request-level errors
-        # sharing (CONTRACT §3.9): the shared database and the share endpoints
+        # sharing: the shared database and the share endpoints
         stranger_zone = {"zoneName": "Friday", "ownerRecordName": "_" + "0" * 28 + "ffff"}
 
         def shared_database():
@@ -1091,7 +1091,7 @@ class Checker:
         check("courier: timeout=0 returns notifications already pending", courier_timeout_zero_pending)
         check("records/*: _defaultZone exists in a never-used database", default_zone_fresh_database)
 
-    # -- the public database and server-to-server keys (CONTRACT §3.10)
+    # -- the public database and server-to-server keys
 
     def signed_headers(self, path: str, body: bytes, *, minutes_off: float = 0, key_id: str | None = None) -> dict:
         """The three headers of a request signed by openssl with the conformance key."""

@@ -8,8 +8,8 @@ A document fails the check when it
     no file or folder;
   - names a `scorebook …` or `scorebookd …` command line, in a code block or in inline code, whose
     subcommands or flags the binary's `--help` does not list;
-  - points at documents outside the repository (`../shared/`, `CONTRACT.md`, `DESIGN.md`, section
-    numbers such as `§3.9`): a reader of the repository does not have them.
+  - points at documents outside the repository (a sibling shared folder, the external contract or
+    the design note, or their numbered sections): a reader of the repository does not have them.
 
 Every problem is printed as `FILE:LINE: message`; the exit status is 1 when there is one.
 The binaries are run from `.build/debug/` (build them first: `swift build`).
