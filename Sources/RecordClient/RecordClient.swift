@@ -50,12 +50,16 @@ public struct RecordClient: Sendable {
     }
 
     func perform(method: String, url: URL, body: JSONValue?, timeout: TimeInterval? = nil) async throws -> JSONValue {
+        try Self.decode(try await send(method: method, url: url, body: body, timeout: timeout), url: url)
+    }
+
+    /// Sends one request and returns the answer unparsed.
+    func send(method: String, url: URL, body: JSONValue?, timeout: TimeInterval? = nil) async throws -> HTTPResponse {
         var headers = authorizationHeaders
         if body != nil { headers["Content-Type"] = "application/json" }
         let request = HTTPRequest(method: method, url: url, headers: headers, body: body?.serialized(),
                                   timeout: timeout ?? requestTimeout)
-        let response = try await transport.send(request)
-        return try Self.decode(response, url: url)
+        return try await transport.send(request)
     }
 
     /// Parses an answer; a non-2xx status becomes `.server` with the error dictionary it carries.

@@ -45,16 +45,18 @@ extension Scorebook {
     public func syncAndReport(onChange: (AppliedChange) -> Void = { _ in },
                               onProgress: ((SyncProgress) -> Void)? = nil) async throws -> SyncReport
     {
-        var applied: [(LocalBook, AppliedChange)] = []
+        // Only what the duplicate-score check reads afterwards: a first sync of a big book
+        // must not hold every record it applied.
+        var scoresSaved: [(LocalBook, String)] = []
         do {
             let summary = try await accounts.syncPrivateBooks(onChange: { book, change in
-                applied.append((book, change))
+                if change.kind == .saved, change.recordType == Score.recordType { scoresSaved.append((book, change.recordName)) }
                 onChange(change)
             }, onProgress: onProgress)
             await learnWriterNames()
             let invitations = await newInvitations()
             let all = invitations.isEmpty ? [] : ((try? await self.invitations()) ?? invitations)
-            return SyncReport(summary: summary, conflicts: conflictReports(summary), duplicates: duplicateScores(among: applied),
+            return SyncReport(summary: summary, conflicts: conflictReports(summary), duplicates: duplicateScores(among: scoresSaved),
                               booksLost: sharedBookLostLines(summary),
                               invitations: invitations.map { invitationLine($0, among: all) })
         } catch let error as SyncError {

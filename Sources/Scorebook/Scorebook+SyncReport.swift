@@ -75,14 +75,16 @@ extension Scorebook {
     }
 
     /// Scores that a sync brought in for a player and round which already had one here.
-    func duplicateScores(among applied: [(LocalBook, AppliedChange)]) -> [DuplicateScore] {
+    /// `saved`: the scores the sync saved, by book and record name, read back as they now are.
+    func duplicateScores(among saved: [(LocalBook, String)]) -> [DuplicateScore] {
         var reports: [DuplicateScore] = []
         var seen: Set<String> = []
-        for (localBook, change) in applied where change.kind == .saved && change.recordType == Score.recordType {
-            guard let bookStore = try? store.opening(localBook), let record = change.record, let score = try? Score(record: record),
-                  score.round != nil, !seen.contains(score.recordName)
-            else { continue }
+        var opened: [LocalBook: LocalRecordStore] = [:]
+        for (localBook, recordName) in saved where !seen.contains(recordName) {
+            guard let bookStore = opened[localBook] ?? (try? store.opening(localBook)) else { continue }
+            opened[localBook] = bookStore
             let book = Scorebook(store: bookStore, accounts: accounts)
+            guard let score = try? book.entity(Score.self, named: recordName), score.round != nil else { continue }
             let same = ((try? book.entities(Score.self, referencing: score.player)) ?? [])
                 .filter { $0.round == score.round }.sorted { $0.recordName < $1.recordName }
             guard same.count > 1 else { continue }

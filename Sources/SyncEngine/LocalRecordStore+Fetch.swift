@@ -24,10 +24,13 @@ extension LocalRecordStore {
             let waiting = try connection.map("SELECT record FROM waiting_records WHERE book = current_book()") { row in
                 try Record(responseJSON: try JSONValue.parse(row.blob(0)))
             }
+            // One look-up for the page: records nothing here knows are stored without a merge.
+            let known = try Self.knownNames(among: page.changes.map(\.recordName), in: connection)
             // While refetching from scratch, every record the feed holds is marked seen.
-            for case .saved(let record) in page.changes {
+            for case .saved(let record) in page.changes where known.contains(record.recordName) {
                 try connection.run("UPDATE server_copies SET seen = 1 WHERE book = current_book() AND name = ?", [.text(record.recordName)])
             }
+            let waitingNames = Set(waiting.map(\.recordName))
             let plan = ChangeApplyPlanner.plan(changes: page.changes, waiting: waiting) { name in
                 (try? Self.exists(name, in: connection)) ?? false
             }
@@ -38,6 +41,12 @@ extension LocalRecordStore {
                 outcome.deletedCount += deletion.applied.count  // the record and its local cascade: the same total whatever the feed order
             }
             for record in plan.saves {
+                guard known.contains(record.recordName) || waitingNames.contains(record.recordName) else {
+                    try Self.insertNewServerRecord(record, in: connection)
+                    outcome.applied.append(AppliedChange(kind: .saved, record: record))
+                    outcome.savedCount += 1
+                    continue
+                }
                 try connection.run("DELETE FROM waiting_records WHERE book = current_book() AND name = ?", [.text(record.recordName)])
                 let known = try Self.serverCopy(named: record.recordName, in: connection)
                 if let known, known.recordChangeTag == record.recordChangeTag, record.recordChangeTag != nil,

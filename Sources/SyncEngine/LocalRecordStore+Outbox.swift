@@ -51,13 +51,15 @@ extension LocalRecordStore {
         }
     }
 
-    static func writeServerCopy(_ record: Record, in connection: SQLiteConnection) throws {
+    /// `fieldsBlob`: the record's fields already serialized.
+    static func writeServerCopy(_ record: Record, fieldsBlob fields: [UInt8]? = nil, in connection: SQLiteConnection) throws {
         var stored = record
         stored.removedFieldNames = []
+        let json = fields.map { stored.json(fieldsJSON: .raw($0)) } ?? stored.json()
         try connection.run("""
             INSERT INTO server_copies(book, name, type, change_tag, record, seen) VALUES(current_book(), ?, ?, ?, ?, 1)
             ON CONFLICT(book, name) DO UPDATE SET change_tag = excluded.change_tag, record = excluded.record, seen = 1
-            """, [.text(record.recordName), .text(record.recordType), record.recordChangeTag.sqlValue, .blob(stored.json().serialized())])
+            """, [.text(record.recordName), .text(record.recordType), record.recordChangeTag.sqlValue, .blob(json.serialized())])
     }
 
     /// Counts a send attempt before the request goes out, so a later local deletion knows the
@@ -207,8 +209,9 @@ extension LocalRecordStore {
         }
         guard let local, entry != nil else {
             // Nothing local to keep: take the server copy.
-            try writeRecord(server, in: connection)
-            try writeServerCopy(server, in: connection)
+            let fields = fieldsBlob(server.fields)
+            try writeRecord(server, fieldsBlob: fields, in: connection)
+            try writeServerCopy(server, fieldsBlob: fields, in: connection)
             return MergeOutcome(applied: AppliedChange(kind: .saved, record: server))
         }
         // The ancestor is what the server held as far as this machine knows: its last copy, or,

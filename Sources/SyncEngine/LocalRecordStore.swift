@@ -244,14 +244,19 @@ public final class LocalRecordStore: @unchecked Sendable {
         JSONValue.object(fields.mapValues(\.json)).serialized()
     }
 
-    /// Writes the local copy of a record and its references.
-    static func writeRecord(_ record: Record, in connection: SQLiteConnection) throws {
+    /// Writes the local copy of a record and its references; `fieldsBlob` is its fields already
+    /// serialized, and a record new to the book has no references to replace.
+    static func writeRecord(_ record: Record, fieldsBlob fields: [UInt8]? = nil, replacingReferences: Bool = true,
+                            in connection: SQLiteConnection) throws
+    {
         try connection.run("""
             INSERT INTO records(book, name, type, fields, parent, modified_ms) VALUES(current_book(), ?, ?, ?, ?, ?)
             ON CONFLICT(book, name) DO UPDATE SET fields = excluded.fields, parent = excluded.parent, modified_ms = excluded.modified_ms
-            """, [.text(record.recordName), .text(record.recordType), .blob(fieldsBlob(record.fields)), record.parent.sqlValue,
+            """, [.text(record.recordName), .text(record.recordType), .blob(fields ?? fieldsBlob(record.fields)), record.parent.sqlValue,
                   .int(RecordMerge.modificationMilliseconds(of: record))])
-        try connection.run("DELETE FROM record_references WHERE book = current_book() AND name = ?", [.text(record.recordName)])
+        if replacingReferences {
+            try connection.run("DELETE FROM record_references WHERE book = current_book() AND name = ?", [.text(record.recordName)])
+        }
         for (field, reference) in record.references {
             try connection.run("INSERT INTO record_references(book, name, field, target, action) VALUES(current_book(), ?, ?, ?, ?)",
                                [.text(record.recordName), .text(field), .text(reference.recordName), .text(reference.action.rawValue)])

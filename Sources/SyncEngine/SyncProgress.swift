@@ -13,6 +13,13 @@ public struct SyncProgress: Equatable, Sendable {
     public var toSend: Int
     /// Remote changes (saved and deleted records) fetched so far.
     public var received: Int
+    /// Pages of the change feed applied (each committed with the token it reached).
+    public var pagesReceived = 0
+    /// Where the receiving time went: waiting for pages, parsing them, applying them. The
+    /// next page is fetched while one is applied, so these may add up to more than the wall clock.
+    public var fetchSeconds: Double = 0
+    public var decodeSeconds: Double = 0
+    public var applySeconds: Double = 0
     /// The sync has ended (succeeded or failed); the indicator should go.
     public var finished: Bool
     /// A picture being uploaded or downloaded: bytes moved of its size (both 0 when none is).
@@ -55,9 +62,14 @@ final class SyncProgressReporter {
         report()
     }
 
-    func received(_ count: Int) {
+    /// One page of `count` changes was applied, after `fetch`, `decode` and `apply` seconds.
+    func received(_ count: Int, fetch: Double = 0, decode: Double = 0, apply: Double = 0) {
         progress.phase = .receiving
         progress.received += count
+        progress.pagesReceived += 1
+        progress.fetchSeconds += fetch
+        progress.decodeSeconds += decode
+        progress.applySeconds += apply
         report()
     }
 

@@ -26,10 +26,15 @@ struct SyncCommand: AsyncParsableCommand {
         // On standard error, so --json output stays clean; only for a sync that takes a while.
         let progress = ProgressDisplay.start()
         defer { progress?.stop() }
-        let onProgress = progress.map { display in { (counts: SyncProgress) in display.update(counts) } }
+        let phases = SyncPhaseReport()
+        let onProgress: ((SyncProgress) -> Void)? = progress == nil && !phases.isActive ? nil : { counts in
+            progress?.update(counts)
+            phases.update(counts)
+        }
         guard watch else {
             let report = try await book.syncAndReport(onProgress: onProgress)
             progress?.stop()
+            phases.finish()
             emit(Output.syncReport(report, names: { $0.flatMap(book.shortName) }, json: json))
             return
         }

@@ -1,0 +1,39 @@
+import RecordModel
+import SQLiteDB
+
+/// What makes applying a page of the change feed cheap when most of its records are new here,
+/// as on a new machine's first sync of a big book.
+extension LocalRecordStore {
+    /// Runs `body` (the commit of one fetched page) without waiting for the disk at commit: a
+    /// page and the token it reached still commit together, and a killed process loses nothing
+    /// (the write-ahead log is in the file), but a power cut may take back the last pages, which
+    /// the next sync fetches again from the token then stored. Local edits keep full durability.
+    func withRefetchableDurability<T>(_ body: () throws -> T) throws -> T {
+        try withConnection { connection in
+            try connection.execute("PRAGMA synchronous=NORMAL")
+            defer { try? connection.execute("PRAGMA synchronous=FULL") }
+            return try body()
+        }
+    }
+
+    /// The names among `names` this book knows in any way: a local record, a server copy, an
+    /// outbox entry or a waiting record. A fetched record none of these knows is taken as it is.
+    static func knownNames(among names: [String], in connection: SQLiteConnection) throws -> Set<String> {
+        guard !names.isEmpty else { return [] }
+        let list = JSONValue.array(names.map(JSONValue.string)).serialized()
+        return Set(try connection.map("""
+            SELECT name FROM records WHERE book = current_book() AND name IN (SELECT value FROM json_each(?1))
+            UNION SELECT name FROM server_copies WHERE book = current_book() AND name IN (SELECT value FROM json_each(?1))
+            UNION SELECT name FROM outbox WHERE book = current_book() AND name IN (SELECT value FROM json_each(?1))
+            UNION SELECT name FROM waiting_records WHERE book = current_book() AND name IN (SELECT value FROM json_each(?1))
+            """, [.text(String(decoding: list, as: UTF8.self))]) { $0.text(0) })
+    }
+
+    /// Stores a fetched record this book did not know: the local copy, its references and the
+    /// server copy, with the fields serialized once for both.
+    static func insertNewServerRecord(_ record: Record, in connection: SQLiteConnection) throws {
+        let fields = fieldsBlob(record.fields)
+        try writeRecord(record, fieldsBlob: fields, replacingReferences: false, in: connection)
+        try writeServerCopy(record, fieldsBlob: fields, in: connection)
+    }
+}
