@@ -27,6 +27,8 @@ public enum ChangeApplyPlanner {
         var deletions: [String] = []
         var candidates: [String: Record] = [:]
         var order: [String] = []
+        candidates.reserveCapacity(waiting.count + changes.count)
+        order.reserveCapacity(waiting.count + changes.count)
         for record in waiting where candidates[record.recordName] == nil {
             candidates[record.recordName] = record
             order.append(record.recordName)
@@ -43,6 +45,7 @@ public enum ChangeApplyPlanner {
         }
         let deleted = Set(deletions)
         var available: Set<String> = []
+        available.reserveCapacity(candidates.count)
         func isAvailable(_ name: String) -> Bool {
             available.contains(name) || (!deleted.contains(name) && isPresentLocally(name))
         }

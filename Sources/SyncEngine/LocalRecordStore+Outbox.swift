@@ -53,13 +53,11 @@ extension LocalRecordStore {
 
     /// `fieldsBlob`: the record's fields already serialized.
     static func writeServerCopy(_ record: Record, fieldsBlob fields: [UInt8]? = nil, in connection: SQLiteConnection) throws {
-        var stored = record
-        stored.removedFieldNames = []
-        let json = fields.map { stored.json(fieldsJSON: .raw($0)) } ?? stored.json()
+        let bytes = serverCopyBytes(record, fieldsBlob: fields ?? fieldsBlob(record.fields))
         try connection.run("""
             INSERT INTO server_copies(book, name, type, change_tag, record, seen) VALUES(current_book(), ?, ?, ?, ?, 1)
             ON CONFLICT(book, name) DO UPDATE SET change_tag = excluded.change_tag, record = excluded.record, seen = 1
-            """, [.text(record.recordName), .text(record.recordType), record.recordChangeTag.sqlValue, .blob(json.serialized())])
+            """, [.text(record.recordName), .text(record.recordType), record.recordChangeTag.sqlValue, .blob(bytes)])
     }
 
     /// Counts a send attempt before the request goes out, so a later local deletion knows the

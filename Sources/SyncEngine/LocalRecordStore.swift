@@ -241,7 +241,7 @@ public final class LocalRecordStore: @unchecked Sendable {
     }
 
     static func fieldsBlob(_ fields: [String: FieldValue]) -> [UInt8] {
-        JSONValue.object(fields.mapValues(\.json)).serialized()
+        Record(recordName: "", recordType: "", fields: fields).fieldsJSONBytes()
     }
 
     /// Writes the local copy of a record and its references; `fieldsBlob` is its fields already

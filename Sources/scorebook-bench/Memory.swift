@@ -63,16 +63,8 @@ func cliMemory(_ options: BenchOptions) async throws -> [String: JSONValue] {
     let daemon = try DaemonUnderTest(directory: directory + "/daemon", container: "iCloud.scorebook", environment: "production",
                                      extraArguments: ["--rate-limit", "1000000"])
     defer { _ = try? daemon.stop() }
-    let connection = try RawHTTPConnection(port: daemon.port)
-    try createZone("ScorebookData", on: daemon, connection)
-    var index = 0
-    while index < options.records {
-        let people = (index..<min(index + batchSize, options.records)).map(personRecord)
-        try post(modifyBody(zone: "ScorebookData", records: people), to: "/records/modify", on: daemon, connection)
-        index += people.count
-    }
     let store = directory + "/cli/scorebook.sqlite"
-    _ = try Subprocess.run(scorebook, ["--store", store, "account", "login", "--server", daemon.baseURL, "--token", daemon.token])
+    try seedPeopleBook(records: options.records, on: daemon, loggingIn: store, with: scorebook)
 
     let help = try peakResidentSize(scorebook, ["--help"])
     // VmHWM sampled while it runs, as a cross-check of GNU time's figure.
@@ -97,6 +89,20 @@ func cliMemory(_ options: BenchOptions) async throws -> [String: JSONValue] {
     ]
     try? FileManager.default.removeItem(atPath: directory)
     return figures
+}
+
+/// Fills the `ScorebookData` zone of `daemon` with `records` Person records, 400 to a request,
+/// and logs the CLI's store at `store` in to it.
+func seedPeopleBook(records: Int, on daemon: DaemonUnderTest, loggingIn store: String, with scorebook: String) throws {
+    let connection = try RawHTTPConnection(port: daemon.port)
+    try createZone("ScorebookData", on: daemon, connection)
+    var index = 0
+    while index < records {
+        let people = (index..<min(index + batchSize, records)).map(personRecord)
+        try post(modifyBody(zone: "ScorebookData", records: people), to: "/records/modify", on: daemon, connection)
+        index += people.count
+    }
+    _ = try Subprocess.run(scorebook, ["--store", store, "account", "login", "--server", daemon.baseURL, "--token", daemon.token])
 }
 
 /// A Person record as the Scorebook writes it, about 250 bytes.

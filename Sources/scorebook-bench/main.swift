@@ -96,6 +96,7 @@ struct Scenario {
         Scenario(name: "cli-cold-start", run: cliColdStart),
         Scenario(name: "daemon-memory", run: daemonMemory),
         Scenario(name: "cli-memory", run: cliMemory),
+        Scenario(name: "first-sync", run: firstSync),
         Scenario(name: "assets", backends: [.sqlite, .postgres], run: assetTransfers),
     ]
 }

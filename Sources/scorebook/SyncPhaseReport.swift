@@ -8,18 +8,24 @@ import Glibc
 
 /// What `sync` does for those who measure or test it, set by environment variables:
 /// `SCOREBOOK_SYNC_TIMINGS=1` prints, on standard error at the end, one JSON line of where the
-/// receiving time went (`fetchSeconds`, `decodeSeconds`, `applySeconds`, `pages`, `received`);
+/// receiving time went (`fetchSeconds`, `decodeSeconds`, `applySeconds`, `pages`, `received`),
+/// and `SCOREBOOK_SYNC_TIMINGS=FILE` appends it to FILE instead (for a caller that measures
+/// the process and so cannot read its standard error);
 /// `SCOREBOOK_SYNC_STOP_AFTER_PAGES=N` kills the process (SIGKILL, as a power cut or `kill -9`
 /// would) once N pages of the change feed are applied, to try resuming.
 final class SyncPhaseReport {
     private let printsTimings: Bool
+    /// Where the timings line goes instead of standard error.
+    private let timingsFile: String?
     private let stopAfterPages: Int?
     /// Figures of the books whose sync ended; `current` is the book being synced.
     private var ended = SyncProgress()
     private var current = SyncProgress()
 
     init(environment: [String: String] = ProcessInfo.processInfo.environment) {
-        printsTimings = environment["SCOREBOOK_SYNC_TIMINGS"].map { !["", "0"].contains($0) } ?? false
+        let timings = environment["SCOREBOOK_SYNC_TIMINGS"] ?? ""
+        printsTimings = !["", "0"].contains(timings)
+        timingsFile = printsTimings && timings != "1" ? timings : nil
         stopAfterPages = environment["SCOREBOOK_SYNC_STOP_AFTER_PAGES"].flatMap(Int.init).flatMap { $0 > 0 ? $0 : nil }
     }
 
@@ -52,6 +58,17 @@ final class SyncPhaseReport {
             "pages": .int(Int64(pages)),
             "received": .int(Int64(ended.received + current.received)),
         ]
-        warn(line.serializedString())
+        guard let timingsFile else { return warn(line.serializedString()) }
+        guard let file = FileHandle(forWritingAtPath: timingsFile) ?? createFile(timingsFile) else {
+            return warn("warning: cannot write the sync timings to \(timingsFile)")
+        }
+        file.seekToEndOfFile()
+        file.write(Data((line.serializedString() + "\n").utf8))
+        file.closeFile()
+    }
+
+    private func createFile(_ path: String) -> FileHandle? {
+        FileManager.default.createFile(atPath: path, contents: nil)
+        return FileHandle(forWritingAtPath: path)
     }
 }
