@@ -55,11 +55,11 @@ extension LocalRecordStore {
         }
         if let created = record.created {
             out.appendLiteral(#","created":"#)
-            appendStamp(created, to: &out)
+            created.json.serialize(into: &out)
         }
         if let modified = record.modified {
             out.appendLiteral(#","modified":"#)
-            appendStamp(modified, to: &out)
+            modified.json.serialize(into: &out)
         }
         if let zoneID = record.zoneID {
             out.appendLiteral(#","zoneID":{"zoneName":"#)
@@ -77,19 +77,5 @@ extension LocalRecordStore {
         }
         out.appendLiteral("}")
         return out
-    }
-
-    private static func appendStamp(_ stamp: ChangeStamp, to out: inout [UInt8]) {
-        out.appendLiteral(#"{"timestamp":"#)
-        JSONValue.appendInteger(stamp.timestamp, to: &out)
-        if let user = stamp.userRecordName {
-            out.appendLiteral(#","userRecordName":"#)
-            JSONValue.appendString(user, to: &out)
-        }
-        if let device = stamp.deviceID {
-            out.appendLiteral(#","deviceID":"#)
-            JSONValue.appendString(device, to: &out)
-        }
-        out.appendLiteral("}")
     }
 }
