@@ -40,9 +40,13 @@ let package = Package(
         .package(url: "https://github.com/vapor/multipart-kit", from: "4.7.1"),
         // bcrypt for web sign-in passwords (only its HummingbirdBcrypt product is used).
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth", from: "2.5.0"),
+        // Streaming gzip for the daemon's answers and request bodies (zlib); the CLI uses zlib directly (CZlib).
+        .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
     ],
     targets: [
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
+        // zlib for the CLI's gzip (answers it reads, large batches it sends), without the server's NIO stack.
+        .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "SQLiteDB", dependencies: ["CSQLite"], swiftSettings: settings),
         .target(name: "RecordModel", swiftSettings: settings),
         // sched_getcpu and thread affinity, which need _GNU_SOURCE (PlansAhead's planner thread).
@@ -74,6 +78,7 @@ let package = Package(
                 .product(name: "Atomics", package: "swift-atomics"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "CompressNIO", package: "compress-nio"),
             ],
             // The console's files, compiled into the daemon as bytes (`PackageResources`): one
             // binary, no resource bundle to find at run time.
@@ -84,7 +89,7 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]),
         // libcurl's header only: CCurl loads the library with dlopen for HTTPS (see SocketTransport).
         .target(name: "CCurl"),
-        .target(name: "RecordClient", dependencies: ["RecordModel", "CCurl"], swiftSettings: settings),
+        .target(name: "RecordClient", dependencies: ["RecordModel", "CCurl", "CZlib"], swiftSettings: settings),
         .target(name: "SyncEngine", dependencies: ["RecordModel", "RecordClient", "SQLiteDB"], swiftSettings: settings),
         .target(name: "Scorebook", dependencies: ["RecordModel", "RecordClient", "SyncEngine", "SQLiteDB"], swiftSettings: settings),
         .executableTarget(
@@ -117,7 +122,13 @@ let package = Package(
         // Helpers every test target shares (a seeded generator; PostgresCluster re-exported).
         .target(name: "TestSupport", dependencies: ["PostgresCluster"], path: "Tests/TestSupport", swiftSettings: settings),
         .testTarget(name: "RecordModelTests", dependencies: ["RecordModel", "RecordStore", "TestSupport"], swiftSettings: settings),
-        .testTarget(name: "RecordStoreTests", dependencies: ["RecordStore", "SQLiteDB", "PostgresRecordStore", "RecordServer", "RecordModel", "TestSupport"], swiftSettings: settings),
+        .testTarget(
+            name: "RecordStoreTests",
+            dependencies: [
+                "RecordStore", "SQLiteDB", "PostgresRecordStore", "RecordServer", "RecordModel", "TestSupport",
+                .product(name: "CompressNIO", package: "compress-nio"),
+            ],
+            swiftSettings: settings),
         .testTarget(name: "ScorebookTests", dependencies: ["Scorebook", "SyncEngine", "RecordClient", "RecordModel"], swiftSettings: settings),
         // The sync engine against a real store through a fault-injecting in-process transport.
         .testTarget(

@@ -104,6 +104,8 @@ int ccurl_perform(const char *method, const char *url, const char *const *header
     api.easy_setopt(handle, CURLOPT_ERRORBUFFER, error);
     api.easy_setopt(handle, CURLOPT_WRITEFUNCTION, append_body);
     api.easy_setopt(handle, CURLOPT_WRITEDATA, &buffer);
+    // "": ask for every coding this libcurl can inflate (gzip at least) and inflate the answer.
+    api.easy_setopt(handle, CURLOPT_ACCEPT_ENCODING, "");
     if (body) {
         api.easy_setopt(handle, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)body_length);
         api.easy_setopt(handle, CURLOPT_POSTFIELDS, (const char *)body);

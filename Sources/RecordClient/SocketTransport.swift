@@ -32,6 +32,7 @@ public final class SocketTransport: HTTPTransport, @unchecked Sendable {
     }
 
     func sendBlocking(_ request: HTTPRequest) throws -> HTTPResponse {
+        let request = try Self.compressingLargeBatch(request)
         let scheme = request.url.scheme?.lowercased() ?? ""
         if scheme == "https" { return try CurlTransport.send(request) }
         guard scheme == "http", let host = request.url.host, !host.isEmpty else {
@@ -93,6 +94,7 @@ public final class SocketTransport: HTTPTransport, @unchecked Sendable {
         if let query = components?.percentEncodedQuery { target += "?" + query }
         var head = "\(request.method) \(target) HTTP/1.1\r\nHost: \(server.hostHeader)\r\n"
         var hasContentType = false
+        if !request.headers.keys.contains(where: { $0.lowercased() == "accept-encoding" }) { head += "Accept-Encoding: gzip\r\n" }
         for (name, value) in request.headers {
             let lowered = name.lowercased()
             if lowered == "content-length" || lowered == "host" || lowered == "connection" { continue }
@@ -326,6 +328,16 @@ final class HTTPConnection {
             }
         }
         if available > 0 { keepAlive = false }  // bytes nobody asked for: do not reuse
+        if let coding = headers["content-encoding"]?.lowercased(), coding != "identity" {
+            guard coding == "gzip" || coding == "x-gzip" else {
+                throw RecordClientError.invalidResponse("the server at \(server) sent an answer in Content-Encoding \(coding)")
+            }
+            do {
+                body = try Gzip.decompress(body, limit: SocketTransport.maximumAnswerBytes)
+            } catch {
+                throw RecordClientError.invalidResponse("the server at \(server) sent a broken gzip answer: \(error)")
+            }
+        }
         return Answer(status: status, body: body, keepAlive: keepAlive)
     }
 

@@ -58,7 +58,8 @@ struct AssetTransfer {
 
     func upload(id: String, request: Request, uuid: String) async throws -> Response {
         let maximum = AssetLimits.maximumBytes
-        let declared = request.headers[.contentLength].flatMap { Int64($0) }
+        // A gzip body's Content-Length counts its compressed bytes: only the inflated size is checked.
+        let declared = ContentCoding(request.headers[.contentEncoding]) == .identity ? request.headers[.contentLength].flatMap { Int64($0) } : nil
         // The content type is checked before the URL is spent: a refused body leaves it usable.
         var write: (ByteBuffer) throws -> Void = { _ in }
         let body: AssetUploadBody

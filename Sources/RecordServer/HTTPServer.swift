@@ -48,8 +48,9 @@ struct APIResponder: HTTPResponder {
             body = try await request.body.collect(upTo: maximumBodyBytes)
         } catch {
             // The rest of the body is never read, so the connection cannot be reused: close it.
-            var response = Self.response(.error(ServerError(.limitExceeded, "request body is larger than \(maximumBodyBytes) bytes"),
-                                                uuid: UUID().uuidString.lowercased()))
+            // A ServerError comes from inflating a gzip body (corrupt, or inflating past the limit).
+            let problem = error as? ServerError ?? ServerError(.limitExceeded, "request body is larger than \(maximumBodyBytes) bytes")
+            var response = Self.response(.error(problem, uuid: UUID().uuidString.lowercased()))
             response.headers[.connection] = "close"
             return response
         }
@@ -146,7 +147,9 @@ package struct HTTPServer {
     package func run(onReady: @escaping @Sendable (_ host: String, _ port: Int) -> Void) async throws {
         api.signIn.setCrossOrigin(configuration.crossOrigin)
         let responder = CrossOriginResponder(
-            inner: APIResponder(api: api, maximumBodyBytes: configuration.maximumBodyBytes, trustedProxies: configuration.trustedProxies),
+            inner: CompressionResponder(
+                inner: APIResponder(api: api, maximumBodyBytes: configuration.maximumBodyBytes, trustedProxies: configuration.trustedProxies),
+                maximumBodyBytes: configuration.maximumBodyBytes, counters: api.metrics.compression),
             policy: configuration.crossOrigin)
         let host = configuration.host
         let openConnections = ManagedAtomic(0)

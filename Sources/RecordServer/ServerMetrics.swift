@@ -21,6 +21,8 @@ package final class ServerMetrics: Sendable {
     }
 
     private let state = Mutex(State())
+    /// gzip request bodies and answers (`CompressionResponder`).
+    let compression = CompressionCounters()
 
     package init() {}
 
@@ -61,6 +63,7 @@ package final class ServerMetrics: Sendable {
         }
         out += "# HELP scorebookd_store_unavailable_total Answers refused because the store could not serve (503 TRY_AGAIN_LATER, /ready 503).\n"
         out += "# TYPE scorebookd_store_unavailable_total counter\nscorebookd_store_unavailable_total \(storeUnavailable)\n"
+        out += compression.render()
         for (name, help, value) in gauges {
             out += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n\(name) \(value)\n"
         }

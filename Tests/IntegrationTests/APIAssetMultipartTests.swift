@@ -19,16 +19,6 @@ extension APIAssetTests {
         return try daemon.request("POST", try pathOf(url), headers: [("Content-Type", type)], body: body, timeout: 120).parsed()
     }
 
-    /// The daemon's resident memory now and its peak since `resetPeak`, in MB.
-    func daemonMemory() throws -> (resident: Double, peak: Double) {
-        let status = try String(contentsOfFile: "/proc/\(try daemon.pid)/status", encoding: .utf8)
-        func value(_ key: String) -> Double {
-            let line = status.split(separator: "\n").first { $0.hasPrefix(key) } ?? ""
-            return Double(line.split(separator: " ").dropFirst().first { !$0.isEmpty }.map(String.init) ?? "") .map { $0 / 1024 } ?? 0
-        }
-        return (value("VmRSS:"), value("VmHWM:"))
-    }
-
     func testMultipartUploadsStoreTheFilePartByteForByte() throws {
         let alice = try makeUser("alice").token
         try createZone(zone, alice)
@@ -62,12 +52,11 @@ extension APIAssetTests {
         }.withUnsafeBytes { Array($0) }
         let body = multipartBody(bytes, boundary: "big-boundary-50")
         let url = try uploadURL(alice, record: uniqueName("Person"))
-        // Peak resident memory from here on (writing 5 to clear_refs resets the high-water mark).
-        try "5".write(toFile: "/proc/\(try daemon.pid)/clear_refs", atomically: false, encoding: .utf8)
-        let before = try daemonMemory()
+        try ProcessStat.resetPeakMemory(of: try daemon.pid)
+        let before = try ProcessStat.memory(of: try daemon.pid)
         let started = Date()
         let answer = try postMultipart(url, body, boundary: "big-boundary-50")
-        let after = try daemonMemory()
+        let after = try ProcessStat.memory(of: try daemon.pid)
         print("50 MB multipart upload answered in \(Date().timeIntervalSince(started)) s")
         XCTAssertEqual(answer.status, 200, answer.body.serializedString())
         XCTAssertEqual(answer.body["singleFile"]?["size"]?.int64Value, 50 * 1024 * 1024)

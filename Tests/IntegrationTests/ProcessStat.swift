@@ -15,4 +15,19 @@ enum ProcessStat {
         }
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
+
+    /// A process's resident memory now and its peak (since `resetPeakMemory`), in MB, from /proc/PID/status.
+    static func memory(of pid: Int32) throws -> (resident: Double, peak: Double) {
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        func value(_ key: String) -> Double {
+            let line = status.split(separator: "\n").first { $0.hasPrefix(key) } ?? ""
+            return Double(line.split(separator: " ").dropFirst().first { !$0.isEmpty }.map(String.init) ?? "") .map { $0 / 1024 } ?? 0
+        }
+        return (value("VmRSS:"), value("VmHWM:"))
+    }
+
+    /// Starts measuring peak memory afresh (writing 5 to clear_refs resets the high-water mark).
+    static func resetPeakMemory(of pid: Int32) throws {
+        try "5".write(toFile: "/proc/\(pid)/clear_refs", atomically: false, encoding: .utf8)
+    }
 }
