@@ -1,5 +1,6 @@
 import CNIOLinux
 import Foundation
+import RecordClient
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -108,15 +109,24 @@ final class RawHTTPConnection {
     /// Drops what has arrived (keeping the buffer's storage for the next reads).
     func discardBuffered() { buffer.removeAll(keepingCapacity: true) }
 
-    func request(_ method: String, _ path: String, token: String?, body: [UInt8] = [], accept: String? = nil) throws -> (status: Int, body: [UInt8]) {
-        try sendRequest(method, path, token: token, body: body, accept: accept)
-        return try readResponse()
+    /// `acceptEncoding`: a gzip answer is inflated before it is returned; `wire` counts the body as it came.
+    func request(_ method: String, _ path: String, token: String?, body: [UInt8] = [], accept: String? = nil, acceptEncoding: String? = nil,
+                 wire: WireBytes? = nil) throws -> (status: Int, body: [UInt8])
+    {
+        try sendRequest(method, path, token: token, body: body, accept: accept, acceptEncoding: acceptEncoding)
+        let (status, headers, answer) = try readResponseAndHead()
+        wire?.bytes += answer.count
+        guard headers.contains("content-encoding: gzip") else { return (status, answer) }
+        return (status, try Gzip.decompress(answer, limit: 1 << 30))
     }
 
-    func sendRequest(_ method: String, _ path: String, token: String?, body: [UInt8] = [], accept: String? = nil) throws {
+    func sendRequest(_ method: String, _ path: String, token: String?, body: [UInt8] = [], accept: String? = nil,
+                     acceptEncoding: String? = nil) throws
+    {
         var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n"
         if let token { head += "Authorization: Bearer \(token)\r\n" }
         if let accept { head += "Accept: \(accept)\r\n" }
+        if let acceptEncoding { head += "Accept-Encoding: \(acceptEncoding)\r\n" }
         head += "\r\n"
         try send(Array(head.utf8) + body)
     }
@@ -135,13 +145,19 @@ final class RawHTTPConnection {
     }
 
     func readResponse() throws -> (status: Int, body: [UInt8]) {
+        let (status, _, body) = try readResponseAndHead()
+        return (status, body)
+    }
+
+    /// The status, the header block (lower-cased) and the body as it came (dechunked).
+    func readResponseAndHead() throws -> (status: Int, headers: String, body: [UInt8]) {
         let (status, headers) = try readHead()
         if let range = headers.range(of: "content-length: ") {
             let length = Int(headers[range.upperBound...].prefix { $0.isNumber }) ?? 0
             while buffer.count < length { guard try fill() else { throw Failure(description: "connection closed") } }
             let body = Array(buffer[0..<length])
             buffer.removeFirst(length)
-            return (status, body)
+            return (status, headers, body)
         }
         // Chunked.
         var body: [UInt8] = []
@@ -150,7 +166,7 @@ final class RawHTTPConnection {
             let size = Int(line.split(separator: ";").first ?? "", radix: 16) ?? 0
             if size == 0 {
                 _ = try readLine()
-                return (status, body)
+                return (status, headers, body)
             }
             while buffer.count < size + 2 { guard try fill() else { throw Failure(description: "connection closed") } }
             body.append(contentsOf: buffer[0..<size])
@@ -182,4 +198,9 @@ final class RawHTTPConnection {
         }
         return nil
     }
+}
+
+/// Bytes of answer bodies as they came over the wire (compressed or not).
+final class WireBytes {
+    var bytes = 0
 }

@@ -280,14 +280,19 @@ func fill(_ server: BenchServer, zone: String, count: Int, offset: Int = 0) asyn
 /// Pages through changes/zone from `token` until moreComing is false; returns records seen and the last token.
 /// The page is scanned, not parsed (`scanFeedPage`): a full parse of 400 records cost the
 /// in-process client five times the server's own work per page, on the same two cores.
-func fetchAll(_ connection: RawHTTPConnection, _ server: BenchServer, zone: String, from token: String?) throws -> (Int, String) {
+/// `gzip` asks for compressed answers (inflated before the scan); `wire` adds up the answers'
+/// bodies as they came.
+func fetchAll(_ connection: RawHTTPConnection, _ server: BenchServer, zone: String, from token: String?, gzip: Bool = false,
+              wire: WireBytes? = nil) throws -> (Int, String)
+{
     var token = token
     var seen = 0
     for _ in 0..<100_000 {
         var zoneRequest: [String: JSONValue] = ["zoneID": ["zoneName": .string(zone)]]
         if let token { zoneRequest["syncToken"] = .string(token) }
         let body = JSONValue.object(["zones": [.object(zoneRequest)], "resultsLimit": 400]).serialized()
-        let (status, answer) = try connection.request("POST", server.databasePath + "/changes/zone", token: server.token, body: body)
+        let (status, answer) = try connection.request("POST", server.databasePath + "/changes/zone", token: server.token, body: body,
+                                                      acceptEncoding: gzip ? "gzip" : nil, wire: wire)
         guard status == 200, let page = scanFeedPage(answer) else {
             throw RawHTTPConnection.Failure(description: "changes/zone failed: \(status) \(String(decoding: answer.prefix(300), as: UTF8.self))")
         }

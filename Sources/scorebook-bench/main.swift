@@ -87,6 +87,7 @@ struct Scenario {
         Scenario(name: "batch-write-daemon", run: batchWriteDaemon),
         Scenario(name: "write-steps", backends: [.sqlite], run: { options, _ in try await writeSteps(options) }),
         Scenario(name: "change-feed", backends: [.sqlite, .postgres], run: changeFeed),
+        Scenario(name: "change-feed-gzip", backends: [.sqlite, .postgres], run: changeFeedGzip),
         Scenario(name: "incremental-sync", backends: [.sqlite, .postgres], run: incrementalSync),
         Scenario(name: "push-latency", run: pushLatency),
         Scenario(name: "ping-pong", backends: [.sqlite, .postgres], run: pingPong),
