@@ -180,8 +180,10 @@ class PushTestCase: XCTestCase {
         return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
     }
 
-    func openEventStream(_ courier: String, lastEventID: String? = nil, token: String? = nil) throws -> EventStreamClient {
-        try EventStreamClient(port: daemon.port, path: courier, token: token ?? self.token, lastEventID: lastEventID)
+    func openEventStream(_ courier: String, lastEventID: String? = nil, token: String? = nil, headers: [(String, String)] = []) throws
+        -> EventStreamClient
+    {
+        try EventStreamClient(port: daemon.port, path: courier, token: token ?? self.token, lastEventID: lastEventID, headers: headers)
     }
 
     /// Runs `body` on a background thread; `wait` returns its result (or nil if it did not finish in time).
@@ -241,11 +243,12 @@ final class EventStreamClient {
     private(set) var isClosedByServer = false
     private var pendingEvents: [ServerSentEvent] = []
 
-    init(port: Int, path: String, token: String?, lastEventID: String?) throws {
+    init(port: Int, path: String, token: String?, lastEventID: String?, headers: [(String, String)] = []) throws {
         fd = try RawHTTP.connectLoopback(port: port)
         var head = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nAccept: text/event-stream\r\nCache-Control: no-cache\r\n"
         if let token { head += "Authorization: Bearer \(token)\r\n" }
         if let lastEventID { head += "Last-Event-ID: \(lastEventID)\r\n" }
+        for (name, value) in headers { head += "\(name): \(value)\r\n" }
         head += "\r\n"
         let bytes = Array(head.utf8)
         var offset = 0
