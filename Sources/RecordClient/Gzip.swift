@@ -21,55 +21,75 @@ package enum Gzip {
     /// The bytes of a gzip stream (several members in a row too); throws when it is corrupt or
     /// truncated, or inflates to more than `limit` bytes.
     package static func decompress(_ bytes: [UInt8], limit: Int) throws -> [UInt8] {
-        var stream = z_stream()
+        // zlib keeps the stream's address: it lives at one place until the end.
+        let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
+        stream.initialize(to: z_stream())
+        defer { stream.deallocate() }
         // 16 + 15: a gzip header and trailer around a 32 KB window.
-        guard inflateInit2_(&stream, 16 + MAX_WBITS, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
+        guard inflateInit2_(stream, 16 + MAX_WBITS, ZLIB_VERSION, Int32(MemoryLayout<z_stream>.size)) == Z_OK else {
             throw Failure(description: "zlib could not start inflating")
         }
-        defer { inflateEnd(&stream) }
+        defer { inflateEnd(stream) }
         var out: [UInt8] = []
         out.reserveCapacity(min(limit, max(bytes.count * 4, 4096)))
         var piece = [UInt8](repeating: 0, count: 256 * 1024)
         var offset = 0
-        var status = Z_OK
         while true {
-            let (consumed, produced, result) = bytes.withUnsafeBufferPointer { input in
-                piece.withUnsafeMutableBufferPointer { output in
-                    stream.next_in = UnsafeMutablePointer(mutating: input.baseAddress.map { $0 + offset })
-                    stream.avail_in = UInt32(input.count - offset)
-                    stream.next_out = output.baseAddress
-                    stream.avail_out = UInt32(output.count)
-                    let result = inflate(&stream, Z_NO_FLUSH)
-                    return (input.count - offset - Int(stream.avail_in), output.count - Int(stream.avail_out), result)
-                }
-            }
+            let (consumed, produced, result) = Gzip.step(stream, bytes[offset...], into: &piece) { inflate($0, Z_NO_FLUSH) }
             offset += consumed
             out.append(contentsOf: piece[0..<produced])
-            status = result
             guard out.count <= limit else { throw Failure(description: "the answer inflates to more than \(limit) bytes") }
             if result == Z_STREAM_END {
                 guard offset < bytes.count else { return out }
-                inflateReset(&stream)  // another member follows
+                inflateReset(stream)  // another member follows
                 continue
             }
             // Z_BUF_ERROR: no progress possible, the input ended before the stream did.
-            guard result == Z_OK else { break }
+            guard result == Z_OK else {
+                throw Failure(description: result == Z_BUF_ERROR ? "the gzip answer is truncated" : "the gzip answer is corrupt")
+            }
         }
-        throw Failure(description: status == Z_BUF_ERROR || status == Z_OK ? "the gzip answer is truncated" : "the gzip answer is corrupt")
+    }
+}
+
+extension Gzip {
+    /// One call of zlib (`call`, inflate or deflate) from `input` into `output`: the bytes it took,
+    /// the bytes it wrote, and its result.
+    static func step(_ stream: UnsafeMutablePointer<z_stream>, _ input: ArraySlice<UInt8>, into output: inout [UInt8],
+                     _ call: (UnsafeMutablePointer<z_stream>) -> Int32) -> (consumed: Int, produced: Int, result: Int32)
+    {
+        input.withUnsafeBufferPointer { input in
+            output.withUnsafeMutableBufferPointer { output in
+                stream.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress)
+                stream.pointee.avail_in = UInt32(input.count)
+                stream.pointee.next_out = output.baseAddress
+                stream.pointee.avail_out = UInt32(output.count)
+                let result = call(stream)
+                return (input.count - Int(stream.pointee.avail_in), output.count - Int(stream.pointee.avail_out), result)
+            }
+        }
     }
 }
 
 /// A gzip stream compressed a piece at a time (a large body is never held twice).
 package final class GzipDeflater {
-    private var stream = z_stream()
+    /// zlib keeps the stream's address: allocated once, never moved.
+    private let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
 
     package init(level: Int32 = Gzip.level) throws {
-        guard deflateInit2_(&stream, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
+        stream.initialize(to: z_stream())
+        guard deflateInit2_(stream, level, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY, ZLIB_VERSION,
                             Int32(MemoryLayout<z_stream>.size)) == Z_OK
-        else { throw Gzip.Failure(description: "zlib could not start deflating") }
+        else {
+            stream.deallocate()
+            throw Gzip.Failure(description: "zlib could not start deflating")
+        }
     }
 
-    deinit { deflateEnd(&stream) }
+    deinit {
+        deflateEnd(stream)
+        stream.deallocate()
+    }
 
     /// Compresses `bytes`; `finish` ends the stream (its trailer follows). Returns what zlib wrote.
     package func deflate(_ bytes: [UInt8], finish: Bool) throws -> [UInt8] {
@@ -77,15 +97,8 @@ package final class GzipDeflater {
         var piece = [UInt8](repeating: 0, count: 64 * 1024)
         var offset = 0
         while true {
-            let (consumed, produced, result) = bytes.withUnsafeBufferPointer { input in
-                piece.withUnsafeMutableBufferPointer { output in
-                    stream.next_in = UnsafeMutablePointer(mutating: input.baseAddress.map { $0 + offset })
-                    stream.avail_in = UInt32(input.count - offset)
-                    stream.next_out = output.baseAddress
-                    stream.avail_out = UInt32(output.count)
-                    let result = CZlib.deflate(&stream, finish ? Z_FINISH : Z_NO_FLUSH)
-                    return (input.count - offset - Int(stream.avail_in), output.count - Int(stream.avail_out), result)
-                }
+            let (consumed, produced, result) = Gzip.step(stream, bytes[offset...], into: &piece) {
+                CZlib.deflate($0, finish ? Z_FINISH : Z_NO_FLUSH)
             }
             offset += consumed
             out.append(contentsOf: piece[0..<produced])
