@@ -30,8 +30,10 @@ package enum Gzip {
             throw Failure(description: "zlib could not start inflating")
         }
         defer { inflateEnd(stream) }
+        // A gzip trailer ends with the inflated size (mod 2^32): room for it at once, no regrowing.
+        let inflatedHint = bytes.count >= 18 ? bytes.suffix(4).reversed().reduce(0) { $0 << 8 | Int($1) } : 0
         var out: [UInt8] = []
-        out.reserveCapacity(min(limit, max(bytes.count * 4, 4096)))
+        out.reserveCapacity(min(limit, max(inflatedHint, bytes.count * 4, 4096)))
         var piece = [UInt8](repeating: 0, count: 256 * 1024)
         var offset = 0
         while true {

@@ -2,7 +2,7 @@ import Foundation
 import RecordModel
 
 /// The change feed (`change-feed`) with and without gzip, on one server: records/s and the
-/// answers' bytes on the wire both ways. The modes alternate, twice each, and each keeps its
+/// answers' bytes on the wire both ways. The modes alternate, four times each, and each keeps its
 /// best rate, so a burst of other work on the shared cores weighs on both alike.
 func changeFeedGzip(_ options: BenchOptions, _ backend: BenchBackend) async throws -> [String: JSONValue] {
     let server = try await BenchServer.make(backend, name: "feed-gzip")
@@ -10,7 +10,7 @@ func changeFeedGzip(_ options: BenchOptions, _ backend: BenchBackend) async thro
     try await server.start()
     var rate: [Bool: Double] = [:]
     var bytes: [Bool: Int] = [:]
-    for _ in 0..<2 {
+    for _ in 0..<4 {
         for gzip in [false, true] {
             let connection = try RawHTTPConnection(port: server.port)
             let wire = WireBytes()

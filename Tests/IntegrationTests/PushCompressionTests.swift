@@ -9,6 +9,7 @@ final class PushCompressionTests: PushTestCase {
     let longTitle = String(repeating: "a title to make the notification large ", count: 40)
 
     func testEventStreamsAndParkedLongPollsAreNotCompressedEvenWhenGzipIsAccepted() throws {
+        try createZone(zone)
         try subscribe(querySubscription("items", type: "Item", desiredKeys: ["title"]))
         let courier = try createCourier()
         let stream = try openEventStream(courier, headers: [("Accept-Encoding", "gzip")])
