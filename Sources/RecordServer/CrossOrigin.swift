@@ -17,7 +17,7 @@ package struct CrossOriginPolicy: Sendable {
 
     /// The API's own URLs: databases, device tokens, couriers (under `/database/`) and assets.
     static func covers(_ path: String) -> Bool {
-        path.hasPrefix("/database/") || path.hasPrefix("/device/") || AssetTransfer.handles(path)
+        path.hasPrefix("/database/") || path.hasPrefix("/device/") || AssetURLs.handles(path)
     }
 
     /// The request headers CloudKit clients send.
