@@ -17,7 +17,7 @@ extension RecordAPI {
             table.add(path, when: get, .api { _, _ in file })
         }
         table.add("/", when: get, .api { _, _ in SharePage.consoleRedirect })
-        table.addTree(String(SharePage.sharePrefix.dropFirst().dropLast()), when: SharePage.isPageRequest, .api { _, _ in SharePage.pageAnswer })
+        table.addTree("share", when: SharePage.isPageRequest, .api { _, _ in SharePage.pageAnswer })
         table.add(RecordAPI.signInPath, .api { api, request in try await api.signInResponse(request) })
         let database: APIRouteTable.Target = .api { api, request in try await api.answerDatabase(request) }
         table.addTree("database", label: { RecordAPI.operationLabel($0.path) }, database)
