@@ -98,6 +98,9 @@ package struct APIResponse: Sendable {
     /// Set for answers the push hub writes (event streams, parked long-polls).
     package var parking: PushParking?
 
+    /// Where an answer hands a caller that authenticated with `ckWebAuthToken` the token to use next.
+    static let webAuthTokenHeader = "X-Apple-CloudKit-Web-Auth-Token"
+
     package init(status: Int, json: JSONValue) {
         self.status = status
         self.body = json.serialized()

@@ -2,9 +2,10 @@
 /// `/signin`...) or a tree under the path's first segment (`/database/…`, `/device/…`,
 /// `/share/…`, `/assets/…`). Built once (`RecordAPI.routes`); a request costs one or two
 /// dictionary look-ups and a check of each candidate's method and headers, never a walk over
-/// every route. What matches nothing is the API's `404 NOT_FOUND`.
-struct APIRouteTable: Sendable {
-    typealias Handler = @Sendable (RecordAPI, APIRequest) async throws -> APIResponse
+/// every route. What matches nothing is the API's `404 NOT_FOUND`. `API` is the type whose
+/// handlers the routes call (`RecordAPI`; the table itself knows nothing of it).
+struct APIRouteTable<API: Sendable>: Sendable {
+    typealias Handler = @Sendable (API, APIRequest) async throws -> APIResponse
 
     /// What a route does with its request.
     enum Target: Sendable {

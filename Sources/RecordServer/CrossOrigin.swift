@@ -29,7 +29,7 @@ package struct CrossOriginPolicy: Sendable {
     func addHeaders(for origin: String, to headers: inout HTTPFields) {
         headers[.accessControlAllowOrigin] = origin
         headers[.accessControlAllowHeaders] = CrossOriginPolicy.allowedHeaders
-        headers[.accessControlExposeHeaders] = RecordAPI.webAuthTokenHeader
+        headers[.accessControlExposeHeaders] = APIResponse.webAuthTokenHeader
         headers.append(HTTPField(name: .vary, value: "Origin"))
     }
 }

@@ -83,17 +83,6 @@ struct APIResponder: HTTPResponder {
     static let signatureHeader = HTTPField.Name("X-Apple-CloudKit-Request-SignatureV1")!
 }
 
-/// The framework's basic context plus the connection, which an event stream takes over.
-struct ConnectionRequestContext: RequestContext {
-    var coreContext: CoreRequestContextStorage
-    let channel: any Channel
-
-    init(source: ApplicationRequestContextSource) {
-        self.coreContext = .init(source: source)
-        self.channel = source.channel
-    }
-}
-
 /// The daemon's HTTP server: serves `api` until SIGINT or SIGTERM, then stops accepting, lets
 /// in-flight requests finish (at most the shutdown grace) and returns.
 package struct HTTPServer {

@@ -14,7 +14,7 @@ protocol APIMiddleware: Sendable {
 /// One request's own facts for the middleware: its id (the `uuid` of its errors) and its route.
 struct APIRequestContext: Sendable {
     let requestID = UUID().uuidString.lowercased()
-    let route: APIRouteTable.Route?
+    let route: APIRouteTable<RecordAPI>.Route?
     /// Who the request turned out to be (noted by the routes that authenticate).
     let caller = RequestCaller()
 }
@@ -85,7 +85,7 @@ struct RequestLogMiddleware: APIMiddleware {
         let started = ContinuousClock.now
         var response = try await next(request)
         // CloudKit answers a ckWebAuthToken request with the token to use next; ours do not rotate.
-        if let webAuthToken = context.caller.webAuthToken { response.headers.append((RecordAPI.webAuthTokenHeader, webAuthToken)) }
+        if let webAuthToken = context.caller.webAuthToken { response.headers.append((APIResponse.webAuthTokenHeader, webAuthToken)) }
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
         let operation = context.route?.label(request) ?? "other"

@@ -6,8 +6,8 @@ import RecordStore
 /// `/device/1/{container}/{environment}/tokens/{operation}`) one handler per database and
 /// operation, reached after the caller is authenticated.
 extension RecordAPI {
-    static let routes: APIRouteTable = {
-        var table = APIRouteTable()
+    static let routes: APIRouteTable<RecordAPI> = {
+        var table = APIRouteTable<RecordAPI>()
         let get: @Sendable (APIRequest) -> Bool = { $0.method == .get }
         table.add("/health", label: "health", .api { _, _ in APIResponse(status: 200, json: ["status": "ok"]) })
         table.add("/ready", label: "ready", .api { api, _ in await api.readinessResponse() })
@@ -19,7 +19,7 @@ extension RecordAPI {
         table.add("/", when: get, .api { _, _ in SharePage.consoleRedirect })
         table.addTree("share", when: SharePage.isPageRequest, .api { _, _ in SharePage.pageAnswer })
         table.add(RecordAPI.signInPath, .api { api, request in try await api.signInResponse(request) })
-        let database: APIRouteTable.Target = .api { api, request in try await api.answerDatabase(request) }
+        let database: APIRouteTable<RecordAPI>.Target = .api { api, request in try await api.answerDatabase(request) }
         table.addTree("database", label: { RecordAPI.operationLabel($0.path) }, database)
         table.addTree("device", label: { RecordAPI.operationLabel($0.path) }, database)
         table.addTree("assets", when: { $0.path.hasPrefix(AssetURLs.uploadPath) }, .assetUpload)

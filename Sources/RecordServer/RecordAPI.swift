@@ -51,8 +51,6 @@ package final class RecordAPI: Sendable {
         var operation: String
     }
 
-    static let webAuthTokenHeader = "X-Apple-CloudKit-Web-Auth-Token"
-
     func metricsResponse() async throws -> APIResponse {
         // Without the store's figures while it cannot answer: the rest still tells what is happening.
         let statistics = try? await StoreTransactionRunner(deadline: RecordAPI.readinessDeadline).run { _ in try await self.store.statistics() }
