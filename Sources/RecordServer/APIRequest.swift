@@ -25,9 +25,6 @@ package struct APIRequest: Sendable {
     package var origin: String?
     /// `Last-Event-ID`, where a reconnecting event stream resumes.
     package var lastEventID: String?
-    /// The server can park this request's connection in the push hub (`PushParking`); without
-    /// it a long-poll waits in its own task.
-    package var connectionCanPark = false
     /// A server-to-server request's `X-Apple-CloudKit-Request-KeyID`, `-ISO8601Date` and `-SignatureV1`.
     package var serverKeyID: String?
     package var signatureDate: String?
@@ -100,6 +97,9 @@ package struct APIResponse: Sendable {
     package var headers: [(String, String)] = []
     /// Set for answers the push hub writes (event streams, parked long-polls).
     package var parking: PushParking?
+
+    /// Where an answer hands a caller that authenticated with `ckWebAuthToken` the token to use next.
+    static let webAuthTokenHeader = "X-Apple-CloudKit-Web-Auth-Token"
 
     package init(status: Int, json: JSONValue) {
         self.status = status

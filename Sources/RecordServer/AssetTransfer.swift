@@ -10,41 +10,38 @@ import RecordStore
 /// store a piece at a time, so however large the asset and however many move at once, the daemon
 /// holds only a piece of each in memory.
 struct AssetTransfer {
-    static let uploadPath = "/assets/1/upload/"
-    static let downloadPath = "/assets/1/download/"
     /// How much of an upload is gathered before each write to its staging file.
     static let writeBytes = 1024 * 1024
 
     let api: RecordAPI
 
-    static func handles(_ path: String) -> Bool { path.hasPrefix(uploadPath) || path.hasPrefix(downloadPath) }
-
-    func respond(to request: Request) async -> Response {
+    /// `uploading`: the route is the upload URL's, else the download URL's.
+    func respond(to request: Request, uploading: Bool) async -> Response {
         let uuid = UUID().uuidString.lowercased()
         let path = request.uri.path
         let started = ContinuousClock.now
         var response: Response
         do {
-            if path.hasPrefix(AssetTransfer.uploadPath) {
+            if uploading {
                 guard request.method == .post else { throw ServerError.badRequest("upload with POST") }
-                response = try await upload(id: String(path.dropFirst(AssetTransfer.uploadPath.count)), request: request, uuid: uuid)
+                response = try await upload(id: String(path.dropFirst(AssetURLs.uploadPath.count)), request: request, uuid: uuid)
             } else {
                 guard request.method == .get || request.method == .head else { throw ServerError.badRequest("download with GET") }
-                response = try await download(token: String(path.dropFirst(AssetTransfer.downloadPath.count)), request: request)
+                response = try await download(token: String(path.dropFirst(AssetURLs.downloadPath.count)), request: request)
             }
         } catch let error as TransferFailure {
-            response = APIResponder.response(.error(error.error, uuid: uuid))
+            response = Response(.error(error.error, uuid: uuid))
             // The rest of the body was never read: the connection cannot carry another request.
             if error.closeConnection { response.headers[.connection] = "close" }
         } catch let error as ServerError {
-            response = APIResponder.response(.error(error, uuid: uuid))
+            response = Response(.error(error, uuid: uuid))
         } catch {
             api.logger.error("asset transfer failed: \(error)", metadata: ["request": .string(uuid)])
-            response = APIResponder.response(.error(ServerError(storeFailure: error), uuid: uuid))
+            response = Response(.error(ServerError(storeFailure: error), uuid: uuid))
         }
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        api.metrics.record(operation: path.hasPrefix(AssetTransfer.uploadPath) ? "assets/put" : "assets/get",
+        api.metrics.record(operation: uploading ? "assets/put" : "assets/get",
                            status: Int(response.status.code), seconds: seconds)
         return response
     }
@@ -135,7 +132,7 @@ struct AssetTransfer {
                 "referenceChecksum": .string(checksum), "wrappingKey": .string(""),
             ],
         ]
-        return APIResponder.response(APIResponse(status: 200, json: answer))
+        return Response(APIResponse(status: 200, json: answer))
     }
 
     // MARK: Download
@@ -178,7 +175,7 @@ struct AssetTransfer {
                 status = .partialContent
                 headers[.contentRange] = "bytes \(part.lowerBound)-\(part.upperBound - 1)/\(blob.size)"
             case .unsatisfiable:
-                var response = APIResponder.response(.error(.badRequest("the range is outside the asset's \(blob.size) bytes"), uuid: UUID().uuidString.lowercased()))
+                var response = Response(.error(.badRequest("the range is outside the asset's \(blob.size) bytes"), uuid: UUID().uuidString.lowercased()))
                 response.status = .rangeNotSatisfiable
                 response.headers[.contentRange] = "bytes */\(blob.size)"
                 return response

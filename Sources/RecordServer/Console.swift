@@ -12,15 +12,14 @@ import RecordStore
 /// or style at all. Their URLs carry a digest of their content, so a browser keeps them for good
 /// and a new daemon's page always names its own.
 enum Console {
-    /// The answer for a console path, or nil for any other path (the API answers those).
-    static func response(to request: APIRequest) -> APIResponse? {
-        guard request.method == .get else { return nil }
-        switch request.path {
-        case "/console", "/console/": return answer(ConsoleFiles.page, contentType: "text/html; charset=utf-8", cache: "no-cache")
-        case ConsoleFiles.scriptPath: return answer(ConsoleFiles.script, contentType: "text/javascript; charset=utf-8", cache: immutable)
-        case ConsoleFiles.stylePath: return answer(ConsoleFiles.style, contentType: "text/css; charset=utf-8", cache: immutable)
-        default: return nil
-        }
+    /// The console's paths and their answers (for GET; the route table serves them).
+    static var files: [(path: String, answer: APIResponse)] {
+        let page = answer(ConsoleFiles.page, contentType: "text/html; charset=utf-8", cache: "no-cache")
+        return [
+            ("/console", page), ("/console/", page),
+            (ConsoleFiles.scriptPath, answer(ConsoleFiles.script, contentType: "text/javascript; charset=utf-8", cache: immutable)),
+            (ConsoleFiles.stylePath, answer(ConsoleFiles.style, contentType: "text/css; charset=utf-8", cache: immutable)),
+        ]
     }
 
     /// The versioned files never change under their URL (a new version is a new `?v=`).

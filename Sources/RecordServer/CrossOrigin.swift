@@ -17,7 +17,7 @@ package struct CrossOriginPolicy: Sendable {
 
     /// The API's own URLs: databases, device tokens, couriers (under `/database/`) and assets.
     static func covers(_ path: String) -> Bool {
-        path.hasPrefix("/database/") || path.hasPrefix("/device/") || AssetTransfer.handles(path)
+        path.hasPrefix("/database/") || path.hasPrefix("/device/") || AssetURLs.handles(path)
     }
 
     /// The request headers CloudKit clients send.
@@ -29,7 +29,7 @@ package struct CrossOriginPolicy: Sendable {
     func addHeaders(for origin: String, to headers: inout HTTPFields) {
         headers[.accessControlAllowOrigin] = origin
         headers[.accessControlAllowHeaders] = CrossOriginPolicy.allowedHeaders
-        headers[.accessControlExposeHeaders] = RecordAPI.webAuthTokenHeader
+        headers[.accessControlExposeHeaders] = APIResponse.webAuthTokenHeader
         headers.append(HTTPField(name: .vary, value: "Origin"))
     }
 }

@@ -25,13 +25,13 @@ struct CompressionResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
         case .identity:
             break
         case .gzip:
-            let limit = AssetTransfer.handles(request.uri.path)
+            let limit = request.uri.path.hasPrefix(AssetURLs.uploadPath)
                 ? Int(AssetLimits.maximumBytes + AssetUploadBody.envelopeAllowance) : maximumBodyBytes
             counters.compressedRequestArrived()
             request.body = RequestBody(asyncSequence: InflatingRequestBody(compressed: request.body, limit: limit, counters: counters))
         case .unsupported(let coding):
             let error = ServerError.badRequest("Content-Encoding '\(coding.prefix(100))' is not supported; send gzip or identity")
-            var response = APIResponder.response(.error(error, uuid: UUID().uuidString.lowercased()))
+            var response = Response(.error(error, uuid: UUID().uuidString.lowercased()))
             response.status = .unsupportedMediaType
             response.headers[.acceptEncoding] = "gzip, identity"
             // The body was not read: the connection cannot carry another request.
@@ -58,7 +58,7 @@ enum AnswerCompression {
             response.status.code >= 200, response.status != .noContent, response.status != .notModified,
             let length = response.body.contentLength, length > Self.minimumBytes,
             response.headers[.contentType]?.hasPrefix("text/event-stream") != true,
-            !request.uri.path.hasPrefix(AssetTransfer.downloadPath)
+            !request.uri.path.hasPrefix(AssetURLs.downloadPath)
         else { return response }
         var response = response
         // The answer differs by Accept-Encoding from here on, whichever this request got.

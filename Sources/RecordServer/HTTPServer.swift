@@ -32,8 +32,9 @@ package struct HTTPServerConfiguration: Sendable {
     }
 }
 
-/// Adapts Hummingbird's requests to `RecordAPI`. Every request reaches the API (no framework
-/// routing), so every answer, even for an unknown path, is the API's JSON.
+/// Adapts Hummingbird's requests to `RecordAPI`, whose route table (`RecordAPI.routes`) decides
+/// where each goes: asset bytes are streamed here, everything else is answered by the API, so
+/// every answer, even for an unknown path, is the API's JSON.
 struct APIResponder: HTTPResponder {
     typealias Context = ConnectionRequestContext
     let api: RecordAPI
@@ -41,24 +42,10 @@ struct APIResponder: HTTPResponder {
     var trustedProxies: [AddressRange] = []
 
     func respond(to request: Request, context: Context) async throws -> Response {
-        // Asset bytes are streamed, never collected.
-        if AssetTransfer.handles(request.uri.path) { return await AssetTransfer(api: api).respond(to: request) }
-        let body: ByteBuffer
-        do {
-            body = try await request.body.collect(upTo: maximumBodyBytes)
-        } catch {
-            // The rest of the body is never read, so the connection cannot be reused: close it.
-            // A ServerError comes from inflating a gzip body (corrupt, or inflating past the limit).
-            let problem = error as? ServerError ?? ServerError(.limitExceeded, "request body is larger than \(maximumBodyBytes) bytes")
-            var response = Self.response(.error(problem, uuid: UUID().uuidString.lowercased()))
-            response.headers[.connection] = "close"
-            return response
-        }
         let method: APIRequest.Method = request.method == .get ? .get : request.method == .post ? .post : .other
         var apiRequest = APIRequest(
             method: method, path: request.uri.path, query: APIRequest.parseQuery(request.uri.query ?? ""),
-            authorization: request.headers[.authorization], deviceID: request.headers[APIResponder.deviceIDHeader],
-            body: Array(buffer: body))
+            authorization: request.headers[.authorization], deviceID: request.headers[APIResponder.deviceIDHeader])
         let origin = RequestOrigin(peer: context.channel.remoteAddress?.ipAddress, headers: request.headers, trustedProxies: trustedProxies)
         apiRequest.host = origin.host ?? request.head.authority
         apiRequest.forwardedProto = origin.scheme
@@ -69,8 +56,25 @@ struct APIResponder: HTTPResponder {
         apiRequest.serverKeyID = request.headers[APIResponder.serverKeyIDHeader]
         apiRequest.signatureDate = request.headers[APIResponder.signatureDateHeader]
         apiRequest.signature = request.headers[APIResponder.signatureHeader]
-        apiRequest.connectionCanPark = true
-        return Self.response(await api.handle(apiRequest), channel: context.channel, api: api)
+        // Asset bytes are streamed, never collected.
+        switch RecordAPI.routes.route(for: apiRequest)?.target {
+        case .assetUpload?: return await AssetTransfer(api: api).respond(to: request, uploading: true)
+        case .assetDownload?: return await AssetTransfer(api: api).respond(to: request, uploading: false)
+        case .api?, nil: break
+        }
+        do {
+            apiRequest.body = Array(buffer: try await request.body.collect(upTo: maximumBodyBytes))
+        } catch {
+            // The rest of the body is never read, so the connection cannot be reused: close it.
+            // A ServerError comes from inflating a gzip body (corrupt, or inflating past the limit).
+            let problem = error as? ServerError ?? ServerError(.limitExceeded, "request body is larger than \(maximumBodyBytes) bytes")
+            var response = Response(.error(problem, uuid: UUID().uuidString.lowercased()))
+            response.headers[.connection] = "close"
+            return response
+        }
+        let answer = await api.handle(apiRequest)
+        guard let parking = answer.parking else { return Response(answer) }
+        return Response(parked: answer, parking, channel: context.channel, hub: api.pushHub, metrics: api.metrics)
     }
 
     static let deviceIDHeader = HTTPField.Name("X-Device-ID")!
@@ -78,54 +82,6 @@ struct APIResponder: HTTPResponder {
     static let serverKeyIDHeader = HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!
     static let signatureDateHeader = HTTPField.Name("X-Apple-CloudKit-Request-ISO8601Date")!
     static let signatureHeader = HTTPField.Name("X-Apple-CloudKit-Request-SignatureV1")!
-
-    static func response(_ answer: APIResponse, channel: (any Channel)? = nil, api: RecordAPI? = nil) -> Response {
-        if let parking = answer.parking, let channel, let api {
-            var headers: HTTPFields = [.contentType: answer.contentType]
-            if case .eventStream = parking.kind { headers[.cacheControl] = "no-cache" }
-            appendHeaders(answer.headers, to: &headers)
-            return Response(
-                status: .ok, headers: headers,
-                body: ResponseBody { _ in
-                    // The head is written (the framework awaited it, so what the connection's
-                    // handler writes queues behind it on the event loop). The body is left
-                    // open on purpose: the push hub writes it (see `PushConnection`).
-                    try await channel.eventLoop.submit {
-                        let push = try channel.pipeline.syncOperations.handler(type: PushConnection.self)
-                        switch parking.kind {
-                        case .eventStream:
-                            push.parkEventStream(hub: api.pushHub, databaseID: parking.databaseID, after: parking.cursor,
-                                                 onOpen: { api.metrics.eventStreamOpened() },
-                                                 onClose: { api.metrics.eventStreamClosed() })
-                        case .longPoll(let seconds, let empty):
-                            push.parkLongPoll(hub: api.pushHub, databaseID: parking.databaseID, after: parking.cursor,
-                                              timeout: .seconds(Int64(seconds)), emptyAnswer: ByteBuffer(bytes: empty))
-                        }
-                    }.get()
-                })
-        }
-        var headers: HTTPFields = [.contentType: answer.contentType]
-        appendHeaders(answer.headers, to: &headers)
-        return Response(status: HTTPResponse.Status(code: answer.status), headers: headers,
-                        body: ResponseBody(byteBuffer: ByteBuffer(bytes: answer.body)))
-    }
-
-    static func appendHeaders(_ extra: [(String, String)], to headers: inout HTTPFields) {
-        for (name, value) in extra {
-            if let field = HTTPField.Name(name) { headers.append(HTTPField(name: field, value: value)) }
-        }
-    }
-}
-
-/// The framework's basic context plus the connection, which an event stream takes over.
-struct ConnectionRequestContext: RequestContext {
-    var coreContext: CoreRequestContextStorage
-    let channel: any Channel
-
-    init(source: ApplicationRequestContextSource) {
-        self.coreContext = .init(source: source)
-        self.channel = source.channel
-    }
 }
 
 /// The daemon's HTTP server: serves `api` until SIGINT or SIGTERM, then stops accepting, lets

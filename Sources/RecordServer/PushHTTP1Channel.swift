@@ -9,13 +9,15 @@ import NIOHTTPTypes
 struct PushHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
     let http1: HTTP1Channel
+    /// The long-polls' deadlines of all this server's connections.
+    let deadlines = LongPollDeadlines()
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
             let pipeline = channel.pipeline.syncOperations
             // After the idle-timeout handler, so what a parked connection writes counts as its response.
             let stateHandler = try pipeline.handler(type: HTTPConnectionStateHandler.self)
-            try pipeline.addHandler(PushConnection(eventLoop: channel.eventLoop), position: .after(stateHandler))
+            try pipeline.addHandler(PushConnection(deadlines: deadlines), position: .after(stateHandler))
             return value
         }
     }

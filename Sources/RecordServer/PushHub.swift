@@ -17,9 +17,9 @@ package protocol PushStreamSink: AnyObject, Sendable {
     func settle(parking: UInt64)
 }
 
-/// Wakes waiting deliveries (long-polls and event streams) when a commit lands. Nothing polls
-/// the database on a timer: a waiter sleeps until a commit of its database wakes it, and one read
-/// per wake serves every waiter of that database.
+/// Wakes parked connections (long-polls and event streams) when a commit lands. Nothing polls
+/// the database on a timer: a parked connection sleeps until a commit of its database wakes it,
+/// and one read per wake serves every connection parked on that database.
 ///
 /// Event streams are not waiting tasks: they are registrations the hub writes to on their
 /// connection's event loop. A commit is read once and handed to each event loop in one job that
@@ -29,25 +29,16 @@ package protocol PushStreamSink: AnyObject, Sendable {
 /// hands each loop its own (a dictionary shared copy-on-write) without a pass over all of them
 /// first: the pass was the time between the commit and the first write.
 package final class PushHub: Sendable {
-    /// What a wait returns: the notifications after the waiter's cursor and the commit generation
-    /// they reflect (nil when the batch was cut at the limit, so the next wait must read again).
-    package struct Delivery: Sendable {
-        package var notifications: [StoredNotification]
-        package var generation: Int?
-    }
-
     static let batchLimit = 500
     /// How long after a delivery's writes the answered long-polls are settled (see `deliver`).
     static let settleDelay = TimeAmount.milliseconds(100)
 
-    private struct Waiter {
-        var cursor: Int64
-        var continuation: CheckedContinuation<Delivery, Never>
-    }
-
     /// One event stream: its sink and how far it has been sent. `cursor` and `quietBeats` are read
     /// and written only on the stream's event loop, by the hub's jobs there (after registration
     /// publishes them through the state lock; the jobs of one loop run in the order handed).
+    /// Unchecked because the compiler cannot see that confinement to a loop: a `NIOLoopBoundBox`
+    /// for the two would be one more allocation for every parked connection, and every long-poll
+    /// parks anew.
     private final class StreamRegistration: @unchecked Sendable {
         let sink: any PushStreamSink
         /// The sink's loop, kept here so that filing a registration by loop does not touch its connection.
@@ -104,7 +95,6 @@ package final class PushHub: Sendable {
     }
 
     private struct State {
-        var waiters: [Int64: [UUID: Waiter]] = [:]
         var streams: [Int64: DatabaseStreams] = [:]
         /// Databases with a commit not yet handled by the wake task.
         var pendingWakes: Set<Int64> = []
@@ -114,13 +104,9 @@ package final class PushHub: Sendable {
         /// already pending after its cursor (a catch-up of the new streams only, not a wake of
         /// every stream of the database: 10,000 streams opening were 10,000 wakes of all of them).
         var pendingCatchUps: [Int64: [StreamRegistration]] = [:]
-        /// Per database, how many commits have landed; lets a waiter skip its read when nothing
-        /// happened since its last delivery.
-        var generations: [Int64: Int] = [:]
         var closed = false
         var wakeTask: Task<Void, Never>?
         var heartbeatTask: Task<Void, Never>?
-        var pollDeadlines: [ObjectIdentifier: PollDeadlines] = [:]
 
         /// Whether `stream` is still its connection's registration (not gone, not replaced by a
         /// newer parking of the same connection).
@@ -138,8 +124,8 @@ package final class PushHub: Sendable {
     private let lastCommitNanoseconds = Atomic<UInt64>(0)
     private let lastDeliveryNanoseconds = Atomic<UInt64>(0)
     /// Nudges the wake task, which handles `pendingWakes` one database at a time, in order: a wake
-    /// that reads before a later commit puts its waiters back before that commit's wake takes
-    /// them. Nudges coalesce (the task takes every pending database at once).
+    /// that reads before a later commit has its loops write before that commit's wake reads.
+    /// Nudges coalesce (the task takes every pending database at once).
     private let wakeSignal: AsyncStream<Void>.Continuation
     /// An event stream that had nothing written to it for up to this long gets a comment, so
     /// clients and proxies see it alive (see `startHeartbeats`).
@@ -173,7 +159,7 @@ package final class PushHub: Sendable {
     /// How many deliveries are waiting right now, long-polls and event streams (for metrics and tests).
     package var waiterCount: Int {
         state.withLock { state in
-            state.waiters.values.reduce(0) { $0 + $1.count } + state.streams.values.reduce(0) { $0 + $1.count }
+            state.streams.values.reduce(0) { $0 + $1.count }
         }
     }
 
@@ -181,7 +167,7 @@ package final class PushHub: Sendable {
     /// (the store's commit listener reconnected): then every waiting database reads again.
     package func commitLanded(_ databaseIDs: Set<Int64>) {
         if databaseIDs.isEmpty {
-            requestWakes(state.withLock { Set($0.waiters.keys).union($0.streams.keys) })
+            requestWakes(state.withLock { Set($0.streams.keys) })
             return
         }
         lastCommitNanoseconds.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
@@ -220,16 +206,6 @@ package final class PushHub: Sendable {
         }
         if registered { wakeSignal.yield() }
         return registered
-    }
-
-    /// The long-poll deadlines of connections on `loop` (one timer for them all).
-    func pollDeadlines(on loop: any EventLoop) -> PollDeadlines {
-        state.withLock { state in
-            if let known = state.pollDeadlines[ObjectIdentifier(loop)] { return known }
-            let deadlines = PollDeadlines(loop: loop)
-            state.pollDeadlines[ObjectIdentifier(loop)] = deadlines
-            return deadlines
-        }
     }
 
     /// Forgets a parked connection (its client has gone, or its long-poll was answered).
@@ -305,18 +281,24 @@ package final class PushHub: Sendable {
     /// One loop's part of a delivery: its streams of the database (the registrations shared
     /// copy-on-write with the hub's state, or a catch-up's list), dropped once written so that the
     /// state's dictionary is again its own; and the long-polls it answered.
-    private final class LoopDelivery: @unchecked Sendable {
+    private final class LoopDelivery: Sendable {
         enum Streams {
             case registered(Registrations)
             case listed([StreamRegistration])
         }
         let loop: any EventLoop
-        /// Confined to `loop` until the loop counts itself finished.
-        var streams: Streams?
-        var answered: [StreamRegistration] = []
+        /// Taken by the loop's job; the long-polls it answered, read once every loop has written.
+        /// (A lock no two threads want at once: the job and then the last loop to finish.)
+        private let work: Mutex<(streams: Streams?, answered: [StreamRegistration])>
         init(loop: any EventLoop, streams: Streams) {
             self.loop = loop
-            self.streams = streams
+            self.work = Mutex((streams, []))
+        }
+
+        func takeStreams() -> Streams? { work.withLock { $0.streams.take() } }
+        var answered: [StreamRegistration] {
+            get { work.withLock { $0.answered } }
+            set { work.withLock { $0.answered = newValue } }
         }
     }
 
@@ -328,18 +310,18 @@ package final class PushHub: Sendable {
     private func deliver(_ deliveries: [LoopDelivery], reading: Reading, databaseID: Int64) {
         let unfinished = Atomic(deliveries.count)
         let finish: @Sendable () -> Void = { [weak self] in
-            for delivery in deliveries where !delivery.answered.isEmpty {
-                let answered = delivery.answered
+            let answeredByLoop = deliveries.map(\.answered)
+            for (delivery, answered) in zip(deliveries, answeredByLoop) where !answered.isEmpty {
                 delivery.loop.scheduleTask(in: PushHub.settleDelay) { for stream in answered { stream.sink.settle(parking: stream.parking) } }
             }
             // A long-poll is answered once: it is forgotten once every loop has written (not
             // meanwhile, taking a core from the writes). A wake in between that still finds it
             // delivers nothing (the connection takes no delivery once answered); a connection that
             // has meanwhile parked again has a new registration, which stays.
-            guard deliveries.contains(where: { !$0.answered.isEmpty }) else { return }
+            guard answeredByLoop.contains(where: { !$0.isEmpty }) else { return }
             self?.state.withLock { state in
-                for delivery in deliveries {
-                    for stream in delivery.answered where state.isCurrent(stream, databaseID: databaseID) {
+                for answered in answeredByLoop {
+                    for stream in answered where state.isCurrent(stream, databaseID: databaseID) {
                         state.streams[databaseID]?.remove(stream.sink)
                     }
                 }
@@ -349,12 +331,14 @@ package final class PushHub: Sendable {
         for delivery in deliveries {
             delivery.loop.execute { [weak self] in
                 let wrote: Bool
-                switch delivery.streams {
-                case .registered(let streams): wrote = PushHub.writeShares(streams.values, reading, answered: &delivery.answered)
-                case .listed(let streams): wrote = PushHub.writeShares(streams, reading, answered: &delivery.answered)
+                var answered: [StreamRegistration] = []
+                // Taken out, so the state's dictionary is again its own once this job has written.
+                switch delivery.takeStreams() {
+                case .registered(let streams): wrote = PushHub.writeShares(streams.values, reading, answered: &answered)
+                case .listed(let streams): wrote = PushHub.writeShares(streams, reading, answered: &answered)
                 case nil: wrote = false
                 }
-                delivery.streams = nil
+                if !answered.isEmpty { delivery.answered = answered }
                 if wrote { self?.deliveryWritten() }
                 if unfinished.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { finish() }
             }
@@ -387,7 +371,7 @@ package final class PushHub: Sendable {
                 let mine = reading.aheadReads[stream.cursor] ?? reading.batch.filter { $0.id > stream.cursor }
                 share = mine.last.map { last in
                     let bytes = stream.answersOnce
-                        ? PushHub.completeBody(ByteBuffer(bytes: RecordAPI.notificationsAnswer(mine, cursor: stream.cursor).serialized()))
+                        ? PushHub.completeBody(ByteBuffer(bytes: CourierAnswer.json(mine, cursor: stream.cursor).serialized()))
                         : PushHub.encodeEvents(mine)
                     return (bytes, last.id)
                 }
@@ -452,25 +436,21 @@ package final class PushHub: Sendable {
     }
 
     private func wake(_ databaseID: Int64) async {
-        let (generation, taken, loops, lowestStream) = state.withLock { state in
-            let generation = (state.generations[databaseID] ?? 0) + 1
-            state.generations[databaseID] = generation
+        let (loops, lowest) = state.withLock { state in
             let database = state.streams[databaseID]
             // Registrations from here on lower it again; this wake raises it once it has read.
             state.streams[databaseID]?.lowestCursor = .max
-            return (generation, state.waiters.removeValue(forKey: databaseID) ?? [:], database?.loops ?? [], database?.lowestCursor ?? .max)
+            return (database?.loops ?? [], database?.lowestCursor ?? .max)
         }
-        guard !taken.isEmpty || !loops.isEmpty else { return }
-        var lowest = lowestStream
-        for waiter in taken.values where waiter.cursor < lowest { lowest = waiter.cursor }
+        guard !loops.isEmpty else { return }
         let batch = (try? await store.notifications(databaseID: databaseID, after: lowest, limit: PushHub.batchLimit)) ?? []
         let complete = batch.count < PushHub.batchLimit
-        // A full batch read from the lowest cursor may end before a waiter further ahead: such a
-        // waiter gets its own read (one per distinct cursor), so it is not left asleep with
+        // A full batch read from the lowest cursor may end before a stream further ahead: such a
+        // stream gets its own read (one per distinct cursor), so it is not left asleep with
         // notifications pending.
         var aheadReads: [Int64: [StoredNotification]] = [:]
         if !complete, let last = batch.last?.id {
-            var cursors = Set(taken.values.map(\.cursor))
+            var cursors = Set<Int64>()
             // The streams' cursors live on their loops: ask each (only for a batch cut at the limit).
             for (loop, streams) in loops {
                 cursors.formUnion((try? await loop.submit { Set(streams.values.map(\.cursor)) }.get()) ?? [])
@@ -479,30 +459,12 @@ package final class PushHub: Sendable {
                 aheadReads[cursor] = (try? await store.notifications(databaseID: databaseID, after: cursor, limit: PushHub.batchLimit)) ?? []
             }
         }
-        if !loops.isEmpty {
-            // Once their loops have written, every stream of this wake is at or past this.
-            let delivered = batch.last?.id ?? lowest
-            state.withLock { state in
-                if let bound = state.streams[databaseID]?.lowestCursor { state.streams[databaseID]?.lowestCursor = min(bound, delivered) }
-            }
+        // Once their loops have written, every stream of this wake is at or past this.
+        let delivered = batch.last?.id ?? lowest
+        state.withLock { state in
+            if let bound = state.streams[databaseID]?.lowestCursor { state.streams[databaseID]?.lowestCursor = min(bound, delivered) }
         }
-        let ready = state.withLock { state -> [(Waiter, [StoredNotification])] in
-            var ready: [(Waiter, [StoredNotification])] = []
-            for (id, waiter) in taken {
-                let mine = aheadReads[waiter.cursor] ?? batch.filter { $0.id > waiter.cursor }
-                if mine.isEmpty && !state.closed {
-                    // The commit fired nothing for this waiter: keep waiting (its timeout still runs).
-                    state.waiters[databaseID, default: [:]][id] = waiter
-                } else {
-                    ready.append((waiter, mine))
-                }
-            }
-            return ready
-        }
-        for (waiter, mine) in ready {
-            waiter.continuation.resume(returning: Delivery(notifications: mine, generation: complete ? generation : nil))
-        }
-        guard !loops.isEmpty, !batch.isEmpty || !aheadReads.isEmpty else { return }
+        guard !batch.isEmpty || !aheadReads.isEmpty else { return }
         deliver(loops.map { LoopDelivery(loop: $0.loop, streams: .registered($0.streams)) },
                 reading: Reading(batch: batch, aheadReads: aheadReads), databaseID: databaseID)
         // A stream cut at the batch limit has more waiting: read on for it.
@@ -529,54 +491,16 @@ package final class PushHub: Sendable {
                 reading: Reading(batch: batch, aheadReads: [:]), databaseID: databaseID)
     }
 
-    /// Waits until there are notifications after `cursor`, or `timeout` passes (empty result),
-    /// or the hub closes. `knownGeneration` is the generation of the caller's previous delivery.
-    package func wait(databaseID: Int64, after cursor: Int64, knownGeneration: Int?, timeout: Duration) async -> Delivery {
-        let id = UUID()
-        return await withCheckedContinuation { continuation in
-            let current = state.withLock { state -> Int? in
-                if state.closed { return nil }
-                state.waiters[databaseID, default: [:]][id] = Waiter(cursor: cursor, continuation: continuation)
-                return state.generations[databaseID] ?? 0
-            }
-            guard let current else {
-                continuation.resume(returning: Delivery(notifications: [], generation: nil))
-                return
-            }
-            if knownGeneration != current {
-                // Something may have landed since the caller last looked: read once now.
-                Task { [self] in
-                    let pending = (try? await store.notifications(databaseID: databaseID, after: cursor, limit: PushHub.batchLimit)) ?? []
-                    guard !pending.isEmpty, let waiter = remove(databaseID, id) else { return }
-                    waiter.continuation.resume(returning: Delivery(notifications: pending,
-                                                                   generation: pending.count < PushHub.batchLimit ? current : nil))
-                }
-            }
-            let nanoseconds = timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000
-            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [self] in
-                guard let waiter = remove(databaseID, id) else { return }
-                waiter.continuation.resume(returning: Delivery(notifications: [], generation: current))
-            }
-        }
-    }
-
-    private func remove(_ databaseID: Int64, _ id: UUID) -> Waiter? {
-        state.withLock { $0.waiters[databaseID]?.removeValue(forKey: id) }
-    }
-
-    /// Ends every wait and stream (on shutdown) and refuses new ones.
+    /// Ends every parked stream and long-poll (on shutdown) and refuses new ones.
     package func close() {
-        let (all, sinks, heartbeats) = state.withLock { state in
+        let (sinks, heartbeats) = state.withLock { state in
             state.closed = true
-            let all = state.waiters.values.flatMap(\.values)
-            state.waiters.removeAll()
             let sinks = state.streams.values.flatMap { $0.loops.flatMap { $0.streams.values.map { ($0.sink, $0.parking) } } }
             state.streams.removeAll()
-            return (all, sinks, state.heartbeatTask)
+            return (sinks, state.heartbeatTask)
         }
         wakeSignal.finish()
         heartbeats?.cancel()
-        for waiter in all { waiter.continuation.resume(returning: Delivery(notifications: [], generation: nil)) }
         for (sink, parking) in sinks { sink.eventLoop.execute { sink.finish(parking: parking) } }
     }
 }

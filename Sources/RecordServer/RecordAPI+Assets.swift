@@ -43,7 +43,7 @@ extension RecordAPI {
             uploads.append(upload)
             answers.append([
                 "recordName": .string(recordName), "fieldName": .string(fieldName),
-                "url": .string(baseURL(request) + AssetTransfer.uploadPath + upload.id),
+                "url": .string(baseURL(request) + AssetURLs.uploadPath + upload.id),
             ])
         }
         try await store.createAssetUploads(uploads)
@@ -75,7 +75,7 @@ extension RecordAPI {
         let links = AssetLinks { record, fieldName, checksum in
             let grant = DownloadGrant(scope: scope, zone: record.zoneID, recordName: record.recordName, fieldName: fieldName,
                                       checksum: checksum, expires: expires)
-            return base + AssetTransfer.downloadPath + grant.signed(with: key)
+            return base + AssetURLs.downloadPath + grant.signed(with: key)
         }
         return try await AssetLinks.$current.withValue(links) { try await body() }
     }

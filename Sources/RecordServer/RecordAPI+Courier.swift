@@ -45,25 +45,10 @@ extension RecordAPI {
         }
         // Answer at once when something is already waiting (also for timeout=0).
         let pending = try await self.store.notifications(databaseID: channel.databaseID, after: cursor, limit: PushHub.batchLimit)
-        if !pending.isEmpty { return APIResponse(status: 200, json: RecordAPI.notificationsAnswer(pending, cursor: cursor)) }
-        if request.connectionCanPark && timeout > 0 {
-            let empty = RecordAPI.notificationsAnswer([], cursor: cursor).serialized()
-            return APIResponse(parking: PushParking(databaseID: channel.databaseID, cursor: cursor,
-                                                    kind: .longPoll(timeoutSeconds: timeout, emptyAnswer: empty)))
-        }
-        let deadline = ContinuousClock.now + .seconds(timeout)
-        var generation: Int?
-        while true {
-            let remaining = deadline - ContinuousClock.now
-            if remaining <= .zero { break }
-            let delivery = await pushHub.wait(databaseID: channel.databaseID, after: cursor, knownGeneration: generation, timeout: remaining)
-            if !delivery.notifications.isEmpty {
-                pushHub.deliveryWritten()
-                return APIResponse(status: 200, json: RecordAPI.notificationsAnswer(delivery.notifications, cursor: cursor))
-            }
-            if pushHub.isClosed { break }
-            generation = delivery.generation
-        }
-        return APIResponse(status: 200, json: RecordAPI.notificationsAnswer([], cursor: cursor))
+        guard pending.isEmpty, timeout > 0 else { return APIResponse(status: 200, json: CourierAnswer.json(pending, cursor: cursor)) }
+        // Otherwise the connection waits parked in the push hub (its empty answer is written at the deadline).
+        let empty = CourierAnswer.json([], cursor: cursor).serialized()
+        return APIResponse(parking: PushParking(databaseID: channel.databaseID, cursor: cursor,
+                                                kind: .longPoll(timeoutSeconds: timeout, emptyAnswer: empty)))
     }
 }

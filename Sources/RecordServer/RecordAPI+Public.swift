@@ -19,8 +19,8 @@ extension RecordAPI {
         "records/changes",
     ]
 
-    func answerPublic(_ request: APIRequest, route: Route, authenticatedWebAuthToken: inout String?) async throws -> APIResponse {
-        let scope = try await publicScope(request, route: route, authenticatedWebAuthToken: &authenticatedWebAuthToken)
+    func answerPublic(_ request: APIRequest, route: Route) async throws -> APIResponse {
+        let scope = try await publicScope(request, route: route)
         if scope.isAnonymous && !RecordAPI.publicReadOperations.contains(route.operation) {
             throw ServerError(.authenticationRequired, "\(route.operation) on the public database needs a user: send a web auth token")
         }
@@ -37,14 +37,14 @@ extension RecordAPI {
 
     /// The caller: a user (bearer or web auth token), a server-to-server key acting as its user,
     /// or an anonymous reader with a valid API token.
-    func publicScope(_ request: APIRequest, route: Route, authenticatedWebAuthToken: inout String?) async throws -> DatabaseScope {
+    func publicScope(_ request: APIRequest, route: Route) async throws -> DatabaseScope {
         if let signed = SignedRequest(request) {
             let user = RequestCaller.identified(try await verifyServerKey(signed, request: request))
             return .publicDatabase(caller: user, container: route.container, environment: route.environment, isServerKey: true)
         }
         if request.authorization != nil || request.webAuthToken != nil {
             let user = try await authenticate(request)
-            if request.authorization == nil { authenticatedWebAuthToken = request.webAuthToken }
+            if request.authorization == nil { RequestCaller.noteWebAuthToken(request.webAuthToken) }
             return .publicDatabase(caller: user, container: route.container, environment: route.environment)
         }
         if let apiToken = request.query["ckAPIToken"] {

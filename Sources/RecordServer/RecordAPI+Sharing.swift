@@ -6,37 +6,42 @@ import RecordStore
 // `/public/records/resolve|accept`, and user discovery under `/public/users/`. Access is decided
 // in the store's transactions; these routes only decode and encode.
 extension RecordAPI {
-    static let sharingOperations: Set<String> = [
+    static let sharingOperationNames: Set<String> = [
         "records/resolve", "records/accept", "records/accepts", "users/discover", "users/lookup/email", "invitations/list",
     ]
 
-    /// The answer when `route` is a sharing endpoint or addresses the shared database; nil otherwise.
-    func sharingResponse(_ route: Route, request: APIRequest, user: User) async throws -> APIResponse? {
-        let scope = DatabaseScope(user: user, container: route.container, environment: route.environment,
-                                  kind: route.database == "shared" ? .shared : .private)
-        switch (route.database, route.operation) {
-        case ("public", "records/resolve"), ("public", "records/accept"), ("public", "records/accepts"):
-            let body = try parseBody(request, operation: route.operation)
-            return APIResponse(status: 200, json: try await resolveShares(body, scope, accept: route.operation != "records/resolve"))
-        case ("public", "users/discover"), ("public", "users/lookup/email"):
-            let body = try parseBody(request, operation: route.operation)
-            return APIResponse(status: 200, json: try await discoverUsers(body, byEmailList: route.operation == "users/lookup/email"))
-        case ("shared", _):
-            let body = try parseBody(request, operation: route.operation)
-            switch route.operation {
-            case "invitations/list":
-                return APIResponse(status: 200, json: ["invitations": .array(try await store.invitations(scope))])
-            case "zones/lookup":
-                return APIResponse(status: 200, json: try await lookupSharedZones(body, scope))
-            case "zones/modify":
-                return APIResponse(status: 200, json: try await modifySharedZones(body, scope))
-            default:
-                return APIResponse(status: 200, json: try await perform(route.operation, body: body, scope: scope, request: request))
-            }
-        default:
-            return nil
+    /// The sharing routes: the share links and user discovery under `/public/`, and the shared
+    /// database's own operations (its record and zone operations are the private database's,
+    /// run in a scope of kind `.shared`).
+    static let sharingOperations: [OperationKey: OperationHandler] = {
+        var table: [OperationKey: OperationHandler] = [:]
+        let parsed: (@escaping @Sendable (RecordAPI, JSONValue, OperationCall) async throws -> JSONValue) -> OperationHandler = { answer in
+            { api, call in APIResponse(status: 200, json: try await answer(api, try api.parseBody(call.request, operation: call.route.operation), call)) }
         }
-    }
+        for operation in ["records/resolve", "records/accept", "records/accepts"] {
+            table[OperationKey(database: "public", operation: operation)] = parsed { api, body, call in
+                try await api.resolveShares(body, call.scope, accept: operation != "records/resolve")
+            }
+        }
+        for operation in ["users/discover", "users/lookup/email"] {
+            table[OperationKey(database: "public", operation: operation)] = parsed { api, body, _ in
+                try await api.discoverUsers(body, byEmailList: operation == "users/lookup/email")
+            }
+        }
+        table[OperationKey(database: "shared", operation: "invitations/list")] = parsed { api, _, call in
+            ["invitations": .array(try await api.store.invitations(api.sharedCall(call).scope))]
+        }
+        table[OperationKey(database: "shared", operation: "zones/lookup")] = parsed { api, body, call in
+            try await api.lookupSharedZones(body, api.sharedCall(call).scope)
+        }
+        table[OperationKey(database: "shared", operation: "zones/modify")] = parsed { api, body, call in
+            try await api.modifySharedZones(body, api.sharedCall(call).scope)
+        }
+        for operation in linkedOperations.keys where operation != "zones/lookup" && operation != "zones/modify" {
+            table[OperationKey(database: "shared", operation: operation)] = { api, call in try await api.performParsed(api.sharedCall(call)) }
+        }
+        return table
+    }()
 
     func resolveShares(_ body: JSONValue, _ scope: DatabaseScope, accept: Bool) async throws -> JSONValue {
         let guids = try body.requiredArray("shortGUIDs").map { entry -> String in

@@ -23,9 +23,8 @@ extension RecordAPI {
         return components?.string
     }
 
-    /// The sign-in page and its form's answer, or nil for other paths.
-    func signInResponse(_ request: APIRequest) async throws -> APIResponse? {
-        guard request.path == RecordAPI.signInPath else { return nil }
+    /// The sign-in page and its form's answer.
+    func signInResponse(_ request: APIRequest) async throws -> APIResponse {
         switch request.method {
         case .get:
             let origin = request.query["origin"] ?? baseURL(request)

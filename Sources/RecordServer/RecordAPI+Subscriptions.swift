@@ -79,9 +79,4 @@ extension RecordAPI {
         let url = "\(scheme)://\(host)/database/1/\(scope.container)/\(scope.environment.rawValue)/courier/\(token.token)"
         return ["apnsEnvironment": .string(token.apnsEnvironment), "apnsToken": .string(token.token), "webcourierURL": .string(url)]
     }
-
-    static func notificationsAnswer(_ notifications: [StoredNotification], cursor: Int64) -> JSONValue {
-        let last = notifications.last?.id ?? cursor
-        return ["notifications": .array(notifications.map { .raw($0.payload) }), "cursor": .string(NotificationCursor.encode(last))]
-    }
 }

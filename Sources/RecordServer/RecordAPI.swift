@@ -44,142 +44,11 @@ package final class RecordAPI: Sendable {
 
     /// The parts of a `/database/1/{container}/{environment}/{database}/{operation}` path, or of
     /// `/device/1/{container}/{environment}/tokens/{operation}` (database `tokens`).
-    struct Route {
+    struct Route: Sendable {
         var container: String
         var environment: Environment
         var database: String
         var operation: String
-    }
-
-    static let knownOperations: Set<String> = Set([
-        "zones/list", "zones/lookup", "zones/modify", "zones/changes", "changes/database", "changes/zone", "records/modify",
-        "records/lookup", "records/query", "records/changes", "subscriptions/modify", "subscriptions/list", "subscriptions/lookup",
-        "users/current", "users/caller", "tokens/create", "tokens/register", "assets/upload",
-    ]).union(sharingOperations)
-
-    /// Answers one request and counts it in the metrics under its operation.
-    package func handle(_ request: APIRequest) async -> APIResponse {
-        let started = ContinuousClock.now
-        let requestID = UUID().uuidString.lowercased()
-        var webAuthToken: String?
-        let caller = RequestCaller()
-        var response = await RequestCaller.$current.withValue(caller) {
-            await ShareRules.$requestLinkBase.withValue(baseURL(request)) {
-                await answer(request, requestID: requestID, authenticatedWebAuthToken: &webAuthToken)
-            }
-        }
-        // CloudKit answers a ckWebAuthToken request with the token to use next; ours do not rotate.
-        if let webAuthToken { response.headers.append((RecordAPI.webAuthTokenHeader, webAuthToken)) }
-        let elapsed = ContinuousClock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        let operation = RecordAPI.operationLabel(request.path)
-        metrics.record(operation: operation, status: response.status, seconds: seconds)
-        if response.status == 503 { metrics.storeUnavailableAnswered() }
-        // One structured line per request; errors at info so they show by default. The line's
-        // metadata is made only when it is written (formatting it was a few microseconds a request).
-        let level: Logger.Level = response.status >= 500 ? .error : response.status >= 400 ? .info : .debug
-        if logger.logLevel <= level {
-            let metadata: Logger.Metadata = [
-                "request": .string(requestID), "operation": .string(operation), "status": .stringConvertible(response.status),
-                "ms": .string(String(format: "%.2f", seconds * 1000)),
-                "user": .string(caller.userRecordName ?? "-"), "client": .string(request.clientAddress ?? "-"),
-            ]
-            logger.log(level: level, level == .error ? "request failed" : level == .info ? "request rejected" : "request", metadata: metadata)
-        }
-        return response
-    }
-
-    /// A bounded label for metrics: the API operation, or `other`.
-    static func operationLabel(_ path: String) -> String {
-        if path == "/health" || path == "/ready" || path == "/metrics" { return String(path.dropFirst()) }
-        let parts = path.split(separator: "/")
-        guard parts.count >= 6 else { return "other" }
-        if parts[4] == "courier" { return "courier" }
-        let operation = parts[4] == "tokens" ? "tokens/\(parts[5])" : parts[5...].joined(separator: "/")
-        return knownOperations.contains(operation) ? operation : "other"
-    }
-
-    static let webAuthTokenHeader = "X-Apple-CloudKit-Web-Auth-Token"
-
-    /// `authenticatedWebAuthToken` is set once the request is authenticated by `ckWebAuthToken`.
-    func answer(_ request: APIRequest, requestID uuid: String, authenticatedWebAuthToken: inout String?) async -> APIResponse {
-        do {
-            if request.path == "/health" { return APIResponse(status: 200, json: ["status": "ok"]) }
-            if request.path == "/ready" { return await readinessResponse() }
-            if request.path == "/metrics" { return try await metricsResponse() }
-            if let console = Console.response(to: request) { return console }
-            if let page = SharePage.response(to: request) { return page }
-            if let page = try await signInResponse(request) { return page }
-            let route = try parseRoute(request.path)
-            if route.database == "public", RecordAPI.publicDatabaseOperations.contains(route.operation) {
-                return try await answerPublic(request, route: route, authenticatedWebAuthToken: &authenticatedWebAuthToken)
-            }
-            if let signed = SignedRequest(request) {
-                if route.database == "public", route.operation == "users/current" || route.operation == "users/caller" {
-                    // A key acts as its own user, so the question has that user for an answer.
-                    let user = try await verifyServerKey(signed, request: request)
-                    return APIResponse(status: 200, json: ["userRecordName": .string(user.recordName)])
-                }
-                throw ServerError(.authenticationFailed, "server-to-server keys work on the public database only")
-            }
-            // The courier URL is its own credential (CloudKit JS polls it bare).
-            if route.database == "courier", request.authorization == nil, request.webAuthToken == nil {
-                return try await capabilityCourier(route, request: request)
-            }
-            var request = request
-            let user: User
-            if route.operation == "records/modify", request.method == .post {
-                // The batch's body is read into drafts while its token is checked on the store's
-                // read pool, so the check's thread hop and read cost the batch no time. Errors keep
-                // their order: an unauthenticated request is refused as such, whatever its body.
-                let unparsed = request
-                async let checked = authenticate(unparsed)
-                let body = request.body
-                request.parsedModifyBody = ParsedModifyBody(Result { try ModifyRequestBody.parse(body) })
-                user = try await checked
-            } else {
-                user = try await authenticate(request)
-            }
-            if request.authorization == nil { authenticatedWebAuthToken = request.webAuthToken }
-            if let wait = rateLimiter.acquire(userID: user.id) {
-                throw ServerError(.throttled, "too many requests; retry after \(wait) s", retryAfter: wait)
-            }
-            let scope = DatabaseScope(user: user, container: route.container, environment: route.environment)
-            switch route.database {
-            case "tokens":
-                switch route.operation {
-                case "create":
-                    return APIResponse(status: 200, json: try await createToken(try parseBody(request, operation: "tokens/create"), scope, request: request))
-                case "register":
-                    return APIResponse(status: 200, json: try await registerToken(try parseBody(request, operation: "tokens/register"), scope, request: request))
-                default:
-                    throw ServerError(.notFound, "unknown operation 'tokens/\(route.operation.prefix(100))'")
-                }
-            case "courier":
-                return try await courier(token: route.operation, scope: scope, request: request)
-            default:
-                break
-            }
-            if route.operation == "users/current" || route.operation == "users/caller" {
-                return APIResponse(status: 200, json: ["userRecordName": .string(user.recordName)])
-            }
-            if route.database == "private", route.operation == "users/password" { return try await changePassword(request, user: user) }
-            if let answer = try await sharingResponse(route, request: request, user: user) { return answer }
-            guard route.database == "private" else {
-                throw ServerError.badRequest("the \(route.database) database is not supported yet; use private")
-            }
-            let body = try parseBody(request, operation: route.operation)
-            let json = try await perform(route.operation, body: body, scope: scope, request: request)
-            return APIResponse(status: 200, json: json)
-        } catch let error as ServerError {
-            return .error(error, uuid: uuid, redirectURL: error.code == .authenticationRequired ? signInRedirectURL(request) : nil)
-        } catch let error as JSONParseError {
-            return .error(.badRequest(error.description), uuid: uuid)
-        } catch {
-            let answer = ServerError(storeFailure: error)
-            logger.error("request failed: \(error)", metadata: ["request": .string(uuid), "serverErrorCode": .string(answer.code.rawValue)])
-            return .error(answer, uuid: uuid)
-        }
     }
 
     func metricsResponse() async throws -> APIResponse {
@@ -266,36 +135,39 @@ package final class RecordAPI: Sendable {
     func perform(_ operation: String, body: JSONValue, scope: DatabaseScope, request: APIRequest) async throws -> JSONValue {
         // Records answered carry a download URL for each asset, made for this caller.
         let answer = try await withAssetLinks(scope, request: request) {
-            try await performLinked(operation, body: body, scope: scope, request: request)
+            guard let linked = RecordAPI.linkedOperations[operation] else {
+                throw ServerError(.notFound, "unknown operation '\(operation.prefix(100))'")
+            }
+            return try await linked(self, body, scope, request)
         }
         return RecordAPI.asksNumbersAsStrings(body, request: request, operation: operation) ? try RecordAPI.numbersAsStrings(answer) : answer
     }
 
-    private func performLinked(_ operation: String, body: JSONValue, scope: DatabaseScope, request: APIRequest) async throws -> JSONValue {
-        switch operation {
-        case "assets/upload": return try await requestAssetUploads(body, scope, request: request)
-        case "zones/list": return try await listZones(scope)
-        case "zones/lookup": return try await lookupZones(body, scope)
-        case "zones/modify": return try await modifyZones(body, scope)
-        case "zones/changes": return try await databaseChanges(body, scope, metaSyncToken: true)
-        case "changes/database": return try await databaseChanges(body, scope, metaSyncToken: false)
-        case "records/modify":
-            // An empty X-Device-ID names no device.
+    /// The record, zone, subscription and asset operations, by name: what `perform` runs.
+    typealias LinkedOperation = @Sendable (RecordAPI, JSONValue, DatabaseScope, APIRequest) async throws -> JSONValue
+    static let linkedOperations: [String: LinkedOperation] = [
+        "assets/upload": { api, body, scope, request in try await api.requestAssetUploads(body, scope, request: request) },
+        "zones/list": { api, _, scope, _ in try await api.listZones(scope) },
+        "zones/lookup": { api, body, scope, _ in try await api.lookupZones(body, scope) },
+        "zones/modify": { api, body, scope, _ in try await api.modifyZones(body, scope) },
+        "zones/changes": { api, body, scope, _ in try await api.databaseChanges(body, scope, metaSyncToken: true) },
+        "changes/database": { api, body, scope, _ in try await api.databaseChanges(body, scope, metaSyncToken: false) },
+        "records/modify": { api, _, scope, request in
             // Read straight from the bytes (`parseBody` leaves this body to it).
             guard let modify = try request.parsedModifyBody?.take().map({ try $0.get() }) ?? ModifyRequestBody.parse(request.body) else {
                 throw ServerError.badRequest("the request body must be a JSON object")
             }
-            return try await modifyRecords(consume modify, scope, deviceID: request.deviceID.flatMap { $0.isEmpty ? nil : $0 })
-        case "records/lookup": return try await lookupRecords(body, scope)
-        case "records/query": return try await queryRecords(body, scope)
-        case "records/changes": return try await recordChanges(body, scope)
-        case "changes/zone": return try await zoneChanges(body, scope)
-        case "subscriptions/modify": return try await modifySubscriptions(body, scope)
-        case "subscriptions/list": return try await listSubscriptions(scope)
-        case "subscriptions/lookup": return try await lookupSubscriptions(body, scope)
-        default: throw ServerError(.notFound, "unknown operation '\(operation.prefix(100))'")
-        }
-    }
+            // An empty X-Device-ID names no device.
+            return try await api.modifyRecords(consume modify, scope, deviceID: request.deviceID.flatMap { $0.isEmpty ? nil : $0 })
+        },
+        "records/lookup": { api, body, scope, _ in try await api.lookupRecords(body, scope) },
+        "records/query": { api, body, scope, _ in try await api.queryRecords(body, scope) },
+        "records/changes": { api, body, scope, _ in try await api.recordChanges(body, scope) },
+        "changes/zone": { api, body, scope, _ in try await api.zoneChanges(body, scope) },
+        "subscriptions/modify": { api, body, scope, _ in try await api.modifySubscriptions(body, scope) },
+        "subscriptions/list": { api, _, scope, _ in try await api.listSubscriptions(scope) },
+        "subscriptions/lookup": { api, body, scope, _ in try await api.lookupSubscriptions(body, scope) },
+    ]
 }
 
 // MARK: Request decoding helpers

@@ -5,20 +5,23 @@
 enum SharePage {
     static let sharePrefix = "/share/"
 
-    static func response(to request: APIRequest) -> APIResponse? {
-        guard request.method == .get else { return nil }
-        if request.path == "/" {
-            var response = APIResponse(status: 302, text: "", contentType: "text/plain; charset=utf-8")
-            response.headers = [("Location", "/console")]
-            return response
-        }
-        guard request.path.hasPrefix(sharePrefix), request.path.count > sharePrefix.count,
-            request.accept?.lowercased().contains("text/html") == true
-        else { return nil }
+    /// `GET /`: to the console.
+    static let consoleRedirect: APIResponse = {
+        var response = APIResponse(status: 302, text: "", contentType: "text/plain; charset=utf-8")
+        response.headers = [("Location", "/console")]
+        return response
+    }()
+
+    /// A browser opening a share link: a GET of `/share/{something}` that accepts HTML.
+    @Sendable static func isPageRequest(_ request: APIRequest) -> Bool {
+        request.method == .get && request.path.count > sharePrefix.count && request.accept?.lowercased().contains("text/html") == true
+    }
+
+    static let pageAnswer: APIResponse = {
         var response = APIResponse(status: 200, text: page, contentType: "text/html; charset=utf-8")
         response.headers = Console.securityHeaders + [("Cache-Control", "no-store")]
         return response
-    }
+    }()
 
     static let page = """
         <!DOCTYPE html>

@@ -2,7 +2,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import RecordModel
-import RecordServer
+@testable import RecordServer
 import RecordStore
 import Synchronization
 import XCTest
@@ -10,52 +10,56 @@ import XCTest
 /// The push hub over a real store: one read per commit serves every waiter of a database, and a
 /// waiter is woken by any commit that has something for it, whatever the other waiters' cursors.
 final class PushHubTests: SubscriptionStoreTestCase {
-    /// A waiter far behind (600 notifications, more than one read's limit) and one up to date
-    /// wait together; one more commit lands. Both must be woken with their share: the one ahead
-    /// gets the new notification at once, not at its timeout.
-    func testAWaiterAheadOfAFullBatchIsWokenByTheCommit() throws {
+    /// A long-poll far behind (600 notifications, more than one read's limit) and one up to date
+    /// park together; one more commit lands. Both are answered with their share: the one ahead
+    /// gets the new notification only, the one behind a full batch from its cursor.
+    func testALongPollAheadOfAFullBatchIsAnsweredByTheCommit() throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        defer { try? group.syncShutdownGracefully() }
         let hub = PushHub(store: store.base)
+        defer { hub.close() }
         let (pending, latest) = try sixHundredPendingNotifications()
-
-        // The hub has seen no commit yet (generation 0), so neither wait reads on its own: both
-        // wait for the next commit, as waiters registered just before a commit do.
-        let behind = Task { await hub.wait(databaseID: databaseID, after: cursor, knownGeneration: 0, timeout: .seconds(20)) }
-        let ahead = Task { await hub.wait(databaseID: databaseID, after: latest, knownGeneration: 0, timeout: .seconds(20)) }
-        let registered = Date().addingTimeInterval(5)
-        while hub.waiterCount < 2, Date() < registered { Thread.sleep(forTimeInterval: 0.01) }
-        XCTAssertEqual(hub.waiterCount, 2)
+        let behind = RecordingSink(eventLoop: group.next())
+        let ahead = RecordingSink(eventLoop: group.next())
+        XCTAssertTrue(hub.register(ahead, parking: 1, databaseID: databaseID, after: latest, answersOnce: true))
+        XCTAssertTrue(hub.register(behind, parking: 1, databaseID: databaseID, after: cursor, answersOnce: true))
 
         let newest = newName("Thing")
         try create(ZoneID.defaultZoneName, newest, "Thing")
-        let started = Date()
         hub.commitLanded([databaseID])
-        let aheadDelivery = try blockingResult(of: ahead)
-        XCTAssertLessThan(Date().timeIntervalSince(started), 5, "woken by the commit, not by its 20 s timeout")
-        XCTAssertEqual(aheadDelivery.notifications.count, 1)
-        XCTAssertGreaterThan(aheadDelivery.notifications.first?.id ?? 0, latest)
-        let behindDelivery = try blockingResult(of: behind)
-        XCTAssertEqual(behindDelivery.notifications.first?.id, pending.first?.id, "the waiter behind starts at its cursor")
-        XCTAssertNil(behindDelivery.generation, "a cut batch makes the next wait read again")
-        hub.close()
+        XCTAssertTrue(ahead.waitForDeliveries(1), "answered by the commit")
+        XCTAssertTrue(behind.waitForDeliveries(1))
+        let aheadAnswer = try ahead.answer(0)
+        XCTAssertEqual(aheadAnswer["notifications"]?.arrayValue?.count, 1)
+        XCTAssertTrue(String(decoding: aheadAnswer.serialized(), as: UTF8.self).contains(newest))
+        let behindAnswer = try behind.answer(0)
+        XCTAssertEqual(behindAnswer["notifications"]?.arrayValue?.count, 500, "the long-poll behind gets one read's worth from its cursor")
+        XCTAssertEqual(behindAnswer["cursor"]?.stringValue, NotificationCursor.encode(pending[499].id))
+        // The hub may offer the one behind the rest before it forgets it: its connection takes one answer.
+        Thread.sleep(forTimeInterval: 0.2)
+        XCTAssertEqual([ahead.answersWritten, behind.answersWritten], [1, 1], "a long-poll is answered once")
     }
 
     /// A commit the hub was never told of (its store's commit listener was reconnecting), then
-    /// the announcement that commits may have been missed (the empty set): the waiter reads and
-    /// gets the notification instead of sleeping to its timeout.
+    /// the announcement that commits may have been missed (the empty set): the parked long-poll
+    /// is answered with the notification instead of sleeping to its deadline.
     func testAnAnnouncementOfMissedCommitsWakesEveryWaitingDatabase() throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
         let hub = PushHub(store: store.base)
         defer { hub.close() }
         try subscribe(querySubscription("things", type: "Thing"))
-        let waiting = Task { await hub.wait(databaseID: databaseID, after: cursor, knownGeneration: 0, timeout: .seconds(20)) }
-        let registered = Date().addingTimeInterval(5)
-        while hub.waiterCount < 1, Date() < registered { Thread.sleep(forTimeInterval: 0.01) }
+        let poll = RecordingSink(eventLoop: group.next())
+        XCTAssertTrue(hub.register(poll, parking: 1, databaseID: databaseID, after: cursor, answersOnce: true))
         XCTAssertEqual(hub.waiterCount, 1)
+        Thread.sleep(forTimeInterval: 0.1)
+        XCTAssertEqual(poll.deliveries.count, 0, "nothing pending yet")
 
         let thing = newName("Thing")
         try create(ZoneID.defaultZoneName, thing, "Thing")  // committed without telling the hub
         hub.commitLanded([])
-        let delivery = try blockingResult(of: waiting)
-        XCTAssertEqual(delivery.notifications.count, 1, "the missed commit's notification is delivered")
+        XCTAssertTrue(poll.waitForDeliveries(1))
+        XCTAssertEqual(try poll.answer(0)["notifications"]?.arrayValue?.count, 1, "the missed commit's notification is delivered")
     }
 
     /// Parked connections (event streams and long-polls) on two event loops: one commit is read
@@ -241,21 +245,6 @@ final class PushHubTests: SubscriptionStoreTestCase {
         XCTAssertEqual(pending.count, 600)
         return (pending, try XCTUnwrap(pending.last?.id))
     }
-
-    private func blockingResult(of task: Task<PushHub.Delivery, Never>) throws -> PushHub.Delivery {
-        let box = DeliveryBox()
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            box.delivery = await task.value
-            done.signal()
-        }
-        XCTAssertEqual(done.wait(timeout: .now() + 30), .success)
-        return try XCTUnwrap(box.delivery)
-    }
-}
-
-private final class DeliveryBox: @unchecked Sendable {
-    var delivery: PushHub.Delivery?
 }
 
 /// A parked connection that records what the hub writes to it.
@@ -287,6 +276,20 @@ private final class RecordingSink: PushStreamSink, @unchecked Sendable {
     func finish(parking: UInt64) {}
 
     func settle(parking: UInt64) { recorded.withLock { $0.settled += 1 } }
+
+    /// How many of the deliveries a long-poll's connection parked as 1 writes (it takes one answer).
+    var answersWritten: Int {
+        var connection = PushConnectionStateMachine()
+        _ = connection.parkLongPoll(emptyAnswer: ByteBuffer())
+        return deliveries.filter { connection.delivered(parking: $0.parking, channelIsWritable: true) == .writeAnswer }.count
+    }
+
+    /// Delivery `index` as a long-poll's JSON answer (the body of one chunk and the last chunk).
+    func answer(_ index: Int) throws -> JSONValue {
+        let text = String(decoding: deliveries[index].bytes.readableBytesView, as: UTF8.self)
+        let body = try XCTUnwrap(text.split(separator: "\r\n", omittingEmptySubsequences: false).dropFirst().first)
+        return try JSONValue.parse(Array(body.utf8))
+    }
 
     func waitForDeliveries(_ count: Int) -> Bool {
         let deadline = Date().addingTimeInterval(10)

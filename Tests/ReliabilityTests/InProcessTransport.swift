@@ -26,7 +26,8 @@ final class InProcessTransport: HTTPTransport, @unchecked Sendable {
         apiRequest.accept = header("Accept", in: request)
         let response = await api.handle(apiRequest)
         guard response.parking == nil else {
-            throw RecordClientError.invalidResponse("the in-process transport does not carry event streams")
+            // A parked answer is written by the push hub to a connection: there is none here.
+            throw RecordClientError.invalidResponse("the in-process transport does not carry event streams or parked long-polls; poll with timeout=0")
         }
         return HTTPResponse(status: response.status, body: response.body)
     }
