@@ -139,10 +139,12 @@ package struct RecordAnswerWriter {
     private var memo = StoredRecord.AnswerMemo()
     package let options: RecordAnswerOptions
 
-    /// `rows`: how many records the page may hold (to reserve for).
-    package init(rows: Int, options: RecordAnswerOptions, averageRecordBytes: Int = 640) {
+    /// `rows`: how many records the page may hold. The buffer is reserved once for a kilobyte a
+    /// record: growing a page of 400 records past its reservation copied it whole, and pages
+    /// never touched cost no memory.
+    package init(rows: Int, options: RecordAnswerOptions) {
         self.options = options
-        out.reserveCapacity(160 + min(rows, 1_000) * averageRecordBytes)
+        out.reserveCapacity(160 + min(rows, 1_000) * 1_024)
         out.appendLiteral(#"{"records":["#)
     }
 
