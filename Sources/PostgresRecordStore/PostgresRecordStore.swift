@@ -368,7 +368,7 @@ package final class PostgresRecordStore: RecordStorage {
         let modifiedAt = try cells[9].decode(Int64.self)
         var pointers: [UnsafeRawBufferPointer?] = []
         pointers.reserveCapacity(12)
-        return try withBytes(cells[...].prefix(12).map(\.bytes), &pointers) { column in
+        return try withBytes(cells.prefix(12).map(\.bytes)[...], &pointers) { column in
             let empty = UnsafeRawBufferPointer(start: nil, count: 0)
             return try body(RecordRowBytes(
                 name: column[0] ?? empty, type: column[1] ?? empty, tag: column[2] ?? empty, deleted: deleted, fields: column[4] ?? empty,

@@ -18,7 +18,7 @@ struct FeedFloor {
 
     init(_ server: BenchServer, zone: String) async throws {
         let sockets = try SocketPairs(count: 1)
-        defer { sockets.close() }
+        defer { sockets.closeServers() }
         let sending = sockets.servers[0], receiving = sockets.clients[0]
         // Written without blocking, so the one thread can read what it wrote as it goes.
         _ = fcntl(sending, F_SETFL, fcntl(sending, F_GETFL) | O_NONBLOCK)

@@ -84,7 +84,7 @@ struct SocketPairs {
     var clients: [RawHTTPConnection] = []
 
     /// Closes the server ends (each client closes with its connection).
-    func close() { for server in servers { Glibc.close(server) } }
+    func closeServers() { for server in servers { Glibc.close(server) } }
 
     init(count: Int) throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -23,7 +23,7 @@ final class APIFeedBytesTests: DaemonTestCase {
         let token = try makeUser().token
         try createZone("ScorebookData", token)
         let saved = try recordsArray(try post("records/modify", token, modifyBody([
-            ("create", record("Game|~|1", "Game", ["name": ["value": #"Ticket "to" Ride\ Europe	✓ 🎲"#, "type": "STRING"],
+            ("create", record("Game|~|1", "Game", ["name": ["value": #"Ticket "to" Ride\ Europe\#t✓ 🎲"#, "type": "STRING"],
                                                     "players": ["value": 5, "type": "INT64"], "weight": ["value": 2.5, "type": "DOUBLE"],
                                                     "tags": ["value": ["rail", "family"], "type": "STRING_LIST"]])),
             ("create", record("Note|~|1", "Note", ["text": ["value": "one\nline", "type": "STRING"]])),

@@ -11,14 +11,14 @@ final class FeedAnswerTests: StoreTestCase {
     @discardableResult
     private func saveVariedRecords() throws -> [StoredRecord] {
         let results = try modify(dev, [
-            (.create, record("plain", "Note", ["text": field(#"quoted "words", a back\slash, a tab	and a line"#, "STRING"),
+            (.create, record("plain", "Note", ["text": field(#"quoted "words", a back\slash, a tab\#tand a line"#, "STRING"),
                                                 "accent": field("café ünïcödé ✓ 🎲", "STRING"), "count": field(-42, "INT64"),
                                                 "ratio": field(0.25, "DOUBLE"), "tags": field(["a", "b\"c"], "STRING_LIST"),
                                                 "when": field(1_700_000_000_123, "TIMESTAMP")])),
             (.create, record("child|~|1", "Note", ["text": field("under plain", "STRING")], parent: "plain")),
             (.create, record("empty", "Other")),
         ])
-        return try results.map { result in
+        return try results.map { result -> StoredRecord in
             guard case .saved(let stored) = result else { throw StoreTestFailure() }
             return stored
         }
