@@ -74,15 +74,15 @@ class Server:
 class Scorebookd:
     """A daemon on a fresh SQLite store, a user and a zone of RECORDS records."""
 
-    def __init__(self, name, binary, port, records):
+    def __init__(self, name, binary, port, records, database=None):
         self.name = name
         self.directory = tempfile.mkdtemp(prefix=f"compare-{name}-")
+        store = ["--database", database] if database else ["--data-dir", self.directory]
         self.log = open(os.path.join(self.directory, "daemon.log"), "w")
-        self.process = subprocess.Popen([binary, "serve", "--data-dir", self.directory, "--port", str(port),
-                                         "--log-level", "warning", "--rate-limit", "100000"],
+        self.process = subprocess.Popen([binary, "serve", *store, "--port", str(port), "--log-level", "warning", "--rate-limit", "100000"],
                                         stdout=self.log, stderr=subprocess.STDOUT)
         wait_for_port(port, self.process)
-        created = subprocess.run([binary, "user", "create", "compare", "--data-dir", self.directory],
+        created = subprocess.run([binary, "user", "create", "compare", *store],
                                  check=True, capture_output=True, text=True, timeout=60)
         token = json.loads(created.stdout)["token"]
         self.server = Server(f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {token}"})
@@ -164,12 +164,14 @@ def main():
     parser.add_argument("--records", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--port", type=int, default=18480, help="the first daemon's port; the next ones count up")
+    parser.add_argument("--postgres", metavar="URL", help="serve from PostgreSQL: each daemon the database URL + its name (created empty)")
     arguments = parser.parse_args()
     servers = []
     try:
         for offset, named in enumerate(arguments.scorebookd):
             name, binary = named.split("=", 1)
-            servers.append(Scorebookd(name, binary, arguments.port + offset, arguments.records))
+            database = f"{arguments.postgres.rstrip('/')}/compare_{name}" if arguments.postgres else None
+            servers.append(Scorebookd(name, binary, arguments.port + offset, arguments.records, database))
         if arguments.kinto:
             if not servers:
                 parser.error("Kinto is loaded with a scorebookd's records: name a --scorebookd too")
