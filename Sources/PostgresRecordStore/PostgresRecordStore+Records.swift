@@ -345,8 +345,7 @@ extension PostgresRecordStore {
             }
             return writer
         }
-        var writer = page.rows
-        return writer.finish(zoneID: page.zoneID, syncToken: page.token, moreComing: page.moreComing)
+        return page.rows.finish(zoneID: page.zoneID, syncToken: page.token, moreComing: page.moreComing)
     }
 
     /// One page of a zone's feed in one snapshot: its rows of `recordColumns` and `seq` (of
