@@ -323,15 +323,15 @@ extension PostgresRecordStore {
         return ZoneChangesPage(zoneID: page.zoneID, changes: page.rows, syncToken: page.token, moreComing: page.moreComing)
     }
 
-    /// `zoneChanges` written as its answer from the rows' bytes (`RecordAnswerWriter`): no
-    /// strings decoded per column, the stored fields JSON spliced as it is.
-    package func zoneChangesAnswer(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
-                                   recordTypes: Set<String>?, options: RecordAnswerOptions) async throws -> [UInt8]
+    /// `zoneChanges` with its records as JSON written from the rows' bytes (`RecordJSONWriter`):
+    /// no string decoded per column, the stored fields JSON spliced as it is.
+    package func zoneChangesJSON(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
+                                 recordTypes: Set<String>?, options: RecordJSONOptions) async throws -> SerializedRecordPage
     {
         let caller = scope.userRecordName
         let page = try await readZoneFeed(scope, zone: zone, syncToken: syncToken, resultsLimit: resultsLimit,
                                           recordTypes: recordTypes) { rows, zoneID, zoneRowID, connection in
-            var writer = RecordAnswerWriter(rows: rows.count, options: options)
+            var writer = RecordJSONWriter(rows: rows.count, options: options)
             writer.setZone(zoneID)
             for row in rows {
                 let copied = try PostgresRecordStore.withRowBytes(row) { bytes in
@@ -343,9 +343,9 @@ extension PostgresRecordStore {
                 let record = try PostgresRecordStore.storedRecord(row, zoneID: zoneID)
                 writer.append(try await self.attachShare(record, zoneRowID: zoneRowID, caller: caller, connection))
             }
-            return writer
+            return writer.finish()
         }
-        return page.rows.finish(zoneID: page.zoneID, syncToken: page.token, moreComing: page.moreComing)
+        return SerializedRecordPage(zoneID: page.zoneID, records: page.rows, syncToken: page.token, moreComing: page.moreComing)
     }
 
     /// One page of a zone's feed in one snapshot: its rows of `recordColumns` and `seq` (of

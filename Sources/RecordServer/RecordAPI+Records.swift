@@ -98,8 +98,8 @@ extension RecordAPI {
             if let keys = try entry.desiredKeys() { entryKeys[name] = keys }
             return name
         }
-        let options = RecordAnswerOptions(desiredKeys: desiredKeys, keysByRecord: entryKeys, links: AssetLinks.current)
-        return .raw(try await store.lookupRecordsAnswer(scope, zone: zone, recordNames: names, options: options))
+        let options = RecordJSONOptions(desiredKeys: desiredKeys, keysByRecord: entryKeys, links: AssetLinks.current)
+        return .raw(RecordAPI.recordsJSON(try await store.lookupRecordsJSON(scope, zone: zone, recordNames: names, options: options)))
     }
 
     func queryRecords(_ body: JSONValue, _ scope: DatabaseScope) async throws -> JSONValue {
@@ -121,9 +121,10 @@ extension RecordAPI {
         let token = try body.optionalString("syncToken")
         let limit = try body.optionalInt("resultsLimit") ?? 400
         let desiredKeys = try body.desiredKeys()
-        // The store writes the whole answer (`RecordAnswerWriter`), handed on as it is.
-        let options = RecordAnswerOptions(desiredKeys: desiredKeys, links: AssetLinks.current)
-        return .raw(try await store.zoneChangesAnswer(scope, zone: zone, syncToken: token, resultsLimit: limit, recordTypes: nil, options: options))
+        // The store writes the records' JSON (`RecordJSONWriter`); the answer is made around it once.
+        let options = RecordJSONOptions(desiredKeys: desiredKeys, links: AssetLinks.current)
+        return .raw(RecordAPI.feedPageJSON(try await store.zoneChangesJSON(scope, zone: zone, syncToken: token, resultsLimit: limit,
+                                                                             recordTypes: nil, options: options)))
     }
 
     /// `changes/zone`: several zones' feeds; a failing zone is an error entry, not a failed request.
@@ -156,10 +157,10 @@ extension RecordAPI {
         var entries: [JSONValue] = []
         for request in requests {
             do {
-                let options = RecordAnswerOptions(desiredKeys: request.desiredKeys, links: links)
-                entries.append(.raw(try await store.zoneChangesAnswer(scope, zone: request.zone, syncToken: request.token,
-                                                                      resultsLimit: request.limit, recordTypes: request.recordTypes,
-                                                                      options: options)))
+                let options = RecordJSONOptions(desiredKeys: request.desiredKeys, links: links)
+                entries.append(.raw(RecordAPI.feedPageJSON(try await store.zoneChangesJSON(scope, zone: request.zone, syncToken: request.token,
+                                                                                           resultsLimit: request.limit,
+                                                                                           recordTypes: request.recordTypes, options: options))))
             } catch var error as ServerError {
                 error.zoneID = request.zone
                 entries.append(error.json())

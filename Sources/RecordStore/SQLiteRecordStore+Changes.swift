@@ -40,22 +40,22 @@ extension SQLiteRecordStore {
         return ZoneChangesPage(zoneID: zoneID, changes: changes, syncToken: token, moreComing: moreComing)
     }
 
-    /// `zoneChanges` written as its answer while the rows are read: a row is copied from
-    /// SQLite's buffers into the answer, its stored fields as they are (`RecordAnswerWriter`).
-    package func zoneChangesAnswer(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
-                                   recordTypes: Set<String>?, options: RecordAnswerOptions) throws -> [UInt8]
+    /// `zoneChanges` with its records as JSON, written while the rows are read: a row is copied
+    /// from SQLite's buffers, its stored fields as they are (`RecordJSONWriter`).
+    package func zoneChangesJSON(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
+                                 recordTypes: Set<String>?, options: RecordJSONOptions) throws -> SerializedRecordPage
     {
-        var writer = RecordAnswerWriter(rows: SQLiteRecordStore.clampLimit(resultsLimit, maximum: SQLiteRecordStore.maximumResultsLimit),
+        var writer = RecordJSONWriter(rows: SQLiteRecordStore.clampLimit(resultsLimit, maximum: SQLiteRecordStore.maximumResultsLimit),
                                         options: options)
         let (zoneID, token, moreComing) = try readZoneFeed(scope, zone: zone, syncToken: syncToken, resultsLimit: resultsLimit,
                                                            recordTypes: recordTypes) { row, zoneID, zoneRowID, connection in
             try write(row, into: &writer, zoneID: zoneID, zoneRowID: zoneRowID, caller: scope.userRecordName, connection)
         }
-        return writer.finish(zoneID: zoneID, syncToken: token, moreComing: moreComing)
+        return SerializedRecordPage(zoneID: zoneID, records: writer.finish(), syncToken: token, moreComing: moreComing)
     }
 
     /// A row of `recordColumns`: copied as stored where the options allow, else read as a record.
-    private func write(_ row: SQLiteStatement, into writer: inout RecordAnswerWriter, zoneID: ZoneID, zoneRowID: Int64, caller: String,
+    private func write(_ row: SQLiteStatement, into writer: inout RecordJSONWriter, zoneID: ZoneID, zoneRowID: Int64, caller: String,
                        _ connection: SQLiteConnection) throws
     {
         writer.setZone(zoneID)
@@ -154,9 +154,11 @@ extension SQLiteRecordStore {
         return results
     }
 
-    /// `lookupRecords` written as its answer while the rows are read (see `zoneChangesAnswer`).
-    package func lookupRecordsAnswer(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String], options: RecordAnswerOptions) throws -> [UInt8] {
-        var writer = RecordAnswerWriter(rows: recordNames.count, options: options)
+    /// `lookupRecords` as JSON, written while the rows are read (see `zoneChangesJSON`).
+    package func lookupRecordsJSON(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String], options: RecordJSONOptions) throws
+        -> SerializedRecords
+    {
+        var writer = RecordJSONWriter(rows: recordNames.count, options: options)
         try readLookup(scope, zone: zone, recordNames: recordNames) { name, row, zoneID, zoneRowID, connection in
             guard let row else { return writer.append(SQLiteRecordStore.notFound(name)) }
             try write(row, into: &writer, zoneID: zoneID, zoneRowID: zoneRowID, caller: scope.userRecordName, connection)

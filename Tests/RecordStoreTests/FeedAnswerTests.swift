@@ -2,8 +2,8 @@ import RecordModel
 import RecordStore
 import XCTest
 
-/// Feed pages and lookups are written from the store's rows (`RecordAnswerWriter`): each record
-/// is the JSON, byte for byte, that the answer saving it carried, and the page's own keys read
+/// Feed pages and lookups are written as record JSON from the store's rows (`RecordJSONWriter`):
+/// each record is the JSON, byte for byte, that the answer saving it carried, and the page reads
 /// as the records' feed always did.
 final class FeedAnswerTests: StoreTestCase {
     /// Records whose fields need escaping and every common type, a child with a parent, and the
@@ -34,38 +34,41 @@ final class FeedAnswerTests: StoreTestCase {
         return out
     }
 
-    private func feedAnswer(from token: String? = nil, limit: Int = 400, types: Set<String>? = nil,
-                            keys: Set<String>? = nil) throws -> [UInt8]
+    private func feedPage(from token: String? = nil, limit: Int = 400, types: Set<String>? = nil,
+                          keys: Set<String>? = nil) throws -> SerializedRecordPage
     {
         let scope = dev!
         return try store.wait {
-            try await $0.zoneChangesAnswer(scope, zone: .default, syncToken: token, resultsLimit: limit, recordTypes: types,
-                                           options: RecordAnswerOptions(desiredKeys: keys, links: nil))
+            try await $0.zoneChangesJSON(scope, zone: .default, syncToken: token, resultsLimit: limit, recordTypes: types,
+                                         options: RecordJSONOptions(desiredKeys: keys, links: nil))
         }
+    }
+
+    /// The page's records parsed, as the API's answer holds them.
+    private func entries(_ page: SerializedRecordPage) throws -> [JSONValue] {
+        try XCTUnwrap(try JSONValue.parse([UInt8(ascii: "[")] + page.records.json + [UInt8(ascii: "]")]).arrayValue)
     }
 
     func testFeedAndLookupCarryEachRecordAsItsSaveAnsweredIt() throws {
         let saved = try saveVariedRecords()
         let records = savedRecordsJSON(saved)
-        let feed = try feedAnswer()
-        let start = Array(#"{"records":["#.utf8)
-        XCTAssertEqual(Array(feed.prefix(start.count + records.count + 2)), start + records + Array("],".utf8),
-                       "the feed's records are the saved JSON: \(String(decoding: feed, as: UTF8.self))")
-        let page = try XCTUnwrap(try JSONValue.parse(feed).objectValue)
+        let feed = try feedPage()
+        XCTAssertEqual(feed.records.json, records, "the feed's records are the saved JSON: \(String(decoding: feed.records.json, as: UTF8.self))")
+        XCTAssertEqual(feed.records.count, 3)
         let expected = try store.zoneChanges(dev, zone: .default, syncToken: nil, resultsLimit: 400, recordTypes: nil)
-        XCTAssertEqual(page["syncToken"]?.stringValue, expected.syncToken)
-        XCTAssertEqual(page["moreComing"], false)
-        XCTAssertEqual(page["zoneID"], saved[0].zoneID.json)
-        XCTAssertEqual(Set(page.keys), ["records", "zoneID", "syncToken", "moreComing"])
+        XCTAssertEqual(feed.syncToken, expected.syncToken)
+        XCTAssertFalse(feed.moreComing)
+        XCTAssertEqual(feed.zoneID, saved[0].zoneID)
 
         let scope = dev!
         let names = saved.map(\.recordName) + ["missing"]
         let lookup = try store.wait {
-            try await $0.lookupRecordsAnswer(scope, zone: .default, recordNames: names, options: RecordAnswerOptions(desiredKeys: nil, links: nil))
+            try await $0.lookupRecordsJSON(scope, zone: .default, recordNames: names, options: RecordJSONOptions(desiredKeys: nil, links: nil))
         }
-        XCTAssertEqual(Array(lookup.prefix(start.count + records.count + 1)), start + records + [UInt8(ascii: ",")],
+        XCTAssertEqual(Array(lookup.json.prefix(records.count + 1)), records + [UInt8(ascii: ",")],
                        "the lookup's records are the saved JSON, in the order asked")
-        let entries = try XCTUnwrap(try JSONValue.parse(lookup)["records"]?.arrayValue)
+        XCTAssertEqual(lookup.count, 4)
+        let entries = try XCTUnwrap(try JSONValue.parse([UInt8(ascii: "[")] + lookup.json + [UInt8(ascii: "]")]).arrayValue)
         XCTAssertEqual(entries.count, 4)
         XCTAssertEqual(entries[3]["serverErrorCode"], "NOT_FOUND")
         XCTAssertEqual(entries[3]["recordName"], "missing")
@@ -75,7 +78,7 @@ final class FeedAnswerTests: StoreTestCase {
         try saveVariedRecords()
         try modify(dev, [(.forceDelete, record("empty"))])
         let tombstone = Array(#"{"recordName":"empty","recordType":"Other","deleted":true}"#.utf8)
-        let whole = try feedAnswer()
+        let whole = try feedPage().records.json
         XCTAssertNotNil(whole.withUnsafeBufferPointer { ByteSearch.offset(past: tombstone, in: $0, from: 0) },
                         "the tombstone: \(String(decoding: whole, as: UTF8.self))")
 
@@ -83,19 +86,18 @@ final class FeedAnswerTests: StoreTestCase {
         var token: String?
         var names: [String] = []
         for _ in 0..<10 {
-            let page = try JSONValue.parse(try feedAnswer(from: token, limit: 1))
-            names += (page["records"]?.arrayValue ?? []).compactMap { $0["recordName"]?.stringValue }
-            token = page["syncToken"]?.stringValue
-            if page["moreComing"] == false { break }
+            let page = try feedPage(from: token, limit: 1)
+            names += try entries(page).compactMap { $0["recordName"]?.stringValue }
+            token = page.syncToken
+            if !page.moreComing { break }
         }
         XCTAssertEqual(names, ["plain", "child|~|1", "empty"])
 
-        let notes = try JSONValue.parse(try feedAnswer(types: ["Note"], keys: ["count", "absent"]))
-        let entries = try XCTUnwrap(notes["records"]?.arrayValue)
-        XCTAssertEqual(entries.compactMap { $0["recordName"]?.stringValue }, ["plain", "child|~|1"], "only the types asked")
-        XCTAssertEqual(entries[0]["fields"]?.objectValue.map { Array($0.keys) }, ["count"], "only the keys asked")
-        XCTAssertEqual(entries[0]["fields"]?["count"]?["value"], -42)
-        XCTAssertEqual(entries[1]["fields"], [:])
-        XCTAssertEqual(entries[1]["parent"]?["recordName"], "plain")
+        let notes = try entries(try feedPage(types: ["Note"], keys: ["count", "absent"]))
+        XCTAssertEqual(notes.compactMap { $0["recordName"]?.stringValue }, ["plain", "child|~|1"], "only the types asked")
+        XCTAssertEqual(notes[0]["fields"]?.objectValue.map { Array($0.keys) }, ["count"], "only the keys asked")
+        XCTAssertEqual(notes[0]["fields"]?["count"]?["value"], -42)
+        XCTAssertEqual(notes[1]["fields"], [:])
+        XCTAssertEqual(notes[1]["parent"]?["recordName"], "plain")
     }
 }

@@ -1,8 +1,8 @@
 import RecordModel
 
-/// What a request asks of each record it is answered: the keys it wants (`desiredKeys`, per
-/// record where a lookup names them) and the asset links of its caller.
-package struct RecordAnswerOptions: Sendable {
+/// Which of a record's fields its JSON carries (`desiredKeys`, per record where named) and how
+/// its assets link for the reader (`AssetLinks`).
+package struct RecordJSONOptions: Sendable {
     package var desiredKeys: Set<String>?
     package var keysByRecord: [String: Set<String>]
     package var links: AssetLinks?
@@ -19,7 +19,7 @@ package struct RecordAnswerOptions: Sendable {
 }
 
 /// One record row's columns as the store holds them, borrowed for the time of one write: a feed
-/// page is written from them straight into its answer, without a `StoredRecord` per row (its
+/// page's record JSON is written from them, without a `StoredRecord` per row (its
 /// strings and arrays, made on the store's thread and freed on another, cost more than the
 /// read). `fields` is the stored fields dictionary, spliced in as it was saved.
 package struct RecordRowBytes {
@@ -58,10 +58,10 @@ package struct RecordRowBytes {
     package var recordName: String { String(decoding: name, as: UTF8.self) }
     package var recordType: String { String(decoding: type, as: UTF8.self) }
 
-    /// Whether the answer copies the row as it is: the whole fields dictionary, no asset link to
+    /// Whether the record's JSON is the row's as it is: the whole fields dictionary, no asset link to
     /// add, and not the zone's share (whose members are read apart). Else the row becomes a
     /// `StoredRecord` and is written as every other answer writes one.
-    package func isCopiedAsStored(_ options: RecordAnswerOptions) -> Bool {
+    package func isCopiedAsStored(_ options: RecordJSONOptions) -> Bool {
         if options.desiredKeys != nil || !options.keysByRecord.isEmpty { return false }
         if name.elementsEqual(RecordRowBytes.shareRecordName) { return false }
         return options.links == nil || !AssetFields.mayHoldAssets(fields)
@@ -69,7 +69,7 @@ package struct RecordRowBytes {
 
     private static let shareRecordName = Array(ShareRules.recordName.utf8)
 
-    /// The record as `StoredRecord.write` answers it, from the row's bytes.
+    /// The record's JSON dictionary, as `StoredRecord.write` writes it, from the row's bytes.
     package func write(into out: inout [UInt8], zoneJSON: [UInt8]) {
         out.appendLiteral(#"{"recordName":"#)
         JSONValue.appendString(utf8: name, to: &out)
@@ -93,7 +93,7 @@ package struct RecordRowBytes {
         out.append(UInt8(ascii: "}"))
     }
 
-    /// A tombstone's entry in a feed.
+    /// A tombstone's dictionary in a feed.
     package func writeTombstone(into out: inout [UInt8]) {
         RecordRowBytes.writeTombstone(name: name, type: type, into: &out)
     }
@@ -126,26 +126,24 @@ package struct RecordRowBytes {
     }
 }
 
-/// A page of records written as its answer while the store reads the rows: one buffer, reserved
-/// once, handed on as it is. A change feed's page is `{"records":[…],"zoneID":…,"syncToken":…,
-/// "moreComing":…}` (all of `records/changes`, one entry of `changes/zone`); a lookup's is
-/// `{"records":[…]}`.
-package struct RecordAnswerWriter {
+/// Records' JSON dictionaries written one after another, comma-separated, into one buffer
+/// reserved once, while the store reads the rows: a feed page or a lookup as record JSON, which
+/// the API puts in its answer as it is.
+package struct RecordJSONWriter {
     private var out: [UInt8] = []
     private var count = 0
     /// The zone of the rows being written, and its JSON (read once a page, not once a record).
     package private(set) var zoneID: ZoneID?
     private var zoneJSON: [UInt8] = []
     private var memo = StoredRecord.AnswerMemo()
-    package let options: RecordAnswerOptions
+    package let options: RecordJSONOptions
 
     /// `rows`: how many records the page may hold. The buffer is reserved once for a kilobyte a
     /// record: growing a page of 400 records past its reservation copied it whole, and pages
     /// never touched cost no memory.
-    package init(rows: Int, options: RecordAnswerOptions) {
+    package init(rows: Int, options: RecordJSONOptions) {
         self.options = options
-        out.reserveCapacity(160 + min(rows, 1_000) * 1_024)
-        out.appendLiteral(#"{"records":["#)
+        out.reserveCapacity(min(rows, 1_000) * 1_024)
     }
 
     /// The zone the next rows are in.
@@ -161,7 +159,7 @@ package struct RecordAnswerWriter {
         count += 1
     }
 
-    /// A row that `isCopiedAsStored` for this answer's options.
+    /// A row that `isCopiedAsStored` with this writer's options.
     package mutating func appendStored(_ row: RecordRowBytes) {
         separate()
         if row.deleted { row.writeTombstone(into: &out) } else { row.write(into: &out, zoneJSON: zoneJSON) }
@@ -184,61 +182,60 @@ package struct RecordAnswerWriter {
         }
     }
 
-    /// A lookup's entry for a record it could not answer.
+    /// A lookup's entry for a record it could not read.
     package mutating func append(_ error: ServerError) {
         separate()
         error.json().serialize(into: &out)
     }
 
-    /// The feed page's answer, closed with its zone and token.
-    package consuming func finish(zoneID: ZoneID, syncToken: String, moreComing: Bool) -> [UInt8] {
-        setZone(zoneID)
-        out.appendLiteral(#"],"zoneID":"#)
-        out.append(contentsOf: zoneJSON)
-        out.appendLiteral(#","syncToken":"#)
-        JSONValue.appendString(syncToken, to: &out)
-        out.appendLiteral(#","moreComing":"#)
-        if moreComing { out.appendLiteral("true}") } else { out.appendLiteral("false}") }
-        return out
-    }
+    /// The records written.
+    package consuming func finish() -> SerializedRecords { SerializedRecords(json: out, count: count) }
+}
 
-    /// The lookup's answer.
-    package consuming func finish() -> [UInt8] {
-        out.appendLiteral("]}")
-        return out
+/// Record dictionaries as JSON, comma-separated (no brackets), and how many there are.
+package struct SerializedRecords: Sendable {
+    package var json: [UInt8]
+    package var count: Int
+
+    package init(json: [UInt8], count: Int) {
+        self.json = json
+        self.count = count
     }
 }
 
-/// A feed page written by `RecordAnswerWriter`.
-package struct ZoneChangesAnswer: Sendable {
+/// One page of a zone's change feed with its records as JSON (`RecordJSONWriter`).
+package struct SerializedRecordPage: Sendable {
     package var zoneID: ZoneID
-    /// The whole page's JSON.
-    package var json: [UInt8]
+    package var records: SerializedRecords
+    package var syncToken: String
+    package var moreComing: Bool
 
-    package init(zoneID: ZoneID, json: [UInt8]) {
+    package init(zoneID: ZoneID, records: SerializedRecords, syncToken: String, moreComing: Bool) {
         self.zoneID = zoneID
-        self.json = json
+        self.records = records
+        self.syncToken = syncToken
+        self.moreComing = moreComing
     }
 }
 
 extension RecordStorage {
-    /// `zoneChanges`, answered: the default writes the page from its `StoredRecord`s; a backend
-    /// writes it from its rows as it reads them.
-    package func zoneChangesAnswer(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
-                                   recordTypes: Set<String>?, options: RecordAnswerOptions) async throws -> [UInt8]
+    /// `zoneChanges` with its records as JSON: the default writes the page's `StoredRecord`s; a
+    /// backend writes them from its rows as it reads them.
+    package func zoneChangesJSON(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
+                                 recordTypes: Set<String>?, options: RecordJSONOptions) async throws -> SerializedRecordPage
     {
         let page = try await zoneChanges(scope, zone: zone, syncToken: syncToken, resultsLimit: resultsLimit, recordTypes: recordTypes)
-        var writer = RecordAnswerWriter(rows: page.changes.count, options: options)
+        var writer = RecordJSONWriter(rows: page.changes.count, options: options)
         for change in page.changes { writer.append(change) }
-        return writer.finish(zoneID: page.zoneID, syncToken: page.syncToken, moreComing: page.moreComing)
+        return SerializedRecordPage(zoneID: page.zoneID, records: writer.finish(), syncToken: page.syncToken, moreComing: page.moreComing)
     }
 
-    /// `lookupRecords`, answered `{"records":[…]}` in the order asked.
-    package func lookupRecordsAnswer(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String],
-                                     options: RecordAnswerOptions) async throws -> [UInt8]
+    /// `lookupRecords` as JSON, in the order asked: a record's dictionary, or the error of a name not read.
+    package func lookupRecordsJSON(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String],
+                                   options: RecordJSONOptions) async throws -> SerializedRecords
     {
         let results = try await lookupRecords(scope, zone: zone, recordNames: recordNames)
-        var writer = RecordAnswerWriter(rows: results.count, options: options)
+        var writer = RecordJSONWriter(rows: results.count, options: options)
         for result in results {
             switch result {
             case .success(let record): writer.append(record)
