@@ -46,7 +46,7 @@ extension SQLiteRecordStore {
                                  recordTypes: Set<String>?, options: RecordJSONOptions) throws -> SerializedRecordPage
     {
         var writer = RecordJSONWriter(rows: SQLiteRecordStore.clampLimit(resultsLimit, maximum: SQLiteRecordStore.maximumResultsLimit),
-                                        options: options)
+                                      options: options)
         let (zoneID, token, moreComing) = try readZoneFeed(scope, zone: zone, syncToken: syncToken, resultsLimit: resultsLimit,
                                                            recordTypes: recordTypes) { row, zoneID, zoneRowID, connection in
             try write(row, into: &writer, zoneID: zoneID, zoneRowID: zoneRowID, caller: scope.userRecordName, connection)
