@@ -308,6 +308,53 @@ extension PostgresRecordStore {
     package func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
                             recordTypes: Set<String>?) async throws -> ZoneChangesPage
     {
+        let caller = scope.userRecordName
+        let page = try await readZoneFeed(scope, zone: zone, syncToken: syncToken, resultsLimit: resultsLimit,
+                                          recordTypes: recordTypes) { rows, zoneID, zoneRowID, connection in
+            var changes: [RecordChange] = []
+            for row in rows {
+                let record = try PostgresRecordStore.storedRecord(row, zoneID: zoneID)
+                changes.append(try PostgresRecordStore.isDeleted(row)
+                    ? .deleted(recordName: record.recordName, recordType: record.recordType)
+                    : .changed(try await self.attachShare(record, zoneRowID: zoneRowID, caller: caller, connection)))
+            }
+            return changes
+        }
+        return ZoneChangesPage(zoneID: page.zoneID, changes: page.rows, syncToken: page.token, moreComing: page.moreComing)
+    }
+
+    /// `zoneChanges` with its records as JSON written from the rows' bytes (`RecordJSONWriter`):
+    /// no string decoded per column, the stored fields JSON spliced as it is.
+    package func zoneChangesJSON(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
+                                 recordTypes: Set<String>?, options: RecordJSONOptions) async throws -> SerializedRecordPage
+    {
+        let caller = scope.userRecordName
+        let page = try await readZoneFeed(scope, zone: zone, syncToken: syncToken, resultsLimit: resultsLimit,
+                                          recordTypes: recordTypes) { rows, zoneID, zoneRowID, connection in
+            var writer = RecordJSONWriter(rows: rows.count, options: options)
+            writer.setZone(zoneID)
+            for row in rows {
+                let copied = try PostgresRecordStore.withRowBytes(row) { bytes in
+                    guard bytes.deleted || bytes.isCopiedAsStored(options) else { return false }
+                    writer.appendStored(bytes)
+                    return true
+                }
+                if copied { continue }
+                let record = try PostgresRecordStore.storedRecord(row, zoneID: zoneID)
+                writer.append(try await self.attachShare(record, zoneRowID: zoneRowID, caller: caller, connection))
+            }
+            return writer.finish()
+        }
+        return SerializedRecordPage(zoneID: page.zoneID, records: page.rows, syncToken: page.token, moreComing: page.moreComing)
+    }
+
+    /// One page of a zone's feed in one snapshot: its rows of `recordColumns` and `seq` (of
+    /// `recordTypes`) made into `Rows` by `make` within the transaction (a share's members are
+    /// read there), with the zone, the page's token and `moreComing`.
+    private func readZoneFeed<Rows: Sendable>(
+        _ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int, recordTypes: Set<String>?,
+        make: @escaping @Sendable ([PostgresRow], ZoneID, Int64, PostgresConnection) async throws -> Rows
+    ) async throws -> (rows: Rows, zoneID: ZoneID, token: String, moreComing: Bool) {
         let limit = StoreLimits.clampLimit(resultsLimit, maximum: StoreLimits.maximumResultsLimit)
         let privateDatabaseID = scope.kind != .shared ? try await databaseID(scope) : 0
         return try await read { connection in
@@ -325,29 +372,19 @@ extension PostgresRecordStore {
                 ).collect().isEmpty
                 throw FeedRules.otherZoneError(recreated: recreated, zoneName: zoneRow.name)
             }
-            let zoneID = addressed.zoneID
-            var changes: [RecordChange] = []
-            var lastSequence = since
-            var moreComing = false
-            var rowsRead = 0
-            for row in try await connection.query(
+            var rows = try await connection.query(
                 """
                 SELECT \(unescaped: PostgresRecordStore.recordColumns), seq FROM records
                 WHERE zone_id = \(zoneRow.id) AND seq > \(since) ORDER BY seq LIMIT \(Int64(limit + 1))
                 """, logger: self.logger
-            ).collect() {
-                rowsRead += 1
-                if rowsRead > limit { moreComing = true; break }
-                let record = try PostgresRecordStore.storedRecord(row, zoneID: zoneID)
-                lastSequence = try row.makeRandomAccess()[12].decode(Int64.self)
-                if let recordTypes, !recordTypes.contains(record.recordType) { continue }
-                changes.append(try PostgresRecordStore.isDeleted(row)
-                    ? .deleted(recordName: record.recordName, recordType: record.recordType)
-                    : .changed(try await self.attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection)))
-            }
+            ).collect()
+            let moreComing = rows.count > limit
+            if moreComing { rows.removeLast(rows.count - limit) }
+            var lastSequence = try rows.last.map { try $0.makeRandomAccess()[12].decode(Int64.self) } ?? since
+            if let recordTypes { rows = try rows.filter { recordTypes.contains(try $0.makeRandomAccess()[1].decode(String.self)) } }
             if !moreComing { lastSequence = max(lastSequence, zoneRow.seq) }
             let token = FeedRules.token(.zone, storeID: self.storeID, ownerID: zoneRow.id, sequence: lastSequence)
-            return ZoneChangesPage(zoneID: zoneID, changes: changes, syncToken: token, moreComing: moreComing)
+            return (try await make(rows, addressed.zoneID, zoneRow.id, connection), addressed.zoneID, token, moreComing)
         }
     }
 

@@ -356,6 +356,42 @@ package final class PostgresRecordStore: RecordStorage {
 
     static func isDeleted(_ row: PostgresRow) throws -> Bool { try row.makeRandomAccess()[3].decode(Int64.self) != 0 }
 
+    /// A row of `recordColumns` as the bytes postgres-nio received (text columns are their UTF-8
+    /// in either format), valid for the time of `body`: a feed writes it without decoding a
+    /// string per column.
+    static func withRowBytes<T>(_ row: PostgresRow, _ body: (RecordRowBytes) throws -> T) throws -> T {
+        var cells: [PostgresCell] = []
+        cells.reserveCapacity(13)
+        for cell in row { cells.append(cell) }
+        guard cells.count >= 12 else { throw ServerError(.internalError, "a record row of \(cells.count) columns") }
+        let deleted = try cells[3].decode(Int64.self) != 0, createdAt = try cells[6].decode(Int64.self)
+        let modifiedAt = try cells[9].decode(Int64.self)
+        var pointers: [UnsafeRawBufferPointer?] = []
+        pointers.reserveCapacity(12)
+        return try withBytes(cells.prefix(12).map(\.bytes)[...], &pointers) { column in
+            let empty = UnsafeRawBufferPointer(start: nil, count: 0)
+            return try body(RecordRowBytes(
+                name: column[0] ?? empty, type: column[1] ?? empty, tag: column[2] ?? empty, deleted: deleted, fields: column[4] ?? empty,
+                parent: column[5], createdAt: createdAt, createdBy: column[7] ?? empty, createdDevice: column[8],
+                modifiedAt: modifiedAt, modifiedBy: column[10] ?? empty, modifiedDevice: column[11]))
+        }
+    }
+
+    /// Each buffer's readable bytes (nil for NULL), all valid at once for the time of `body`.
+    private static func withBytes<T>(_ buffers: ArraySlice<ByteBuffer?>, _ pointers: inout [UnsafeRawBufferPointer?],
+                                     _ body: ([UnsafeRawBufferPointer?]) throws -> T) throws -> T
+    {
+        guard let first = buffers.first else { return try body(pointers) }
+        guard let buffer = first else {
+            pointers.append(nil)
+            return try withBytes(buffers.dropFirst(), &pointers, body)
+        }
+        return try buffer.withUnsafeReadableBytes { bytes in
+            pointers.append(bytes)
+            return try withBytes(buffers.dropFirst(), &pointers, body)
+        }
+    }
+
     // MARK: Maintenance
 
     /// How long a daemon counts as live after its last heartbeat.

@@ -110,9 +110,15 @@ extension JSONValue {
     private static let digitCharacters = Array("0123456789abcdefghijklmnopqrstuvwxyz".utf8)
 
     public static func appendString(_ string: String, to out: inout [UInt8]) {
-        out.append(UInt8(ascii: "\""))
         var string = string
-        string.withUTF8 { utf8 in
+        string.withUTF8 { appendString(utf8: UnsafeRawBufferPointer($0), to: &out) }
+    }
+
+    /// A string given as its UTF-8 bytes, quoted and escaped (a store's column read in place).
+    public static func appendString(utf8 bytes: UnsafeRawBufferPointer, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        do {
+            let utf8 = bytes.assumingMemoryBound(to: UInt8.self)
             var runStart = 0
             for index in 0..<utf8.count {
                 let byte = utf8[index]

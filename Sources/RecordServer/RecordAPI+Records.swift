@@ -98,18 +98,8 @@ extension RecordAPI {
             if let keys = try entry.desiredKeys() { entryKeys[name] = keys }
             return name
         }
-        let keysByRecord = entryKeys
-        let results = try await self.store.lookupRecords(scope, zone: zone, recordNames: names)
-        let entries = JSONValue.rawArray(results, estimatedBytes: { result in
-            if case .success(let record) = result { return record.estimatedJSONBytes }
-            return 160
-        }, write: { result, out in
-            switch result {
-            case .success(let record): record.write(into: &out, desiredKeys: keysByRecord[record.recordName] ?? desiredKeys)
-            case .failure(let error): error.json().serialize(into: &out)
-            }
-        })
-        return ["records": entries]
+        let options = RecordJSONOptions(desiredKeys: desiredKeys, keysByRecord: entryKeys, links: AssetLinks.current)
+        return .raw(RecordAPI.recordsJSON(try await store.lookupRecordsJSON(scope, zone: zone, recordNames: names, options: options)))
     }
 
     func queryRecords(_ body: JSONValue, _ scope: DatabaseScope) async throws -> JSONValue {
@@ -131,11 +121,10 @@ extension RecordAPI {
         let token = try body.optionalString("syncToken")
         let limit = try body.optionalInt("resultsLimit") ?? 400
         let desiredKeys = try body.desiredKeys()
-        let page = try await self.store.zoneChanges(scope, zone: zone, syncToken: token, resultsLimit: limit, recordTypes: nil)
-        return [
-            "zoneID": page.zoneID.json, "records": RecordChange.jsonArray(page.changes, desiredKeys: desiredKeys),
-            "syncToken": .string(page.syncToken), "moreComing": .bool(page.moreComing),
-        ]
+        // The store writes the records' JSON (`RecordJSONWriter`); the answer is made around it once.
+        let options = RecordJSONOptions(desiredKeys: desiredKeys, links: AssetLinks.current)
+        return .raw(RecordAPI.feedPageJSON(try await store.zoneChangesJSON(scope, zone: zone, syncToken: token, resultsLimit: limit,
+                                                                             recordTypes: nil, options: options)))
     }
 
     /// `changes/zone`: several zones' feeds; a failing zone is an error entry, not a failed request.
@@ -164,20 +153,22 @@ extension RecordAPI {
                         limit: try entry.optionalInt("resultsLimit") ?? limit)
         }
         guard requests.count <= 100 else { throw ServerError(.limitExceeded, "at most 100 zones per request") }
+        let links = AssetLinks.current
         var entries: [JSONValue] = []
         for request in requests {
             do {
-                let page = try await store.zoneChanges(scope, zone: request.zone, syncToken: request.token, resultsLimit: request.limit,
-                                                       recordTypes: request.recordTypes)
-                entries.append([
-                    "zoneID": page.zoneID.json, "syncToken": .string(page.syncToken), "moreComing": .bool(page.moreComing),
-                    "records": RecordChange.jsonArray(page.changes, desiredKeys: request.desiredKeys),
-                ])
+                let options = RecordJSONOptions(desiredKeys: request.desiredKeys, links: links)
+                entries.append(.raw(RecordAPI.feedPageJSON(try await store.zoneChangesJSON(scope, zone: request.zone, syncToken: request.token,
+                                                                                           resultsLimit: request.limit,
+                                                                                           recordTypes: request.recordTypes, options: options))))
             } catch var error as ServerError {
                 error.zoneID = request.zone
                 entries.append(error.json())
             }
         }
-        return ["zones": .array(entries)]
+        return JSONValue.rawArray(entries, under: "zones", estimatedBytes: { entry in
+            if case .raw(let bytes) = entry { return bytes.count }
+            return 160
+        }, write: { entry, out in entry.serialize(into: &out) })
     }
 }

@@ -132,7 +132,11 @@ package enum AssetFields {
     /// record of every answer passes here). Stored fields always carry their type, so an asset's
     /// is spelled `"ASSETID` unescaped.
     package static func mayHoldAssets(_ fieldsJSON: [UInt8]) -> Bool {
-        fieldsJSON.withUnsafeBufferPointer { ByteSearch.offset(past: assetMarker, in: $0, from: 0) != nil }
+        fieldsJSON.withUnsafeBytes { mayHoldAssets($0) }
+    }
+
+    package static func mayHoldAssets(_ fieldsJSON: UnsafeRawBufferPointer) -> Bool {
+        ByteSearch.offset(past: assetMarker, in: fieldsJSON.assumingMemoryBound(to: UInt8.self), from: 0) != nil
     }
 
     private static let assetMarker = Array(#""ASSETID"#.utf8)

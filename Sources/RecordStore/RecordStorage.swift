@@ -62,6 +62,11 @@ package protocol RecordStorage: AnyObject, Sendable {
     func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
                      recordTypes: Set<String>?) async throws -> ZoneChangesPage
     func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) async throws -> DatabaseChangesPage
+    /// `zoneChanges` and `lookupRecords` with the records as JSON (`RecordJSONWriter`), which a
+    /// backend writes from its rows as it reads them.
+    func zoneChangesJSON(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
+                         recordTypes: Set<String>?, options: RecordJSONOptions) async throws -> SerializedRecordPage
+    func lookupRecordsJSON(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String], options: RecordJSONOptions) async throws -> SerializedRecords
 
     // Subscriptions and notifications.
     func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) async throws

@@ -30,6 +30,51 @@ extension SQLiteRecordStore {
     package func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
                             recordTypes: Set<String>?) throws -> ZoneChangesPage
     {
+        var changes: [RecordChange] = []
+        let (zoneID, token, moreComing) = try readZoneFeed(scope, zone: zone, syncToken: syncToken, resultsLimit: resultsLimit,
+                                                           recordTypes: recordTypes) { row, zoneID, zoneRowID, connection in
+            let change = readChange(row, zoneID: zoneID)
+            guard case .changed(let record) = change, record.recordName == ShareRules.recordName else { return changes.append(change) }
+            changes.append(.changed(try attachShare(record, zoneRowID: zoneRowID, caller: scope.userRecordName, connection)))
+        }
+        return ZoneChangesPage(zoneID: zoneID, changes: changes, syncToken: token, moreComing: moreComing)
+    }
+
+    /// `zoneChanges` with its records as JSON, written while the rows are read: a row is copied
+    /// from SQLite's buffers, its stored fields as they are (`RecordJSONWriter`).
+    package func zoneChangesJSON(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
+                                 recordTypes: Set<String>?, options: RecordJSONOptions) throws -> SerializedRecordPage
+    {
+        var writer = RecordJSONWriter(rows: SQLiteRecordStore.clampLimit(resultsLimit, maximum: SQLiteRecordStore.maximumResultsLimit),
+                                      options: options)
+        let (zoneID, token, moreComing) = try readZoneFeed(scope, zone: zone, syncToken: syncToken, resultsLimit: resultsLimit,
+                                                           recordTypes: recordTypes) { row, zoneID, zoneRowID, connection in
+            try write(row, into: &writer, zoneID: zoneID, zoneRowID: zoneRowID, caller: scope.userRecordName, connection)
+        }
+        return SerializedRecordPage(zoneID: zoneID, records: writer.finish(), syncToken: token, moreComing: moreComing)
+    }
+
+    /// A row of `recordColumns`: copied as stored where the options allow, else read as a record.
+    private func write(_ row: SQLiteStatement, into writer: inout RecordJSONWriter, zoneID: ZoneID, zoneRowID: Int64, caller: String,
+                       _ connection: SQLiteConnection) throws
+    {
+        writer.setZone(zoneID)
+        let bytes = RecordRowBytes(name: row.bytes(0), type: row.bytes(1), tag: row.bytes(2), deleted: row.int64(3) != 0,
+                                   fields: row.bytes(4), parent: row.optionalBytes(5), createdAt: row.int64(6), createdBy: row.bytes(7),
+                                   createdDevice: row.optionalBytes(8), modifiedAt: row.int64(9), modifiedBy: row.bytes(10),
+                                   modifiedDevice: row.optionalBytes(11))
+        if bytes.deleted || bytes.isCopiedAsStored(writer.options) { return writer.appendStored(bytes) }
+        let record = storedRecord(row, zoneID: zoneID)
+        writer.append(record.recordName == ShareRules.recordName
+            ? try attachShare(record, zoneRowID: zoneRowID, caller: caller, connection) : record)
+    }
+
+    /// Reads one page of a zone's feed in one snapshot, handing each row of `recordColumns` (its
+    /// type among `recordTypes`) to `row`; returns the zone, the page's token and `moreComing`.
+    private func readZoneFeed(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int, recordTypes: Set<String>?,
+                              row handle: (SQLiteStatement, ZoneID, Int64, SQLiteConnection) throws -> Void) throws
+        -> (ZoneID, String, Bool)
+    {
         let limit = SQLiteRecordStore.clampLimit(resultsLimit, maximum: SQLiteRecordStore.maximumResultsLimit)
         return try database.readSync { connection in
             try connection.readTransaction {
@@ -45,7 +90,6 @@ extension SQLiteRecordStore {
                     throw FeedRules.otherZoneError(recreated: recreated, zoneName: zoneRow.name)
                 }
                 let zoneID = addressed.zoneID
-                var changes: [RecordChange] = []
                 var lastSequence = since
                 var moreComing = false
                 var rowsRead = 0
@@ -57,15 +101,11 @@ extension SQLiteRecordStore {
                     if rowsRead > limit { moreComing = true; return }
                     lastSequence = row.int64(12)
                     if let recordTypes, !recordTypes.contains(row.text(1)) { return }
-                    changes.append(readChange(row, zoneID: zoneID))
-                }
-                changes = try changes.map { change in
-                    guard case .changed(let record) = change, record.recordName == ShareRules.recordName else { return change }
-                    return .changed(try attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection))
+                    try handle(row, zoneID, zoneRow.id, connection)
                 }
                 if !moreComing { lastSequence = max(lastSequence, zoneRow.seq) }
                 let token = SyncToken(kind: .zone, storeID: storeID, ownerID: zoneRow.id, sequence: lastSequence).encoded
-                return ZoneChangesPage(zoneID: zoneID, changes: changes, syncToken: token, moreComing: moreComing)
+                return (zoneID, token, moreComing)
             }
         }
     }
@@ -105,22 +145,52 @@ extension SQLiteRecordStore {
     }
 
     package func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) throws -> [Result<StoredRecord, ServerError>] {
+        var results: [Result<StoredRecord, ServerError>] = []
+        try readLookup(scope, zone: zone, recordNames: recordNames) { name, row, zoneID, zoneRowID, connection in
+            guard let row else { return results.append(.failure(SQLiteRecordStore.notFound(name))) }
+            results.append(.success(try attachShare(storedRecord(row, zoneID: zoneID), zoneRowID: zoneRowID, caller: scope.userRecordName,
+                                                    connection)))
+        }
+        return results
+    }
+
+    /// `lookupRecords` as JSON, written while the rows are read (see `zoneChangesJSON`).
+    package func lookupRecordsJSON(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String], options: RecordJSONOptions) throws
+        -> SerializedRecords
+    {
+        var writer = RecordJSONWriter(rows: recordNames.count, options: options)
+        try readLookup(scope, zone: zone, recordNames: recordNames) { name, row, zoneID, zoneRowID, connection in
+            guard let row else { return writer.append(SQLiteRecordStore.notFound(name)) }
+            try write(row, into: &writer, zoneID: zoneID, zoneRowID: zoneRowID, caller: scope.userRecordName, connection)
+        }
+        return writer.finish()
+    }
+
+    private static func notFound(_ name: String) -> ServerError {
+        ServerError(.notFound, "record '\(name)' does not exist").with(recordName: name)
+    }
+
+    /// Reads each named live record in one snapshot, in the order asked, through one prepared
+    /// statement; `row` is nil for a name not found.
+    private func readLookup(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String],
+                            row handle: (String, SQLiteStatement?, ZoneID, Int64, SQLiteConnection) throws -> Void) throws
+    {
         guard recordNames.count <= SQLiteRecordStore.maximumOperations else {
             throw ServerError(.limitExceeded, "at most \(SQLiteRecordStore.maximumOperations) records per lookup")
         }
-        return try database.readSync { connection in
+        try database.readSync { connection in
             try connection.readTransaction {
                 let addressed = try addressedZone(scope, zone, privateDatabaseID: scope.kind != .shared ? try databaseID(scope) : 0, connection)
-                let zoneRow = addressed.row
-                let zoneID = addressed.zoneID
-                return try recordNames.map { name in
-                    let record = try connection.first(
+                for name in recordNames {
+                    var found = false
+                    try connection.query(
                         "SELECT \(SQLiteRecordStore.recordColumns) FROM records WHERE zone_id = ? AND name = ? AND deleted = 0",
-                        [.int(zoneRow.id), .text(name)]) { storedRecord($0, zoneID: zoneID) }
-                    guard let record else {
-                        return .failure(ServerError(.notFound, "record '\(name)' does not exist").with(recordName: name))
+                        [.int(addressed.row.id), .text(name)]
+                    ) { row in
+                        found = true
+                        try handle(name, row, addressed.zoneID, addressed.row.id, connection)
                     }
-                    return .success(try attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection))
+                    if !found { try handle(name, nil, addressed.zoneID, addressed.row.id, connection) }
                 }
             }
         }

@@ -315,27 +315,6 @@ package enum RecordOperationResult: Sendable {
 package enum RecordChange: Sendable {
     case changed(StoredRecord)
     case deleted(recordName: String, recordType: String)
-
-    package func json(desiredKeys: Set<String>?) -> JSONValue {
-        switch self {
-        case .changed(let record): return record.json(desiredKeys: desiredKeys)
-        case .deleted(let name, let type):
-            return ["recordName": .string(name), "recordType": .string(type), "deleted": true]
-        }
-    }
-
-    /// A page of changes as one JSON array in one buffer (a page of 400 records is ~180 KB).
-    package static func jsonArray(_ changes: [RecordChange], desiredKeys: Set<String>?) -> JSONValue {
-        JSONValue.rawArray(changes, estimatedBytes: { change in
-            if case .changed(let record) = change { return record.estimatedJSONBytes }
-            return 160
-        }, write: { change, out in
-            switch change {
-            case .changed(let record): record.write(into: &out, desiredKeys: desiredKeys)
-            case .deleted: change.json(desiredKeys: desiredKeys).serialize(into: &out)
-            }
-        })
-    }
 }
 
 /// One page of a zone's change feed.

@@ -80,6 +80,15 @@ public final class SQLiteStatement {
     public func optionalText(_ column: Int32) -> String? { isNull(column) ? nil : text(column) }
     public func optionalInt64(_ column: Int32) -> Int64? { isNull(column) ? nil : int64(column) }
 
+    /// A column's bytes where SQLite holds them, valid until the statement steps or resets: a row
+    /// written out as it is read, without a copy of its own.
+    public func bytes(_ column: Int32) -> UnsafeRawBufferPointer {
+        guard let pointer = sqlite3_column_blob(handle, column) else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: pointer, count: Int(sqlite3_column_bytes(handle, column)))
+    }
+
+    public func optionalBytes(_ column: Int32) -> UnsafeRawBufferPointer? { isNull(column) ? nil : bytes(column) }
+
     public func blob(_ column: Int32) -> [UInt8] {
         let count = Int(sqlite3_column_bytes(handle, column))
         guard count > 0, let pointer = sqlite3_column_blob(handle, column) else { return [] }

@@ -79,9 +79,12 @@ final class LoopbackFloor {
 
 /// `count` connected loopback TCP pairs: the accepted (server) ends, and the connecting ends as
 /// the bench client's own connections.
-private struct SocketPairs {
+struct SocketPairs {
     var servers: [Int32] = []
     var clients: [RawHTTPConnection] = []
+
+    /// Closes the server ends (each client closes with its connection).
+    func closeServers() { for server in servers { Glibc.close(server) } }
 
     init(count: Int) throws {
         let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

@@ -327,9 +327,14 @@ func changeFeed(_ options: BenchOptions, _ backend: BenchBackend) async throws -
     let start = now()
     let (seen, _) = try fetchAll(connection, server, zone: "Bench", from: nil)
     let elapsed = now() - start
+    let floor = try await FeedFloor(server, zone: "Bench")
     await server.stop()
-    guard seen == options.records else { throw RawHTTPConnection.Failure(description: "feed returned \(seen) of \(options.records)") }
-    return ["records": .int(Int64(seen)), "seconds": .double(elapsed), "recordsPerSecond": .double(Double(seen) / elapsed)]
+    guard seen == options.records, floor.records == seen else {
+        throw RawHTTPConnection.Failure(description: "feed returned \(seen), its floor \(floor.records), of \(options.records)")
+    }
+    let rate = Double(seen) / elapsed, floorRate = Double(seen) / floor.seconds
+    return ["records": .int(Int64(seen)), "seconds": .double(elapsed), "recordsPerSecond": .double(rate),
+            "floorSeconds": .double(floor.seconds), "floorRecordsPerSecond": .double(floorRate), "feedToFloor": .double(rate / floorRate)]
 }
 
 /// (4) Fetching 10 new changes from a zone of `largeZone` records, against the same in a zone of

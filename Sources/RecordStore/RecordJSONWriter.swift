@@ -1,0 +1,247 @@
+import RecordModel
+
+/// Which of a record's fields its JSON carries (`desiredKeys`, per record where named) and how
+/// its assets link for the reader (`AssetLinks`).
+package struct RecordJSONOptions: Sendable {
+    package var desiredKeys: Set<String>?
+    package var keysByRecord: [String: Set<String>]
+    package var links: AssetLinks?
+
+    package init(desiredKeys: Set<String>?, keysByRecord: [String: Set<String>] = [:], links: AssetLinks?) {
+        self.desiredKeys = desiredKeys
+        self.keysByRecord = keysByRecord
+        self.links = links
+    }
+
+    package func desiredKeys(for recordName: String) -> Set<String>? {
+        keysByRecord.isEmpty ? desiredKeys : keysByRecord[recordName] ?? desiredKeys
+    }
+}
+
+/// One record row's columns as the store holds them, borrowed for the time of one write: a feed
+/// page's record JSON is written from them, without a `StoredRecord` per row (its
+/// strings and arrays, made on the store's thread and freed on another, cost more than the
+/// read). `fields` is the stored fields dictionary, spliced in as it was saved.
+package struct RecordRowBytes {
+    package var name: UnsafeRawBufferPointer
+    package var type: UnsafeRawBufferPointer
+    package var tag: UnsafeRawBufferPointer
+    package var deleted: Bool
+    package var fields: UnsafeRawBufferPointer
+    package var parent: UnsafeRawBufferPointer?
+    package var createdAt: Int64
+    package var createdBy: UnsafeRawBufferPointer
+    package var createdDevice: UnsafeRawBufferPointer?
+    package var modifiedAt: Int64
+    package var modifiedBy: UnsafeRawBufferPointer
+    package var modifiedDevice: UnsafeRawBufferPointer?
+
+    package init(name: UnsafeRawBufferPointer, type: UnsafeRawBufferPointer, tag: UnsafeRawBufferPointer, deleted: Bool,
+                 fields: UnsafeRawBufferPointer, parent: UnsafeRawBufferPointer?, createdAt: Int64, createdBy: UnsafeRawBufferPointer,
+                 createdDevice: UnsafeRawBufferPointer?, modifiedAt: Int64, modifiedBy: UnsafeRawBufferPointer,
+                 modifiedDevice: UnsafeRawBufferPointer?)
+    {
+        self.name = name
+        self.type = type
+        self.tag = tag
+        self.deleted = deleted
+        self.fields = fields
+        self.parent = parent
+        self.createdAt = createdAt
+        self.createdBy = createdBy
+        self.createdDevice = createdDevice
+        self.modifiedAt = modifiedAt
+        self.modifiedBy = modifiedBy
+        self.modifiedDevice = modifiedDevice
+    }
+
+    package var recordName: String { String(decoding: name, as: UTF8.self) }
+    package var recordType: String { String(decoding: type, as: UTF8.self) }
+
+    /// Whether the record's JSON is the row's as it is: the whole fields dictionary, no asset link to
+    /// add, and not the zone's share (whose members are read apart). Else the row becomes a
+    /// `StoredRecord` and is written as every other answer writes one.
+    package func isCopiedAsStored(_ options: RecordJSONOptions) -> Bool {
+        if options.desiredKeys != nil || !options.keysByRecord.isEmpty { return false }
+        if name.elementsEqual(RecordRowBytes.shareRecordName) { return false }
+        return options.links == nil || !AssetFields.mayHoldAssets(fields)
+    }
+
+    private static let shareRecordName = Array(ShareRules.recordName.utf8)
+
+    /// The record's JSON dictionary, as `StoredRecord.write` writes it, from the row's bytes.
+    package func write(into out: inout [UInt8], zoneJSON: [UInt8]) {
+        out.appendLiteral(#"{"recordName":"#)
+        JSONValue.appendString(utf8: name, to: &out)
+        out.appendLiteral(#","recordType":"#)
+        JSONValue.appendString(utf8: type, to: &out)
+        out.appendLiteral(#","recordChangeTag":"#)
+        JSONValue.appendString(utf8: tag, to: &out)
+        out.appendLiteral(#","fields":"#)
+        out.append(contentsOf: fields)
+        out.appendLiteral(#","created":"#)
+        RecordRowBytes.writeStamp(createdAt, createdBy, createdDevice, into: &out)
+        out.appendLiteral(#","modified":"#)
+        RecordRowBytes.writeStamp(modifiedAt, modifiedBy, modifiedDevice, into: &out)
+        out.appendLiteral(#","zoneID":"#)
+        out.append(contentsOf: zoneJSON)
+        if let parent {
+            out.appendLiteral(#","parent":{"recordName":"#)
+            JSONValue.appendString(utf8: parent, to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// A tombstone's dictionary in a feed.
+    package func writeTombstone(into out: inout [UInt8]) {
+        RecordRowBytes.writeTombstone(name: name, type: type, into: &out)
+    }
+
+    package static func writeTombstone(name: UnsafeRawBufferPointer, type: UnsafeRawBufferPointer, into out: inout [UInt8]) {
+        out.appendLiteral(#"{"recordName":"#)
+        JSONValue.appendString(utf8: name, to: &out)
+        out.appendLiteral(#","recordType":"#)
+        JSONValue.appendString(utf8: type, to: &out)
+        out.appendLiteral(#","deleted":true}"#)
+    }
+
+    private static let placeholderDevice = Array(ChangeStamp.placeholderDeviceID.utf8)
+
+    private static func writeStamp(_ timestamp: Int64, _ user: UnsafeRawBufferPointer, _ device: UnsafeRawBufferPointer?,
+                                   into out: inout [UInt8])
+    {
+        out.appendLiteral(#"{"timestamp":"#)
+        JSONValue.appendInteger(timestamp, to: &out)
+        out.appendLiteral(#","userRecordName":"#)
+        JSONValue.appendString(utf8: user, to: &out)
+        // Always present: some CloudKit clients drop the whole stamp without it.
+        out.appendLiteral(#","deviceID":"#)
+        if let device {
+            JSONValue.appendString(utf8: device, to: &out)
+        } else {
+            placeholderDevice.withUnsafeBytes { JSONValue.appendString(utf8: $0, to: &out) }
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+}
+
+/// Records' JSON dictionaries written one after another, comma-separated, into one buffer
+/// reserved once, while the store reads the rows: a feed page or a lookup as record JSON, which
+/// the API puts in its answer as it is.
+package struct RecordJSONWriter {
+    private var out: [UInt8] = []
+    private var count = 0
+    /// The zone of the rows being written, and its JSON (read once a page, not once a record).
+    package private(set) var zoneID: ZoneID?
+    private var zoneJSON: [UInt8] = []
+    private var memo = StoredRecord.AnswerMemo()
+    package let options: RecordJSONOptions
+
+    /// `rows`: how many records the page may hold. The buffer is reserved once for a kilobyte a
+    /// record: growing a page of 400 records past its reservation copied it whole, and pages
+    /// never touched cost no memory.
+    package init(rows: Int, options: RecordJSONOptions) {
+        self.options = options
+        out.reserveCapacity(min(rows, 1_000) * 1_024)
+    }
+
+    /// The zone the next rows are in.
+    package mutating func setZone(_ zoneID: ZoneID) {
+        guard zoneID != self.zoneID else { return }
+        self.zoneID = zoneID
+        zoneJSON.removeAll(keepingCapacity: true)
+        memo.append(zoneID, to: &zoneJSON)
+    }
+
+    private mutating func separate() {
+        if count > 0 { out.append(UInt8(ascii: ",")) }
+        count += 1
+    }
+
+    /// A row that `isCopiedAsStored` with this writer's options.
+    package mutating func appendStored(_ row: RecordRowBytes) {
+        separate()
+        if row.deleted { row.writeTombstone(into: &out) } else { row.write(into: &out, zoneJSON: zoneJSON) }
+    }
+
+    /// A record read as a `StoredRecord` (its share attached, where it is the zone's share).
+    package mutating func append(_ record: StoredRecord) {
+        separate()
+        record.write(into: &out, desiredKeys: options.desiredKeys(for: record.recordName), links: options.links, memo: &memo)
+    }
+
+    package mutating func append(_ change: RecordChange) {
+        switch change {
+        case .changed(let record): append(record)
+        case .deleted(var name, var type):
+            separate()
+            name.withUTF8 { name in
+                type.withUTF8 { RecordRowBytes.writeTombstone(name: UnsafeRawBufferPointer(name), type: UnsafeRawBufferPointer($0), into: &out) }
+            }
+        }
+    }
+
+    /// A lookup's entry for a record it could not read.
+    package mutating func append(_ error: ServerError) {
+        separate()
+        error.json().serialize(into: &out)
+    }
+
+    /// The records written.
+    package consuming func finish() -> SerializedRecords { SerializedRecords(json: out, count: count) }
+}
+
+/// Record dictionaries as JSON, comma-separated (no brackets), and how many there are.
+package struct SerializedRecords: Sendable {
+    package var json: [UInt8]
+    package var count: Int
+
+    package init(json: [UInt8], count: Int) {
+        self.json = json
+        self.count = count
+    }
+}
+
+/// One page of a zone's change feed with its records as JSON (`RecordJSONWriter`).
+package struct SerializedRecordPage: Sendable {
+    package var zoneID: ZoneID
+    package var records: SerializedRecords
+    package var syncToken: String
+    package var moreComing: Bool
+
+    package init(zoneID: ZoneID, records: SerializedRecords, syncToken: String, moreComing: Bool) {
+        self.zoneID = zoneID
+        self.records = records
+        self.syncToken = syncToken
+        self.moreComing = moreComing
+    }
+}
+
+extension RecordStorage {
+    /// `zoneChanges` with its records as JSON: the default writes the page's `StoredRecord`s; a
+    /// backend writes them from its rows as it reads them.
+    package func zoneChangesJSON(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
+                                 recordTypes: Set<String>?, options: RecordJSONOptions) async throws -> SerializedRecordPage
+    {
+        let page = try await zoneChanges(scope, zone: zone, syncToken: syncToken, resultsLimit: resultsLimit, recordTypes: recordTypes)
+        var writer = RecordJSONWriter(rows: page.changes.count, options: options)
+        for change in page.changes { writer.append(change) }
+        return SerializedRecordPage(zoneID: page.zoneID, records: writer.finish(), syncToken: page.syncToken, moreComing: page.moreComing)
+    }
+
+    /// `lookupRecords` as JSON, in the order asked: a record's dictionary, or the error of a name not read.
+    package func lookupRecordsJSON(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String],
+                                   options: RecordJSONOptions) async throws -> SerializedRecords
+    {
+        let results = try await lookupRecords(scope, zone: zone, recordNames: recordNames)
+        var writer = RecordJSONWriter(rows: results.count, options: options)
+        for result in results {
+            switch result {
+            case .success(let record): writer.append(record)
+            case .failure(let error): writer.append(error)
+            }
+        }
+        return writer.finish()
+    }
+}

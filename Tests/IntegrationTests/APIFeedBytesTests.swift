@@ -1,0 +1,47 @@
+import Foundation
+import RecordModel
+import XCTest
+
+/// Over HTTP against the real daemon: the change feed (`records/changes`, `changes/zone`) and
+/// `records/lookup` answer each stored record with the same JSON, byte for byte, that the
+/// `records/modify` saving it answered.
+final class APIFeedBytesTests: DaemonTestCase {
+    private func post(_ operation: String, _ token: String, _ body: JSONValue) throws -> [UInt8] {
+        let answer = try daemon.request("POST", path(operation), token: token, body: body.serialized())
+        XCTAssertEqual(answer.status, 200, "\(operation): \(answer.text.prefix(300))")
+        return answer.body
+    }
+
+    /// The bytes of the `"records"` array's elements in an answer whose first key is `records`.
+    private func recordsArray(_ answer: [UInt8], file: StaticString = #filePath, line: UInt = #line) throws -> [UInt8] {
+        let start = Array(#"{"records":["#.utf8)
+        XCTAssertEqual(Array(answer.prefix(start.count)), start, String(decoding: answer.prefix(200), as: UTF8.self), file: file, line: line)
+        return Array(answer.dropFirst(start.count))
+    }
+
+    func testFeedAndLookupAnswerEachRecordWithTheBytesItsSaveAnswered() throws {
+        let token = try makeUser().token
+        try createZone("ScorebookData", token)
+        let saved = try recordsArray(try post("records/modify", token, modifyBody([
+            ("create", record("Game|~|1", "Game", ["name": ["value": #"Ticket "to" Ride\ Europe\#t✓ 🎲"#, "type": "STRING"],
+                                                    "players": ["value": 5, "type": "INT64"], "weight": ["value": 2.5, "type": "DOUBLE"],
+                                                    "tags": ["value": ["rail", "family"], "type": "STRING_LIST"]])),
+            ("create", record("Note|~|1", "Note", ["text": ["value": "one\nline", "type": "STRING"]])),
+        ])))
+        // `saved` is `A,B]}`: the feed's and the lookup's arrays start with exactly `A,B]`.
+        let records = Array(saved.dropLast(1))
+        let feed = try recordsArray(try post("records/changes", token, ["zoneID": ["zoneName": "ScorebookData"]]))
+        XCTAssertEqual(Array(feed.prefix(records.count)), records, String(decoding: feed, as: UTF8.self))
+        let lookup = try recordsArray(try post("records/lookup", token, ["zoneID": ["zoneName": "ScorebookData"],
+                                                                         "records": [["recordName": "Game|~|1"], ["recordName": "Note|~|1"]]]))
+        XCTAssertEqual(lookup, saved, "the lookup's whole answer is the modify's")
+
+        let zones = try post("changes/zone", token, ["zones": [["zoneID": ["zoneName": "ScorebookData"]]]])
+        let entry = try recordsArray(Array(zones.dropFirst(#"{"zones":["#.utf8.count)))
+        XCTAssertEqual(Array(entry.prefix(records.count)), records, String(decoding: zones, as: UTF8.self))
+        let page = try XCTUnwrap(try JSONValue.parse(zones)["zones"]?.arrayValue?.first)
+        XCTAssertEqual(page["moreComing"], false)
+        XCTAssertNotNil(page["syncToken"]?.stringValue)
+        XCTAssertEqual(page["zoneID"]?["zoneName"], "ScorebookData")
+    }
+}
