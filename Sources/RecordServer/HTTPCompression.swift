@@ -1,4 +1,3 @@
-import Atomics
 import CompressNIO
 import Foundation
 import HTTPTypes
@@ -152,42 +151,5 @@ enum AcceptEncoding {
             }
         }
         return (gzip ?? wildcard ?? 0) > 0
-    }
-}
-
-/// What compression did, for `/metrics`: how many bodies and answers went compressed, and their
-/// bytes on the wire against their bytes inflated.
-package final class CompressionCounters: Sendable {
-    private let requests = ManagedAtomic(0)
-    private let requestWireBytes = ManagedAtomic(0)
-    private let requestInflatedBytes = ManagedAtomic(0)
-    private let answers = ManagedAtomic(0)
-    private let answerIdentityBytes = ManagedAtomic(0)
-    private let answerWireBytes = ManagedAtomic(0)
-
-    package init() {}
-
-    func compressedRequestArrived() { requests.wrappingIncrement(ordering: .relaxed) }
-    func requestReceived(compressedBytes: Int) { requestWireBytes.wrappingIncrement(by: compressedBytes, ordering: .relaxed) }
-    func requestInflated(bytes: Int) { requestInflatedBytes.wrappingIncrement(by: bytes, ordering: .relaxed) }
-    func compressedAnswerStarted(identityBytes: Int) {
-        answers.wrappingIncrement(ordering: .relaxed)
-        answerIdentityBytes.wrappingIncrement(by: identityBytes, ordering: .relaxed)
-    }
-    func compressedAnswerWrote(bytes: Int) { answerWireBytes.wrappingIncrement(by: bytes, ordering: .relaxed) }
-
-    /// The Prometheus text of the counters.
-    func render() -> String {
-        func counter(_ name: String, _ help: String, _ samples: [(String, ManagedAtomic<Int>)]) -> String {
-            var out = "# HELP \(name) \(help)\n# TYPE \(name) counter\n"
-            for (labels, value) in samples { out += "\(name)\(labels) \(value.load(ordering: .relaxed))\n" }
-            return out
-        }
-        return counter("scorebookd_gzip_requests_total", "Request bodies that arrived gzip-compressed.", [("", requests)])
-            + counter("scorebookd_gzip_request_bytes_total", "Bytes of gzip request bodies, as sent (wire) and inflated.",
-                      [("{form=\"wire\"}", requestWireBytes), ("{form=\"inflated\"}", requestInflatedBytes)])
-            + counter("scorebookd_gzip_answers_total", "Answers sent gzip-compressed.", [("", answers)])
-            + counter("scorebookd_gzip_answer_bytes_total", "Bytes of gzip-compressed answers, before (identity) and as sent (wire).",
-                      [("{form=\"identity\"}", answerIdentityBytes), ("{form=\"wire\"}", answerWireBytes)])
     }
 }
