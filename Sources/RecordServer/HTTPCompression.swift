@@ -1,4 +1,3 @@
-import Atomics
 import CompressNIO
 import Foundation
 import HTTPTypes
@@ -6,6 +5,7 @@ import Hummingbird
 import NIOCore
 import RecordModel
 import RecordStore
+import Synchronization
 
 /// gzip on the wire, both ways. Request bodies sent with `Content-Encoding: gzip` are inflated
 /// as they are read, bounded by the same limits as plain bodies (`GzipBodyInflater`); any other
@@ -158,36 +158,36 @@ enum AcceptEncoding {
 /// What compression did, for `/metrics`: how many bodies and answers went compressed, and their
 /// bytes on the wire against their bytes inflated.
 package final class CompressionCounters: Sendable {
-    private let requests = ManagedAtomic(0)
-    private let requestWireBytes = ManagedAtomic(0)
-    private let requestInflatedBytes = ManagedAtomic(0)
-    private let answers = ManagedAtomic(0)
-    private let answerIdentityBytes = ManagedAtomic(0)
-    private let answerWireBytes = ManagedAtomic(0)
+    private let requests = Atomic<Int>(0)
+    private let requestWireBytes = Atomic<Int>(0)
+    private let requestInflatedBytes = Atomic<Int>(0)
+    private let answers = Atomic<Int>(0)
+    private let answerIdentityBytes = Atomic<Int>(0)
+    private let answerWireBytes = Atomic<Int>(0)
 
     package init() {}
 
-    func compressedRequestArrived() { requests.wrappingIncrement(ordering: .relaxed) }
-    func requestReceived(compressedBytes: Int) { requestWireBytes.wrappingIncrement(by: compressedBytes, ordering: .relaxed) }
-    func requestInflated(bytes: Int) { requestInflatedBytes.wrappingIncrement(by: bytes, ordering: .relaxed) }
+    func compressedRequestArrived() { requests.wrappingAdd(1, ordering: .relaxed) }
+    func requestReceived(compressedBytes: Int) { requestWireBytes.wrappingAdd(compressedBytes, ordering: .relaxed) }
+    func requestInflated(bytes: Int) { requestInflatedBytes.wrappingAdd(bytes, ordering: .relaxed) }
     func compressedAnswerStarted(identityBytes: Int) {
-        answers.wrappingIncrement(ordering: .relaxed)
-        answerIdentityBytes.wrappingIncrement(by: identityBytes, ordering: .relaxed)
+        answers.wrappingAdd(1, ordering: .relaxed)
+        answerIdentityBytes.wrappingAdd(identityBytes, ordering: .relaxed)
     }
-    func compressedAnswerWrote(bytes: Int) { answerWireBytes.wrappingIncrement(by: bytes, ordering: .relaxed) }
+    func compressedAnswerWrote(bytes: Int) { answerWireBytes.wrappingAdd(bytes, ordering: .relaxed) }
 
     /// The Prometheus text of the counters.
     func render() -> String {
-        func counter(_ name: String, _ help: String, _ samples: [(String, ManagedAtomic<Int>)]) -> String {
+        func counter(_ name: String, _ help: String, _ samples: [(String, Int)]) -> String {
             var out = "# HELP \(name) \(help)\n# TYPE \(name) counter\n"
-            for (labels, value) in samples { out += "\(name)\(labels) \(value.load(ordering: .relaxed))\n" }
+            for (labels, value) in samples { out += "\(name)\(labels) \(value)\n" }
             return out
         }
-        return counter("scorebookd_gzip_requests_total", "Request bodies that arrived gzip-compressed.", [("", requests)])
+        return counter("scorebookd_gzip_requests_total", "Request bodies that arrived gzip-compressed.", [("", requests.load(ordering: .relaxed))])
             + counter("scorebookd_gzip_request_bytes_total", "Bytes of gzip request bodies, as sent (wire) and inflated.",
-                      [("{form=\"wire\"}", requestWireBytes), ("{form=\"inflated\"}", requestInflatedBytes)])
-            + counter("scorebookd_gzip_answers_total", "Answers sent gzip-compressed.", [("", answers)])
+                      [("{form=\"wire\"}", requestWireBytes.load(ordering: .relaxed)), ("{form=\"inflated\"}", requestInflatedBytes.load(ordering: .relaxed))])
+            + counter("scorebookd_gzip_answers_total", "Answers sent gzip-compressed.", [("", answers.load(ordering: .relaxed))])
             + counter("scorebookd_gzip_answer_bytes_total", "Bytes of gzip-compressed answers, before (identity) and as sent (wire).",
-                      [("{form=\"identity\"}", answerIdentityBytes), ("{form=\"wire\"}", answerWireBytes)])
+                      [("{form=\"identity\"}", answerIdentityBytes.load(ordering: .relaxed)), ("{form=\"wire\"}", answerWireBytes.load(ordering: .relaxed))])
     }
 }

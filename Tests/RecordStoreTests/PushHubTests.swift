@@ -19,8 +19,8 @@ final class PushHubTests: SubscriptionStoreTestCase {
 
         // The hub has seen no commit yet (generation 0), so neither wait reads on its own: both
         // wait for the next commit, as waiters registered just before a commit do.
-        let behind = Task { await hub.wait(databaseID: databaseID, after: cursor, knownGeneration: 0, timeout: .seconds(20)) }
-        let ahead = Task { await hub.wait(databaseID: databaseID, after: latest, knownGeneration: 0, timeout: .seconds(20)) }
+        let behind = Task { [databaseID, cursor] in await hub.wait(databaseID: databaseID, after: cursor, knownGeneration: 0, timeout: .seconds(20)) }
+        let ahead = Task { [databaseID] in await hub.wait(databaseID: databaseID, after: latest, knownGeneration: 0, timeout: .seconds(20)) }
         let registered = Date().addingTimeInterval(5)
         while hub.waiterCount < 2, Date() < registered { Thread.sleep(forTimeInterval: 0.01) }
         XCTAssertEqual(hub.waiterCount, 2)
@@ -46,7 +46,7 @@ final class PushHubTests: SubscriptionStoreTestCase {
         let hub = PushHub(store: store.base)
         defer { hub.close() }
         try subscribe(querySubscription("things", type: "Thing"))
-        let waiting = Task { await hub.wait(databaseID: databaseID, after: cursor, knownGeneration: 0, timeout: .seconds(20)) }
+        let waiting = Task { [databaseID, cursor] in await hub.wait(databaseID: databaseID, after: cursor, knownGeneration: 0, timeout: .seconds(20)) }
         let registered = Date().addingTimeInterval(5)
         while hub.waiterCount < 1, Date() < registered { Thread.sleep(forTimeInterval: 0.01) }
         XCTAssertEqual(hub.waiterCount, 1)
@@ -243,23 +243,12 @@ final class PushHubTests: SubscriptionStoreTestCase {
     }
 
     private func blockingResult(of task: Task<PushHub.Delivery, Never>) throws -> PushHub.Delivery {
-        let box = DeliveryBox()
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            box.delivery = await task.value
-            done.signal()
-        }
-        XCTAssertEqual(done.wait(timeout: .now() + 30), .success)
-        return try XCTUnwrap(box.delivery)
+        try BlockingStore.run { await task.value }
     }
 }
 
-private final class DeliveryBox: @unchecked Sendable {
-    var delivery: PushHub.Delivery?
-}
-
 /// A parked connection that records what the hub writes to it.
-private final class RecordingSink: PushStreamSink, @unchecked Sendable {
+private final class RecordingSink: PushStreamSink {
     let eventLoop: any EventLoop
     private let recorded = Mutex<(deliveries: [(bytes: ByteBuffer, parking: UInt64)], settled: Int)>(([], 0))
 

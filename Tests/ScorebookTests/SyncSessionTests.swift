@@ -1,6 +1,7 @@
 import Foundation
 import RecordClient
 import RecordModel
+import Synchronization
 @testable import Scorebook
 @testable import SyncEngine
 import XCTest
@@ -21,25 +22,45 @@ final class SyncSessionTests: XCTestCase {
     }
 
     /// A database that runs `duringRequest` once, while the first matching request is in flight.
-    final class InterruptedDatabase: CloudDatabase, @unchecked Sendable {
+    final class InterruptedDatabase: CloudDatabase {
+        private struct Plan {
+            var interruptModify = false
+            var interruptFetch = false
+            var duringRequest: (@Sendable () async throws -> Void)?
+            var modifyCalls = 0
+        }
+
         let server: MemoryCloudDatabase
-        var interruptModify = false
-        var interruptFetch = false
-        var duringRequest: (() async throws -> Void)?
-        private(set) var modifyCalls = 0
+        private let plan = Mutex(Plan())
+
+        var interruptModify: Bool {
+            get { plan.withLock { $0.interruptModify } }
+            set { plan.withLock { $0.interruptModify = newValue } }
+        }
+        var interruptFetch: Bool {
+            get { plan.withLock { $0.interruptFetch } }
+            set { plan.withLock { $0.interruptFetch = newValue } }
+        }
+        var duringRequest: (@Sendable () async throws -> Void)? {
+            get { plan.withLock { $0.duringRequest } }
+            set { plan.withLock { $0.duringRequest = newValue } }
+        }
+        var modifyCalls: Int { plan.withLock { $0.modifyCalls } }
 
         init(_ server: MemoryCloudDatabase) { self.server = server }
 
         private func interrupt() async throws {
-            let hook = duringRequest
-            duringRequest = nil
+            let hook = plan.withLock { plan in
+                defer { plan.duringRequest = nil }
+                return plan.duringRequest
+            }
             try await hook?()
         }
 
         func currentUserRecordName() async throws -> String { try await server.currentUserRecordName() }
         func createZone(_ zoneID: ZoneID) async throws { try await server.createZone(zoneID) }
         func modifyRecords(zoneID: ZoneID, operations: [RecordOperation], atomic: Bool) async throws -> [RecordOperationResult] {
-            modifyCalls += 1
+            plan.withLock { $0.modifyCalls += 1 }
             let results = try await server.modifyRecords(zoneID: zoneID, operations: operations, atomic: atomic)
             if interruptModify { try await interrupt() }
             return results
@@ -72,16 +93,21 @@ final class SyncSessionTests: XCTestCase {
         return (store, accounts)
     }
 
-    /// Another process on the same file: empties the store, logs in as bob, adds a game.
-    func switchToBob() async throws {
-        let store = try LocalRecordStore(path: storePath)
-        let bob = MemoryCloudDatabase(userRecordName: "_bob")
-        let accounts = AccountManager(store: store, makeDatabase: { _ in bob })
-        try accounts.logout(deleteLocalData: true)
-        var endpoint = self.endpoint
-        endpoint.token = "bob-token"
-        try await accounts.login(endpoint)
-        try Scorebook(store: store, accounts: accounts).addGame(name: "Go")
+    /// Another process on the same file: empties the store, logs in as bob, adds a game. It runs
+    /// inside the engine's request, so it holds the path and endpoint, not the test case.
+    var switchToBob: @Sendable () async throws -> Void {
+        let storePath = self.storePath
+        var bobsEndpoint = self.endpoint
+        bobsEndpoint.token = "bob-token"
+        let endpoint = bobsEndpoint
+        return {
+            let store = try LocalRecordStore(path: storePath)
+            let bob = MemoryCloudDatabase(userRecordName: "_bob")
+            let accounts = AccountManager(store: store, makeDatabase: { _ in bob })
+            try accounts.logout(deleteLocalData: true)
+            try await accounts.login(endpoint)
+            try Scorebook(store: store, accounts: accounts).addGame(name: "Go")
+        }
     }
 
     func gameNames(_ store: LocalRecordStore) throws -> [String] {
@@ -97,7 +123,7 @@ final class SyncSessionTests: XCTestCase {
         let (store, accounts) = try await alicesStore(database)
         let synchronizer = try accounts.makeSynchronizer(zoneID: Scorebook.zoneID)
         database.interruptModify = true
-        database.duringRequest = { try await self.switchToBob() }
+        database.duringRequest = switchToBob
         do {
             try await synchronizer.sync()
             XCTFail("the sync goes on under alice's token")
@@ -125,7 +151,7 @@ final class SyncSessionTests: XCTestCase {
         alice.saveAsOtherMachine(Record(recordName: "Game|~|DOMINION", recordType: "Game", fields: ["name": .string("Dominion")]))
         let synchronizer = try accounts.makeSynchronizer(zoneID: Scorebook.zoneID)
         database.interruptFetch = true
-        database.duringRequest = { try await self.switchToBob() }
+        database.duringRequest = switchToBob
         do {
             try await synchronizer.sync()
             XCTFail("the fetched page is applied")
