@@ -23,7 +23,7 @@ final class SyncSessionTests: XCTestCase {
 
     /// A database that runs `duringRequest` once, while the first matching request is in flight.
     final class InterruptedDatabase: CloudDatabase {
-        private struct Plan {
+        struct Plan {
             var interruptModify = false
             var interruptFetch = false
             var duringRequest: (@Sendable () async throws -> Void)?
@@ -31,21 +31,8 @@ final class SyncSessionTests: XCTestCase {
         }
 
         let server: MemoryCloudDatabase
-        private let plan = Mutex(Plan())
-
-        var interruptModify: Bool {
-            get { plan.withLock { $0.interruptModify } }
-            set { plan.withLock { $0.interruptModify = newValue } }
-        }
-        var interruptFetch: Bool {
-            get { plan.withLock { $0.interruptFetch } }
-            set { plan.withLock { $0.interruptFetch = newValue } }
-        }
-        var duringRequest: (@Sendable () async throws -> Void)? {
-            get { plan.withLock { $0.duringRequest } }
-            set { plan.withLock { $0.duringRequest = newValue } }
-        }
-        var modifyCalls: Int { plan.withLock { $0.modifyCalls } }
+        /// What the test set up, and the modify calls seen; the engine's requests read it from their tasks.
+        let plan = Mutex(Plan())
 
         init(_ server: MemoryCloudDatabase) { self.server = server }
 
@@ -62,7 +49,7 @@ final class SyncSessionTests: XCTestCase {
         func modifyRecords(zoneID: ZoneID, operations: [RecordOperation], atomic: Bool) async throws -> [RecordOperationResult] {
             plan.withLock { $0.modifyCalls += 1 }
             let results = try await server.modifyRecords(zoneID: zoneID, operations: operations, atomic: atomic)
-            if interruptModify { try await interrupt() }
+            if plan.withLock({ $0.interruptModify }) { try await interrupt() }
             return results
         }
         func lookupRecords(zoneID: ZoneID, recordNames: [String]) async throws -> [RecordOperationResult] {
@@ -70,7 +57,7 @@ final class SyncSessionTests: XCTestCase {
         }
         func fetchZoneChanges(zoneID: ZoneID, syncToken: String?, resultsLimit: Int?) async throws -> ZoneChangesPage {
             let page = try await server.fetchZoneChanges(zoneID: zoneID, syncToken: syncToken, resultsLimit: resultsLimit)
-            if interruptFetch { try await interrupt() }
+            if plan.withLock({ $0.interruptFetch }) { try await interrupt() }
             return page
         }
         func saveSubscription(_ subscription: Subscription) async throws { try await server.saveSubscription(subscription) }
@@ -122,8 +109,11 @@ final class SyncSessionTests: XCTestCase {
         let database = InterruptedDatabase(alice)
         let (store, accounts) = try await alicesStore(database)
         let synchronizer = try accounts.makeSynchronizer(zoneID: Scorebook.zoneID)
-        database.interruptModify = true
-        database.duringRequest = switchToBob
+        let hook = switchToBob
+        database.plan.withLock { plan in
+            plan.interruptModify = true
+            plan.duringRequest = hook
+        }
         do {
             try await synchronizer.sync()
             XCTFail("the sync goes on under alice's token")
@@ -135,7 +125,7 @@ final class SyncSessionTests: XCTestCase {
         XCTAssertEqual(try store.withConnection { try $0.scalarInt("SELECT COUNT(*) FROM server_copies") }, 0)
         XCTAssertNil(try store.setting(SyncSettingKey.lastError))
         XCTAssertNil(try store.setting(SyncSettingKey.lastSync))
-        XCTAssertEqual(database.modifyCalls, 1, "bob's game never went out under alice's token")
+        XCTAssertEqual(database.plan.withLock { $0.modifyCalls }, 1, "bob's game never went out under alice's token")
         XCTAssertEqual(try accounts.account()?.userRecordName, "_bob")
     }
 
@@ -150,8 +140,11 @@ final class SyncSessionTests: XCTestCase {
 
         alice.saveAsOtherMachine(Record(recordName: "Game|~|DOMINION", recordType: "Game", fields: ["name": .string("Dominion")]))
         let synchronizer = try accounts.makeSynchronizer(zoneID: Scorebook.zoneID)
-        database.interruptFetch = true
-        database.duringRequest = switchToBob
+        let hook = switchToBob
+        database.plan.withLock { plan in
+            plan.interruptFetch = true
+            plan.duringRequest = hook
+        }
         do {
             try await synchronizer.sync()
             XCTFail("the fetched page is applied")
