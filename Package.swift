@@ -3,8 +3,8 @@ import PackageDescription
 
 // Modules are split by role (docs/architecture.md draws the graph): the CLI side (RecordClient, SyncEngine, Scorebook,
 // `scorebook`) never compiles the server's HTTP stack, and RecordModel imports nothing of ours.
-let settings: [SwiftSetting] = [.swiftLanguageMode(.v5)]
-
+// Every target compiles in the Swift 6 language mode (the default for tools-version 6): data-race safety is
+// checked by the compiler, not by review.
 let package = Package(
     name: "scorebook-sync",
     // Linux only (no `platforms:`): the code calls Linux interfaces (inotify, sched_getcpu, Glibc)
@@ -26,7 +26,6 @@ let package = Package(
         // Already in Hummingbird's graph; named so the daemon can set shutdown and logging policy.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-atomics", from: "1.3.0"),
         // Already in Hummingbird's graph; named for NIOThreadPool, where SQLiteStorage blocks.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
         // The PostgreSQL backend only; nothing on the CLI side links it.
@@ -47,8 +46,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", providers: [.apt(["libsqlite3-dev"])]),
         // zlib for the CLI's gzip (answers it reads, large batches it sends), without the server's NIO stack.
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
-        .target(name: "SQLiteDB", dependencies: ["CSQLite"], swiftSettings: settings),
-        .target(name: "RecordModel", swiftSettings: settings),
+        .target(name: "SQLiteDB", dependencies: ["CSQLite"]),
+        .target(name: "RecordModel"),
         // sched_getcpu and thread affinity, which need _GNU_SOURCE (PlansAhead's planner thread).
         .target(name: "CThreadPlacement"),
         .target(
@@ -57,8 +56,7 @@ let package = Package(
                 "RecordModel", "SQLiteDB", "CThreadPlacement", .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
-            ],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
+            ]),
         // The PostgreSQL backend of `RecordStorage`: only scorebookd and the tests depend on it.
         .target(
             name: "PostgresRecordStore",
@@ -66,8 +64,7 @@ let package = Package(
                 "RecordModel", "RecordStore", .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            ],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
+            ]),
         .target(
             name: "RecordServer",
             dependencies: [
@@ -75,7 +72,6 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Atomics", package: "swift-atomics"),
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "CompressNIO", package: "compress-nio"),
@@ -85,24 +81,21 @@ let package = Package(
             resources: [
                 .embedInCode("Console/index.html"), .embedInCode("Console/console.css"),
                 .embedInCode("Console/scoreboard.js"), .embedInCode("Console/console.js"),
-            ],
-            swiftSettings: [.swiftLanguageMode(.v6)]),
+            ]),
         // libcurl's header only: CCurl loads the library with dlopen for HTTPS (see SocketTransport).
         .target(name: "CCurl"),
-        .target(name: "RecordClient", dependencies: ["RecordModel", "CCurl", "CZlib"], swiftSettings: settings),
-        .target(name: "SyncEngine", dependencies: ["RecordModel", "RecordClient", "SQLiteDB"], swiftSettings: settings),
-        .target(name: "Scorebook", dependencies: ["RecordModel", "RecordClient", "SyncEngine", "SQLiteDB"], swiftSettings: settings),
+        .target(name: "RecordClient", dependencies: ["RecordModel", "CCurl", "CZlib"]),
+        .target(name: "SyncEngine", dependencies: ["RecordModel", "RecordClient", "SQLiteDB"]),
+        .target(name: "Scorebook", dependencies: ["RecordModel", "RecordClient", "SyncEngine", "SQLiteDB"]),
         .executableTarget(
             name: "scorebookd",
             dependencies: [
                 "RecordServer", "RecordStore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .target(name: "PostgresRecordStore", condition: .when(traits: ["PostgreSQL"])),
-            ],
-            swiftSettings: settings),
+            ]),
         .executableTarget(
             name: "scorebook",
-            dependencies: ["Scorebook", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            swiftSettings: settings),
+            dependencies: ["Scorebook", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
         // The bench: no declared product, so nothing outside this package can depend on it; SwiftPM
         // still builds it with the package (an executable of the root package), or alone with
         // `swift build -c release --product scorebook-bench` (BENCHMARKS.md).
@@ -115,29 +108,25 @@ let package = Package(
                 .target(name: "PostgresRecordStore", condition: .when(traits: ["PostgreSQL"])),
                 .target(name: "PostgresCluster", condition: .when(traits: ["PostgreSQL"])),
                 .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: ["PostgreSQL"])),
-            ],
-            swiftSettings: settings),
+            ]),
         // A throw-away PostgreSQL cluster (initdb, pg_ctl on a loopback port): the tests and the bench share it.
-        .target(name: "PostgresCluster", swiftSettings: settings),
+        .target(name: "PostgresCluster"),
         // Helpers every test target shares (a seeded generator; PostgresCluster re-exported).
-        .target(name: "TestSupport", dependencies: ["PostgresCluster"], path: "Tests/TestSupport", swiftSettings: settings),
-        .testTarget(name: "RecordModelTests", dependencies: ["RecordModel", "RecordStore", "TestSupport"], swiftSettings: settings),
+        .target(name: "TestSupport", dependencies: ["PostgresCluster"], path: "Tests/TestSupport"),
+        .testTarget(name: "RecordModelTests", dependencies: ["RecordModel", "RecordStore", "TestSupport"]),
         .testTarget(
             name: "RecordStoreTests",
             dependencies: [
                 "RecordStore", "SQLiteDB", "PostgresRecordStore", "RecordServer", "RecordModel", "TestSupport",
                 .product(name: "CompressNIO", package: "compress-nio"),
-            ],
-            swiftSettings: settings),
-        .testTarget(name: "ScorebookTests", dependencies: ["Scorebook", "SyncEngine", "RecordClient", "RecordModel"], swiftSettings: settings),
+            ]),
+        .testTarget(name: "ScorebookTests", dependencies: ["Scorebook", "SyncEngine", "RecordClient", "RecordModel"]),
         // The sync engine against a real store through a fault-injecting in-process transport.
         .testTarget(
             name: "ReliabilityTests",
-            dependencies: ["RecordServer", "RecordStore", "PostgresRecordStore", "RecordModel", "RecordClient", "SyncEngine", "Scorebook", "TestSupport"],
-            swiftSettings: settings),
+            dependencies: ["RecordServer", "RecordStore", "PostgresRecordStore", "RecordModel", "RecordClient", "SyncEngine", "Scorebook", "TestSupport"]),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["RecordModel", "RecordClient", "SQLiteDB", "SyncEngine", "scorebookd", "scorebook", "TestSupport"],
-            swiftSettings: settings),
+            dependencies: ["RecordModel", "RecordClient", "SQLiteDB", "SyncEngine", "scorebookd", "scorebook", "TestSupport"]),
     ]
 )

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -16,14 +17,13 @@ import Glibc
 ///
 /// Tests run it without durability (`fsync=off`: nothing to lose, and faster); scorebook-bench
 /// asks for a `durable` one, an fsync per commit like the SQLite store's `synchronous=FULL`.
-public final class PostgresTestCluster: @unchecked Sendable {
+public final class PostgresTestCluster: Sendable {
     public let port: Int
     public let directory: String
     public let durable: Bool
     let binaries: String
     let runAs: String?
-    private let lock = NSLock()
-    private var databaseCounter = 0
+    private let databaseCounter = Mutex(0)
 
     public struct Unavailable: Error, CustomStringConvertible {
         public var description: String
@@ -34,22 +34,22 @@ public final class PostgresTestCluster: @unchecked Sendable {
         ["1", "true", "yes"].contains(ProcessInfo.processInfo.environment["SCOREBOOK_SKIP_POSTGRES_TESTS"]?.lowercased() ?? "")
     }
 
-    private static let sharedLock = NSLock()
-    nonisolated(unsafe) private static var sharedCluster: Result<PostgresTestCluster, any Error>?
+    /// The run's cluster (or why it could not start); the lock is held while it starts.
+    private static let sharedCluster = Mutex<Result<PostgresTestCluster, any Error>?>(nil)
 
     /// The run's cluster, started on first use.
     public static func shared() throws -> PostgresTestCluster {
-        sharedLock.lock()
-        defer { sharedLock.unlock() }
-        if let sharedCluster { return try sharedCluster.get() }
-        let result = Result { try PostgresTestCluster() }
-        sharedCluster = result
-        if case .success = result { atexit { PostgresTestCluster.stopShared() } }
-        return try result.get()
+        try sharedCluster.withLock { shared in
+            if let shared { return shared }
+            let result = Result { try PostgresTestCluster() }
+            shared = result
+            if case .success = result { atexit { PostgresTestCluster.stopShared() } }
+            return result
+        }.get()
     }
 
     static func stopShared() {
-        if case .success(let cluster)? = sharedCluster { cluster.stop() }
+        if case .success(let cluster)? = sharedCluster.withLock({ $0 }) { cluster.stop() }
     }
 
     private init(durable: Bool = false) throws {
@@ -136,9 +136,9 @@ public final class PostgresTestCluster: @unchecked Sendable {
 
     /// A URL to a new, empty database of this cluster.
     public func createDatabase() throws -> String {
-        let name: String = lock.withLock {
-            databaseCounter += 1
-            return "t\(getpid())_\(databaseCounter)"
+        let name: String = databaseCounter.withLock {
+            $0 += 1
+            return "t\(getpid())_\($0)"
         }
         try psql("CREATE DATABASE \(name)")
         return url(database: name)

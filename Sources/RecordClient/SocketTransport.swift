@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,15 +12,16 @@ import Glibc
 /// makes every `scorebook` command load libcurl and its ~30 libraries before `main` (a third of
 /// a `--help`'s 25 ms went to the dynamic loader), and it adds about a millisecond to every
 /// loopback request, which a sync hop pays three times.
-public final class SocketTransport: HTTPTransport, @unchecked Sendable {
-    private let lock = NSLock()
-    private var idleConnections: [String: [HTTPConnection]] = [:]
+public final class SocketTransport: HTTPTransport {
+    /// Kept-alive sockets per server, as bare descriptors: a connection object is one caller's at a
+    /// time, so only its descriptor is shared between requests.
+    private let idleSockets = Mutex<[String: [Int32]]>([:])
     private static let maximumIdlePerServer = 4
 
     public init() {}
 
     deinit {
-        for connection in idleConnections.values.joined() { connection.close() }
+        idleSockets.withLock { for descriptor in $0.values.joined() { Glibc.close(descriptor) } }
     }
 
     public func send(_ request: HTTPRequest) async throws -> HTTPResponse {
@@ -117,16 +119,17 @@ public final class SocketTransport: HTTPTransport, @unchecked Sendable {
     }
 
     private func takeIdleConnection(_ server: HTTPServerAddress) -> HTTPConnection? {
-        lock.withLock { idleConnections[server.key]?.popLast() }
+        idleSockets.withLock { $0[server.key]?.popLast() }.map(HTTPConnection.init(descriptor:))
     }
 
     private func putIdleConnection(_ connection: HTTPConnection, _ server: HTTPServerAddress) {
-        let extra: HTTPConnection? = lock.withLock {
-            if idleConnections[server.key, default: []].count >= Self.maximumIdlePerServer { return connection }
-            idleConnections[server.key, default: []].append(connection)
-            return nil
+        guard let descriptor = connection.detachForReuse() else { return }
+        let kept = idleSockets.withLock {
+            guard $0[server.key, default: []].count < Self.maximumIdlePerServer else { return false }
+            $0[server.key, default: []].append(descriptor)
+            return true
         }
-        extra?.close()
+        if !kept { Glibc.close(descriptor) }
     }
 }
 
@@ -153,7 +156,7 @@ final class HTTPConnection {
     /// more than the read on large answers.
     private var chunk = [UInt8](repeating: 0, count: 16_384)
 
-    private init(descriptor: Int32) {
+    init(descriptor: Int32) {
         self.descriptor = descriptor
     }
 
@@ -162,6 +165,17 @@ final class HTTPConnection {
     func close() {
         if descriptor >= 0 { Glibc.close(descriptor) }
         descriptor = -1
+    }
+
+    /// Hands the socket over for another request: its descriptor if the answer was read to the
+    /// end (nothing buffered); otherwise closes it and returns nil.
+    func detachForReuse() -> Int32? {
+        guard available == 0, descriptor >= 0 else {
+            close()
+            return nil
+        }
+        defer { descriptor = -1 }
+        return descriptor
     }
 
     static func open(_ server: HTTPServerAddress, deadline: UInt64) throws -> HTTPConnection {

@@ -5,6 +5,7 @@ import Hummingbird
 import NIOCore
 import RecordModel
 import RecordStore
+import Synchronization
 
 /// gzip on the wire, both ways. Request bodies sent with `Content-Encoding: gzip` are inflated
 /// as they are read, bounded by the same limits as plain bodies (`GzipBodyInflater`); any other

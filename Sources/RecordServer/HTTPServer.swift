@@ -1,4 +1,3 @@
-import Atomics
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -108,7 +107,7 @@ package struct HTTPServer {
                 maximumBodyBytes: configuration.maximumBodyBytes, counters: api.metrics.compression),
             policy: configuration.crossOrigin)
         let host = configuration.host
-        let openConnections = ManagedAtomic(0)
+        let openConnections = OpenConnections()
         let maximumConnections = configuration.maximumConnections
         let app = Application(
             responder: responder,

@@ -7,8 +7,9 @@ import RecordModel
 
 /// Answers a request the HTTP parser refuses (an oversized header block, a broken request line)
 /// with the contract's JSON error instead of the framework's empty 400, then closes the
-/// connection. Errors in the middle of a request the API is already handling pass through.
-final class MalformedRequestResponder: ChannelDuplexHandler, RemovableChannelHandler, @unchecked Sendable {
+/// connection. Errors in the middle of a request the API is already handling pass through. One per
+/// connection, used on its event loop only.
+final class MalformedRequestResponder: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart

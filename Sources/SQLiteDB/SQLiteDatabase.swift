@@ -1,19 +1,20 @@
-import Dispatch
-import Foundation
+import Synchronization
 
 /// A database file shared by one writer connection and a small pool of reader connections.
 /// In WAL mode readers never wait for the writer and see only committed transactions; all writes
 /// go through the single writer, so commits are totally ordered.
+///
+/// Unchecked: a connection is a non-Sendable handle, and the compiler cannot see that the writer
+/// is used only while `writerLock` is held and a reader only by the one caller that checked it
+/// out of `idleReaders` (a `Mutex` cannot hand a non-Sendable value out of its lock).
 public final class SQLiteDatabase: @unchecked Sendable {
     public let path: String
     private let writer: SQLiteConnection
-    private let writerLock = NSLock()
+    private let writerLock = Mutex(())
+    private let readerLock = Mutex(())
     private var idleReaders: [SQLiteConnection] = []
-    private let readerLock = NSLock()
     private let maximumIdleReaders: Int
     private let synchronous: SQLiteConnection.Synchronous
-    private let writeQueue = DispatchQueue(label: "sqlite.writer")
-    private let readQueue = DispatchQueue(label: "sqlite.readers", attributes: .concurrent)
 
     public init(path: String, synchronous: SQLiteConnection.Synchronous = .full, maximumIdleReaders: Int = 8) throws {
         self.path = path
@@ -29,9 +30,7 @@ public final class SQLiteDatabase: @unchecked Sendable {
 
     /// Runs `body` with the writer connection, blocking the calling thread until it is free.
     public func writeSync<T>(_ body: (SQLiteConnection) throws -> T) rethrows -> T {
-        writerLock.lock()
-        defer { writerLock.unlock() }
-        return try body(writer)
+        try writerLock.withLock { _ in try body(writer) }
     }
 
     /// Runs `body` with a reader connection.
@@ -41,38 +40,15 @@ public final class SQLiteDatabase: @unchecked Sendable {
         return try body(connection)
     }
 
-    /// The same as `writeSync`, off the caller's thread (for async servers).
-    public func write<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            writeQueue.async {
-                continuation.resume(with: Result { try self.writeSync(body) })
-            }
-        }
-    }
-
-    /// The same as `readSync`, off the caller's thread.
-    public func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            readQueue.async {
-                continuation.resume(with: Result { try self.readSync(body) })
-            }
-        }
-    }
-
     private func checkOutReader() throws -> SQLiteConnection {
-        readerLock.lock()
-        if let connection = idleReaders.popLast() {
-            readerLock.unlock()
-            return connection
-        }
-        readerLock.unlock()
+        if let connection = readerLock.withLock({ _ in idleReaders.popLast() }) { return connection }
         return try SQLiteConnection(path: path, synchronous: synchronous)
     }
 
     private func checkIn(_ connection: SQLiteConnection) {
-        readerLock.lock()
-        defer { readerLock.unlock() }
-        if idleReaders.count < maximumIdleReaders { idleReaders.append(connection) }
+        readerLock.withLock { _ in
+            if idleReaders.count < maximumIdleReaders { idleReaders.append(connection) }
+        }
     }
 
     /// Checkpoints the WAL into the main file (on shutdown).

@@ -20,7 +20,10 @@ public final class SQLiteStatement {
 
     deinit { sqlite3_finalize(handle) }
 
-    private static let emptyText = UnsafeRawPointer(("" as StaticString).utf8Start).assumingMemoryBound(to: CChar.self)
+    /// Computed: a stored static pointer is shared mutable state to the compiler; this is a constant address.
+    private static var emptyText: UnsafePointer<CChar> {
+        UnsafeRawPointer(("" as StaticString).utf8Start).assumingMemoryBound(to: CChar.self)
+    }
 
     public func bind(_ values: [SQLValue]) throws {
         sqlite3_reset(handle)

@@ -29,18 +29,18 @@ struct ExportField {
 }
 
 /// One exported entity type: its fields, and how an entity becomes a row and back.
-struct ExportKind {
+struct ExportKind: Sendable {
     var recordType: String
     /// The JSON key of its array.
     var section: String
     var fields: [ExportField]
     /// The row values of an entity of this type (none for an entity of another type).
-    var values: (any CloudKitCompatible) -> [String: ExportValue]
+    var values: @Sendable (any CloudKitCompatible) -> [String: ExportValue]
     /// The entity of a checked row (every required field present, each of its kind).
-    var make: (ExportRow) -> any CloudKitCompatible
+    var make: @Sendable (ExportRow) -> any CloudKitCompatible
 
     init<E: CloudKitCompatible>(_ type: E.Type, section: String, fields: [ExportField],
-                                values: @escaping (E) -> [String: ExportValue?], make: @escaping (ExportRow) -> E)
+                                values: @escaping @Sendable (E) -> [String: ExportValue?], make: @escaping @Sendable (ExportRow) -> E)
     {
         recordType = E.recordType
         self.section = section

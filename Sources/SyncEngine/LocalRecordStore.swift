@@ -15,6 +15,10 @@ import SQLiteDB
 /// try store.edit { editor in try editor.save(record) }
 /// let games = try store.records(ofType: "Game")
 /// ```
+///
+/// Unchecked `Sendable`: the connection is a non-`Sendable` handle, used only while `lock` is held
+/// (a recursive lock, so a transaction may open inside another); a `Mutex` is not re-entrant, and
+/// the compiler cannot follow a lock it does not own.
 public final class LocalRecordStore: @unchecked Sendable {
     public let path: String
     let connection: SQLiteConnection

@@ -133,7 +133,8 @@ extension ZoneSynchronizer {
 
 /// Passes an upload's bytes sent, told on the transport's thread, to the sync's progress. The
 /// sync task awaits that very upload meanwhile, so the reporter has no other user until the
-/// upload returns (its last call happens before the await resumes).
+/// upload returns (its last call happens before the await resumes). Unchecked `Sendable`: that
+/// hand-over of a non-`Sendable` reporter, through an await, is invisible to the compiler.
 private final class UploadProgressRelay: @unchecked Sendable {
     private let reporter: SyncProgressReporter
     private let total: Int64

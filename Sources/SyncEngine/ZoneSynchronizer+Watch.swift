@@ -1,6 +1,7 @@
 import Foundation
 import RecordClient
 import RecordModel
+import Synchronization
 
 extension ZoneSynchronizer {
     /// The subscription that makes the server notify this user of every change in the zone.
@@ -284,34 +285,31 @@ extension ZoneSynchronizer {
 }
 
 /// The first of several offered wake-ups, for one waiter.
-private final class FirstWake: @unchecked Sendable {
-    private let lock = NSLock()
-    private var wake: ZoneSynchronizer.WatchWake?
-    private var waiter: CheckedContinuation<ZoneSynchronizer.WatchWake, Never>?
+private final class FirstWake: Sendable {
+    private struct State {
+        var wake: ZoneSynchronizer.WatchWake?
+        var waiter: CheckedContinuation<ZoneSynchronizer.WatchWake, Never>?
+    }
+
+    private let state = Mutex(State())
 
     func offer(_ offered: ZoneSynchronizer.WatchWake) {
-        lock.lock()
-        if wake != nil {
-            lock.unlock()
-            return
+        let waiting = state.withLock { state -> CheckedContinuation<ZoneSynchronizer.WatchWake, Never>? in
+            guard state.wake == nil else { return nil }
+            state.wake = offered
+            defer { state.waiter = nil }
+            return state.waiter
         }
-        wake = offered
-        let waiting = waiter
-        waiter = nil
-        lock.unlock()
         waiting?.resume(returning: offered)
     }
 
     func value() async -> ZoneSynchronizer.WatchWake {
         await withCheckedContinuation { continuation in
-            lock.lock()
-            if let wake {
-                lock.unlock()
-                continuation.resume(returning: wake)
-            } else {
-                waiter = continuation
-                lock.unlock()
+            let wake = state.withLock { state in
+                if state.wake == nil { state.waiter = continuation }
+                return state.wake
             }
+            if let wake { continuation.resume(returning: wake) }
         }
     }
 }

@@ -12,7 +12,7 @@ import RecordModel
 ///                         zoneID: ZoneID(zoneName: "ScorebookData"))
 /// let summary = try await engine.sync { change in print(change.kind, change.recordName) }
 /// ```
-public final class ZoneSynchronizer: @unchecked Sendable {
+public final class ZoneSynchronizer: Sendable {
     public let store: LocalRecordStore
     public let zoneID: ZoneID
     let database: any CloudDatabase

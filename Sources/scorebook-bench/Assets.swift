@@ -1,5 +1,6 @@
 import Foundation
 import RecordModel
+import Synchronization
 
 /// (11) Assets against a real release `scorebookd` (issue 11): upload and download throughput of
 /// a 50 MB file over loopback, each against `cp` of the same file in the same run (the client
@@ -69,14 +70,15 @@ func assetTransfers(_ options: BenchOptions, _ backend: BenchBackend) async thro
     // 20 clients at once: uploads of 20 different files, then 20 downloads.
     let clients = 20
     let urls = try (0..<clients).map { try assetUploadURL(daemon, control, record: "Picture|~|PARALLEL-\($0)") }
+    let port = daemon.port
     let uploaded = try parallel(clients) { client in
-        try uploadFile(port: daemon.port, path: urls[client], file: source, prefix: UInt64(100 + client))
+        try uploadFile(port: port, path: urls[client], file: source, prefix: UInt64(100 + client))
     }
     figures["parallelUploadPeakMegabytes"] = .double(Double(Subprocess.memory(of: daemon.process.pid)?.peak ?? 0) / 1_048_576)
     let downloads = try (0..<clients).map { try attach(daemon, control, record: "Picture|~|PARALLEL-\($0)", singleFile: uploaded[$0]) }
     let parallelStarted = now()
     let sizes = try parallel(clients) { client in
-        try downloadToFile(port: daemon.port, path: downloads[client], file: directory + "/parallel-\(client).bin")
+        try downloadToFile(port: port, path: downloads[client], file: directory + "/parallel-\(client).bin")
     }
     figures["parallelDownloadSeconds"] = .double(now() - parallelStarted)
     guard sizes.allSatisfy({ $0 == size }) else { throw Subprocess.Failure(description: "a parallel download came back short") }
@@ -88,24 +90,24 @@ func assetTransfers(_ options: BenchOptions, _ backend: BenchBackend) async thro
 }
 
 /// Runs `body` on `count` threads at once (not a pool: every client is in flight together).
-private final class ParallelResults<T>: @unchecked Sendable {
-    let lock = NSLock()
-    var values: [Int: Result<T, any Error>] = [:]
+private final class ParallelResults<T: Sendable>: Sendable {
+    let values = Mutex<[Int: Result<T, any Error>]>([:])
 }
 
-private func parallel<T>(_ count: Int, _ body: @escaping @Sendable (Int) throws -> T) throws -> [T] {
+private func parallel<T: Sendable>(_ count: Int, _ body: @escaping @Sendable (Int) throws -> T) throws -> [T] {
     let results = ParallelResults<T>()
     let group = DispatchGroup()
     for index in 0..<count {
         group.enter()
         Thread.detachNewThread {
             let value = Result { try body(index) }
-            results.lock.withLock { results.values[index] = value }
+            results.values.withLock { $0[index] = value }
             group.leave()
         }
     }
     group.wait()
-    return try (0..<count).map { try results.values[$0]!.get() }
+    let values = results.values.withLock { $0 }
+    return try (0..<count).map { try values[$0]!.get() }
 }
 
 private func assetUploadURL(_ daemon: DaemonUnderTest, _ connection: RawHTTPConnection, record: String) throws -> String {

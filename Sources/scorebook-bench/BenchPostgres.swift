@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import RecordModel
 import RecordStore
+import Synchronization
 #if PostgreSQL
 import PostgresCluster
 import PostgresNIO
@@ -46,20 +47,24 @@ func makeRawBaseline(_ backend: BenchBackend, name: String) async throws -> any 
 /// flush.
 enum BenchPostgres {
     static let available = true
-    nonisolated(unsafe) private static var cluster: PostgresTestCluster?
+    private static let cluster = Mutex<PostgresTestCluster?>(nil)
     static let quiet = Logger(label: "bench.postgres", factory: { _ in SwiftLogNoOpLogHandler() })
 
     static func sharedCluster() throws -> PostgresTestCluster {
-        if let cluster { return cluster }
-        let started = try PostgresTestCluster.startDedicated(durable: true)
-        cluster = started
-        atexit { BenchPostgres.stopCluster() }
-        return started
+        try cluster.withLock { cluster in
+            if let cluster { return cluster }
+            let started = try PostgresTestCluster.startDedicated(durable: true)
+            cluster = started
+            atexit { BenchPostgres.stopCluster() }
+            return started
+        }
     }
 
     static func stopCluster() {
-        cluster?.stop()
-        cluster = nil
+        cluster.withLock { cluster in
+            defer { cluster = nil }
+            return cluster
+        }?.stop()
     }
 
     /// A URL to a new, empty database of the cluster.
@@ -77,10 +82,10 @@ enum BenchPostgres {
 /// store on a fresh database), filled through postgres-nio on one connection with 400 rows a
 /// transaction: `insert` one parameterised INSERT a row (zone 1), `insertBulk` one
 /// `INSERT … SELECT FROM unnest(arrays)` a batch (zone 2).
-final class RawPostgresTable: RawBaseline, @unchecked Sendable {
+final class RawPostgresTable: RawBaseline, Sendable {
     let client: PostgresClient
     let runTask: Task<Void, Never>
-    private var sequences: [Int64: Int64] = [1: 0, 2: 0]
+    private let sequences = Mutex<[Int64: Int64]>([1: 0, 2: 0])
 
     private init(client: PostgresClient, runTask: Task<Void, Never>) {
         self.client = client
@@ -101,8 +106,11 @@ final class RawPostgresTable: RawBaseline, @unchecked Sendable {
     var hasBulkInsert: Bool { true }
 
     private func nextSequences(zone: Int64, count: Int) -> [Int64] {
-        let first = sequences[zone, default: 0] + 1
-        sequences[zone] = first + Int64(count) - 1
+        let first = sequences.withLock { sequences in
+            let first = sequences[zone, default: 0] + 1
+            sequences[zone] = first + Int64(count) - 1
+            return first
+        }
         return (0..<count).map { first + Int64($0) }
     }
 

@@ -3,6 +3,7 @@ import Logging
 import RecordModel
 import RecordServer
 import RecordStore
+import Synchronization
 
 /// A server the HTTP scenarios talk to: in-process (`BenchServer`) or a real `scorebookd`
 /// subprocess (`DaemonUnderTest`).
@@ -23,16 +24,17 @@ enum BenchBackend: String, CaseIterable {
 
 /// A scorebookd served in-process on a free loopback port, with one user, for the HTTP scenarios:
 /// the routes of `RecordAPI` over either backend's `RecordStorage`.
-final class BenchServer: BenchTarget, @unchecked Sendable {
+final class BenchServer: BenchTarget, Sendable {
     let backend: BenchBackend
     let storage: any RecordStorage
     let api: RecordAPI
     /// The SQLite store's directory (removed by `stop`); empty on PostgreSQL.
     let directory: String
-    private(set) var port = 0
+    /// The bound port (0 until started) and the serving task.
+    private let serving = Mutex<(port: Int, task: Task<Void, any Error>?)>((0, nil))
+    var port: Int { serving.withLock { $0.port } }
     let token: String
     let scope: DatabaseScope
-    private var task: Task<Void, any Error>?
 
     private init(backend: BenchBackend, storage: any RecordStorage, directory: String) async throws {
         self.backend = backend
@@ -60,16 +62,17 @@ final class BenchServer: BenchTarget, @unchecked Sendable {
         logger.logLevel = .critical  // shutdown of the in-process server logs cancellations
         let server = HTTPServer(api: api, configuration: HTTPServerConfiguration(host: "127.0.0.1", port: 0), logger: logger)
         let ready = AsyncStream<Int>.makeStream()
-        task = Task { try await server.run { _, port in ready.continuation.yield(port) } }
+        let task = Task { try await server.run { _, port in ready.continuation.yield(port) } }
+        serving.withLock { $0.task = task }
         for await port in ready.stream {
-            self.port = port
+            serving.withLock { $0.port = port }
             break
         }
     }
 
     /// Stops serving, closes the store and removes an SQLite store's files.
     func stop() async {
-        task?.cancel()
+        serving.withLock { $0.task }?.cancel()
         api.pushHub.close()
         await storage.close()
         if !directory.isEmpty { try? FileManager.default.removeItem(atPath: directory) }

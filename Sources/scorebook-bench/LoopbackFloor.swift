@@ -1,6 +1,7 @@
 import CThreadPlacement
 import Foundation
 import RecordServer
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -54,12 +55,12 @@ final class LoopbackFloor {
             let sockets = try SocketPairs(count: pairs)
             let rounds = try FloorRounds(sockets, readerNice: nice)
             print("ready")
-            fflush(stdout)
+            fflush(nil)
             while let line = Swift.readLine() {
                 let words = line.split(separator: " ")
                 guard words.count == 2, words[0] == "round", let bytes = Int(words[1]), bytes > 0, bytes <= 65_536 else {
                     print("error: expected round BYTES, got \(line)")
-                    fflush(stdout)
+                    fflush(nil)
                     continue
                 }
                 if let (writers, all) = rounds.run(bytes: bytes) {
@@ -67,7 +68,7 @@ final class LoopbackFloor {
                 } else {
                     print("error: the reader did not get every byte in 10 s")
                 }
-                fflush(stdout)
+                fflush(nil)
             }
             exit(0)
         } catch {
@@ -113,52 +114,74 @@ struct SocketPairs {
 
 /// The two writer threads of the floor, parked between rounds, and its reader: the bench
 /// client's own (`awaitOnAll`).
-private final class FloorRounds: @unchecked Sendable {
+private final class FloorRounds {
     private let sockets: SocketPairs
     private let readiness: ReadinessSet
     private let readerNice: Int32
-    private let go = [DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)]
-    private let written = DispatchSemaphore(value: 0)
-    /// Set before the writers start (ordered by the semaphores).
-    private var bytes = 0
-    /// When each writer finished its half: one slot each, so the two never write one array.
-    private let writerEnds = UnsafeMutableBufferPointer<Double>.allocate(capacity: 2)
+    private let writers: FloorWriters
 
     init(_ sockets: SocketPairs, readerNice: Int32) throws {
         self.sockets = sockets
         self.readerNice = readerNice
         readiness = try ReadinessSet(sockets.clients)
-        writerEnds.initialize(repeating: 0)
+        writers = FloorWriters(servers: sockets.servers)
+    }
+
+    /// Nil when the reader did not get every byte in 10 s.
+    func run(bytes: Int) -> (writers: Double, all: Double)? {
+        let start = now()
+        writers.startRound(bytes: bytes)
+        let read = try? awaitOnAll(sockets.clients, readiness: readiness, start: start, what: "floor sockets",
+                                   clientNice: readerNice) { $0.count >= bytes }
+        let all = (now() - start) * 1000
+        let writersEnded = writers.waitForRound()
+        guard read != nil else { return nil }
+        return ((writersEnded - start) * 1000, all)
+    }
+}
+
+/// The floor's two writer threads: each writes its half of the server ends once a round.
+private final class FloorWriters: Sendable {
+    private let servers: [Int32]
+    private let go = [DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)]
+    private let written = DispatchSemaphore(value: 0)
+    /// Set before the writers are let go (ordered by the semaphores).
+    private let bytes = Atomic<Int>(0)
+    /// When each writer finished its half: one slot each.
+    private let writerEnds = Mutex<[Double]>([0, 0])
+
+    init(servers: [Int32]) {
+        self.servers = servers
         for half in 0..<2 {
             Thread { [self] in writeForever(half: half) }.start()
         }
     }
 
-    /// Nil when the reader did not get every byte in 10 s.
-    func run(bytes: Int) -> (writers: Double, all: Double)? {
-        self.bytes = bytes
-        let start = now()
+    func startRound(bytes: Int) {
+        self.bytes.store(bytes, ordering: .relaxed)
         go.forEach { $0.signal() }
-        let read = try? awaitOnAll(sockets.clients, readiness: readiness, start: start, what: "floor sockets",
-                                   clientNice: readerNice) { $0.count >= bytes }
-        let all = (now() - start) * 1000
+    }
+
+    /// Waits for both halves; when the later one finished.
+    func waitForRound() -> Double {
         written.wait()
         written.wait()
-        guard read != nil else { return nil }
-        return ((max(writerEnds[0], writerEnds[1]) - start) * 1000, all)
+        return writerEnds.withLock { max($0[0], $0[1]) }
     }
 
     private func writeForever(half: Int) {
         let buffer = [UInt8](repeating: UInt8(ascii: "x"), count: 65_536)
-        let count = sockets.servers.count
+        let count = servers.count
         while true {
             go[half].wait()
+            let bytes = self.bytes.load(ordering: .relaxed)
             buffer.withUnsafeBytes { raw in
                 for index in (count * half / 2)..<(count * (half + 1) / 2) {
-                    _ = write(sockets.servers[index], raw.baseAddress, bytes)
+                    _ = write(servers[index], raw.baseAddress, bytes)
                 }
             }
-            writerEnds[half] = now()
+            let ended = now()
+            writerEnds.withLock { $0[half] = ended }
             written.signal()
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import RecordModel
 import RecordServer
+import Synchronization
 
 /// (8a) Peak RSS of a real release `scorebookd serve` (VmHWM from /proc/PID/status) as it
 /// takes `largeZone` records over HTTP, then holds them with `subscribers` connected SSE
@@ -143,16 +144,14 @@ func directorySize(_ path: String) -> Int {
 
 /// Samples the VmHWM of the running process(es) of one executable every 20 ms, on a thread of
 /// its own, finding them in /proc (the process is a grandchild, under GNU time).
-final class PeakSampler: @unchecked Sendable {
-    private let lock = NSLock()
-    private var peak = 0
-    private var stopped = false
+final class PeakSampler: Sendable {
+    private let sampled = Mutex<(peak: Int, stopped: Bool)>((0, false))
 
     init(command: String) {
         Thread.detachNewThread { [self] in
-            while !lock.withLock({ stopped }) {
+            while !sampled.withLock({ $0.stopped }) {
                 for pid in Self.processes(running: command) {
-                    if let memory = Subprocess.memory(of: pid) { lock.withLock { peak = max(peak, memory.peak) } }
+                    if let memory = Subprocess.memory(of: pid) { sampled.withLock { $0.peak = max($0.peak, memory.peak) } }
                 }
                 usleep(20_000)
             }
@@ -171,9 +170,9 @@ final class PeakSampler: @unchecked Sendable {
     }
 
     func finish() -> Int {
-        lock.withLock {
-            stopped = true
-            return peak
+        sampled.withLock {
+            $0.stopped = true
+            return $0.peak
         }
     }
 }

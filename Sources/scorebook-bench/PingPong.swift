@@ -2,6 +2,7 @@ import Foundation
 import RecordClient
 import RecordModel
 import SyncEngine
+import Synchronization
 
 /// (5) Ping-pong: two sync engines on two local stores, both watching the same zone of one
 /// user (two machines). A ball record carries a counter; each engine, as soon as the
@@ -59,14 +60,17 @@ func pingPong(_ options: BenchOptions, _ backend: BenchBackend) async throws -> 
 }
 
 /// The shared score sheet of a rally: when each count was edited and when it arrived.
-final class Rally: @unchecked Sendable {
+final class Rally: Sendable {
     static let ballName = "Rally|~|BALL-5B1DEB4D-3B7D-4BAD-9BDD-2B0D7B3DCB6D"
-    private let lock = NSLock()
-    private var edited: [Int64: Double] = [:]
-    private var hops: [Double] = []
-    private var rounds: [Double] = []
-    private var problems: [String] = []
-    private var highest: Int64 = 0
+    private struct Sheet {
+        var edited: [Int64: Double] = [:]
+        var hops: [Double] = []
+        var rounds: [Double] = []
+        var problems: [String] = []
+        var highest: Int64 = 0
+    }
+
+    private let sheet = Mutex(Sheet())
     let lastCount: Int64
     let warmupHops: Int64
     let trace: Bool
@@ -77,31 +81,31 @@ final class Rally: @unchecked Sendable {
         self.trace = trace
     }
 
-    var isFinished: Bool { lock.withLock { highest >= lastCount } }
+    var isFinished: Bool { sheet.withLock { $0.highest >= lastCount } }
 
-    func willEdit(_ count: Int64, at time: Double) { lock.withLock { edited[count] = time } }
+    func willEdit(_ count: Int64, at time: Double) { sheet.withLock { $0.edited[count] = time } }
 
     /// Count `count` reached the other engine at `time`.
     func arrived(_ count: Int64, at time: Double) {
-        lock.withLock {
-            guard count > highest else { return }
-            highest = count
-            guard count > warmupHops, let sent = edited[count] else { return }
-            hops.append((time - sent) * 1000)
+        sheet.withLock { sheet in
+            guard count > sheet.highest else { return }
+            sheet.highest = count
+            guard count > warmupHops, let sent = sheet.edited[count] else { return }
+            sheet.hops.append((time - sent) * 1000)
             // The round that started with this engine's own edit two counts ago.
-            if count % 2 == 0, let ping = edited[count - 1] { rounds.append((time - ping) * 1000) }
+            if count % 2 == 0, let ping = sheet.edited[count - 1] { sheet.rounds.append((time - ping) * 1000) }
         }
     }
 
     func problem(_ text: String) {
-        lock.withLock { if highest < lastCount { problems.append(text) } }
+        sheet.withLock { if $0.highest < lastCount { $0.problems.append(text) } }
     }
 
-    func results() -> (hops: [Double], rounds: [Double], problems: [String]) { lock.withLock { (hops, rounds, problems) } }
+    func results() -> (hops: [Double], rounds: [Double], problems: [String]) { sheet.withLock { ($0.hops, $0.rounds, $0.problems) } }
 }
 
 /// One engine's side: applies the other's count and answers with the next one.
-final class RallyPlayer: @unchecked Sendable {
+final class RallyPlayer: Sendable {
     let rally: Rally
     let store: LocalRecordStore
     /// This engine answers counts of this parity (0: even, 1: odd).

@@ -184,6 +184,8 @@ func awaitOnAll(_ connections: [RawHTTPConnection], readiness: ReadinessSet? = n
 /// Runs `body` on a new thread at `nice` (a thread's nice value, once raised, cannot be lowered
 /// again without privilege, so not on a thread of the shared pool) and waits for it.
 func onThreadAtNice<T>(_ nice: Int32, _ body: @escaping () throws -> T) throws -> T {
+    // Unsafe to the compiler, which cannot see the hand-over: `body` runs only on the new thread,
+    // and `result` is read only after that thread signalled that it is done with both.
     nonisolated(unsafe) var result: Result<T, any Error>?
     nonisolated(unsafe) let work = body
     let done = DispatchSemaphore(value: 0)

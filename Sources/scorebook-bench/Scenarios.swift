@@ -6,6 +6,7 @@ import RecordModel
 import RecordServer
 import RecordStore
 import SQLiteDB
+import Synchronization
 
 let batchSize = 400
 
@@ -259,11 +260,10 @@ func runWriters(lanes: Int, port: Int, ports: [Int]? = nil, path: String, tokens
 }
 
 /// Failures of bench threads, reported by the scenario.
-final class FailureBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var failures: [String] = []
-    func add(_ text: String) { lock.withLock { failures.append(text) } }
-    var first: String? { lock.withLock { failures.first } }
+final class FailureBox: Sendable {
+    private let failures = Mutex<[String]>([])
+    func add(_ text: String) { failures.withLock { $0.append(text) } }
+    var first: String? { failures.withLock { $0.first } }
 }
 
 /// Fills a zone through the store (fast) for the read scenarios.

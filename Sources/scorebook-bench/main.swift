@@ -62,20 +62,20 @@ while let argument = arguments.popFirst() {
     }
 }
 
-struct Scenario {
+struct Scenario: Sendable {
     var name: String
     /// The backends it runs on.
     var backends: Set<BenchBackend>
-    var run: (BenchOptions, BenchBackend) async throws -> [String: JSONValue]
+    var run: @Sendable (BenchOptions, BenchBackend) async throws -> [String: JSONValue]
 
     /// A scenario of the SQLite store only.
-    init(name: String, run: @escaping (BenchOptions) async throws -> [String: JSONValue]) {
+    init(name: String, run: @escaping @Sendable (BenchOptions) async throws -> [String: JSONValue]) {
         self.name = name
         backends = [.sqlite]
         self.run = { options, _ in try await run(options) }
     }
 
-    init(name: String, backends: Set<BenchBackend>, run: @escaping (BenchOptions, BenchBackend) async throws -> [String: JSONValue]) {
+    init(name: String, backends: Set<BenchBackend>, run: @escaping @Sendable (BenchOptions, BenchBackend) async throws -> [String: JSONValue]) {
         self.name = name
         self.backends = backends
         self.run = run
@@ -102,10 +102,10 @@ struct Scenario {
     ]
 }
 
-func report(_ name: String, _ backend: BenchBackend, _ figures: [String: JSONValue]) {
+func report(_ name: String, _ backend: BenchBackend, _ figures: [String: JSONValue], json: Bool) {
     // SQLite figures keep the names they had before the PostgreSQL backend.
     let name = backend == .sqlite ? name : "\(name)[\(backend.rawValue)]"
-    if options.json {
+    if json {
         var object = figures
         object["scenario"] = .string(name)
         object["backend"] = .string(backend.rawValue)
@@ -117,7 +117,7 @@ func report(_ name: String, _ backend: BenchBackend, _ figures: [String: JSONVal
         }
         print("\(name): " + text.joined(separator: " "))
     }
-    fflush(stdout)
+    fflush(nil)
 }
 
 func temporaryDirectory(_ name: String) -> String {
@@ -139,7 +139,7 @@ if options.backends.contains(.postgres) && !BenchPostgres.available {
 for scenario in selected {
     for backend in options.backends where scenario.backends.contains(backend) {
         do {
-            report(scenario.name, backend, try await scenario.run(options, backend))
+            report(scenario.name, backend, try await scenario.run(options, backend), json: options.json)
         } catch {
             FileHandle.standardError.write(Data("scorebook-bench: \(scenario.name) on \(backend.rawValue) failed: \(error)\n".utf8))
             exit(1)

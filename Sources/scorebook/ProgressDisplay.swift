@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 import Scorebook
 import SyncEngine
 
@@ -12,14 +13,26 @@ import Darwin
 /// Draws a sync's `ProgressLine` on standard error, in place with `\r`, redrawn ten times a
 /// second (so the spinner turns and the line appears once the delay has passed even while one
 /// request is outstanding), and erases it when the sync ends or before anything else is printed.
-final class ProgressDisplay: @unchecked Sendable {
+final class ProgressDisplay: Sendable {
+    /// What is on the line, changed only under the lock.
+    private struct Screen {
+        var progress = SyncProgress()
+        var drawn: String?
+        var stopped = false
+
+        mutating func erase() {
+            guard let drawn else { return }
+            ProgressDisplay.put(ProgressLine.erasure(ofLength: drawn.count))
+            self.drawn = nil
+        }
+    }
+
     private let line: ProgressLine
-    private let lock = NSLock()
     private let started = DispatchTime.now()
-    private var progress = SyncProgress()
-    private var drawn: String?
-    private var stopped = false
-    private var timer: DispatchSourceTimer?
+    private let screen = Mutex(Screen())
+    /// The redraw tick; a `Mutex` because dispatch sources are not `Sendable` (held as the class
+    /// every source is: a protocol existential could not be sent into the lock).
+    private let timer: Mutex<DispatchSource?>
 
     /// A running display, or nil when progress is not to be shown (see `ProgressLine.configured`).
     static func start() -> ProgressDisplay? {
@@ -33,59 +46,55 @@ final class ProgressDisplay: @unchecked Sendable {
         self.line = line
         let timer = DispatchSource.makeTimerSource(queue: .global())
         timer.schedule(deadline: .now() + .milliseconds(100), repeating: .milliseconds(100))
-        timer.setEventHandler { [weak self] in self?.redraw() }
-        self.timer = timer
-        timer.resume()
+        let source: DispatchSource = timer as! DispatchSource
+        self.timer = Mutex(source)
+        self.timer.withLock { timer in
+            timer?.setEventHandler { [weak self] in self?.redraw() }
+            timer?.resume()
+        }
     }
 
     /// The sync's latest counts; its end (`finished`) erases the line for good.
     func update(_ progress: SyncProgress) {
         if progress.finished { return stop() }
-        lock.lock()
-        self.progress = progress
-        lock.unlock()
+        screen.withLock { $0.progress = progress }
         redraw()
     }
 
     /// Erases the line, runs `body` (which prints), and lets the next tick draw the line again.
     func interrupt(_ body: () -> Void) {
-        lock.lock()
-        erase()
-        lock.unlock()
+        screen.withLock { $0.erase() }
         body()
     }
 
     /// Erases the line and draws no more.
     func stop() {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !stopped else { return }
-        stopped = true
-        timer?.cancel()
-        timer = nil
-        erase()
+        let stopping = screen.withLock { screen in
+            guard !screen.stopped else { return false }
+            screen.stopped = true
+            screen.erase()
+            return true
+        }
+        guard stopping else { return }
+        timer.withLock {
+            $0?.cancel()
+            $0 = nil
+        }
     }
 
     private func redraw() {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !stopped else { return }
-        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
-        guard let text = line.text(elapsed: elapsed, progress: progress, width: Self.terminalWidth()) else { return erase() }
-        guard text != drawn else { return }
-        let padding = String(repeating: " ", count: max(0, (drawn?.count ?? 0) - text.count))
-        Self.put("\r" + text + padding)
-        drawn = text
+        screen.withLock { screen in
+            guard !screen.stopped else { return }
+            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
+            guard let text = line.text(elapsed: elapsed, progress: screen.progress, width: Self.terminalWidth()) else { return screen.erase() }
+            guard text != screen.drawn else { return }
+            let padding = String(repeating: " ", count: max(0, (screen.drawn?.count ?? 0) - text.count))
+            Self.put("\r" + text + padding)
+            screen.drawn = text
+        }
     }
 
-    /// With the lock held.
-    private func erase() {
-        guard let drawn else { return }
-        Self.put(ProgressLine.erasure(ofLength: drawn.count))
-        self.drawn = nil
-    }
-
-    private static func put(_ text: String) {
+    fileprivate static func put(_ text: String) {
         var bytes = Array(text.utf8)[...]
         while !bytes.isEmpty {
             let written = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }

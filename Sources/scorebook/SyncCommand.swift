@@ -71,13 +71,14 @@ struct SyncCommand: AsyncParsableCommand {
         for signalNumber in [SIGINT, SIGTERM] {
             signal(signalNumber, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler { Foundation.exit(0) }
+            // The handler holds its source, so the source lives (and watches) until the process exits.
+            source.setEventHandler { [source] in
+                _ = source
+                Foundation.exit(0)
+            }
             source.resume()
-            signalSources.append(source)
         }
     }
-
-    nonisolated(unsafe) static var signalSources: [any DispatchSourceSignal] = []
 
     struct Enable: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "enable", abstract: "Turn sync on.")

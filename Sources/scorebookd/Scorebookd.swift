@@ -190,7 +190,7 @@ struct Serve: AsyncParsableCommand {
             try await server.run { host, port in
                 let shownHost = host.contains(":") ? "[\(host)]" : host
                 print("scorebookd listening on http://\(shownHost):\(port)")
-                fflush(stdout)
+                fflush(nil)
             }
         } catch {
             await storage.close()

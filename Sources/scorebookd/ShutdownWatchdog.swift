@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Logging
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -15,29 +16,30 @@ import Glibc
 /// acknowledged write is already committed, and what was still running had not been answered.
 enum ShutdownWatchdog {
     private static let queue = DispatchQueue(label: "scorebookd.shutdown-watchdog")
-    nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
-    nonisolated(unsafe) private static var armedAt: DispatchTime?
+    /// Whether a signal started the countdown (only the first one does).
+    private static let counting = Atomic<Bool>(false)
 
     /// Starts watching SIGTERM and SIGINT (the service group keeps handling them too).
     static func arm(graceSeconds: Int, logger: Logger) {
         queue.sync {
             for signalNumber in [SIGTERM, SIGINT] {
                 let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: queue)
-                source.setEventHandler { started(graceSeconds: graceSeconds, logger: logger) }
+                // The handler holds its source, so the source lives (and watches) until the process exits.
+                source.setEventHandler { [source] in
+                    _ = source
+                    started(graceSeconds: graceSeconds, logger: logger)
+                }
                 source.resume()
-                sources.append(source)
             }
         }
     }
 
     /// On the watchdog's queue: the first signal starts the countdown.
     private static func started(graceSeconds: Int, logger: Logger) {
-        guard armedAt == nil else { return }
-        armedAt = .now()
+        guard counting.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
         queue.asyncAfter(deadline: .now() + .milliseconds(graceSeconds * 1000 + 500)) {
             logger.warning("shutdown grace of \(graceSeconds) s is over with work still running; exiting now")
-            fflush(stdout)
-            fflush(stderr)
+            fflush(nil)  // every output stream
             _exit(0)
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import RecordModel
+import Synchronization
 import XCTest
 
 /// Every operation of the API over HTTP against the real daemon, including a client
@@ -293,19 +294,12 @@ final class APIRecordsTests: DaemonTestCase {
 }
 
 /// Counts saves reported by several threads.
-final class SaveCounter: @unchecked Sendable {
-    private let lock = NSLock()
-    private var count = 0
+final class SaveCounter: Sendable {
+    private let count = Mutex(0)
 
     func add(_ saved: Bool) {
-        lock.lock()
-        if saved { count += 1 }
-        lock.unlock()
+        if saved { count.withLock { $0 += 1 } }
     }
 
-    var saved: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return count
-    }
+    var saved: Int { count.withLock { $0 } }
 }

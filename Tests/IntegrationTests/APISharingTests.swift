@@ -1,5 +1,6 @@
 import Foundation
 import RecordModel
+import Synchronization
 import XCTest
 
 /// Sharing a zone over HTTP against the real daemon: the share record, invitations,
@@ -384,21 +385,10 @@ final class APISharingTests: DaemonTestCase {
 }
 
 /// A value handed from a background thread to the test.
-final class LockedResult: @unchecked Sendable {
-    private let lock = NSLock()
-    private var body: JSONValue?
-    private var elapsed: TimeInterval = .infinity
+final class LockedResult: Sendable {
+    private let result = Mutex<(body: JSONValue?, elapsed: TimeInterval)>((nil, .infinity))
 
-    func set(_ body: JSONValue?, _ elapsed: TimeInterval) {
-        lock.lock()
-        self.body = body
-        self.elapsed = elapsed
-        lock.unlock()
-    }
+    func set(_ body: JSONValue?, _ elapsed: TimeInterval) { result.withLock { $0 = (body, elapsed) } }
 
-    func get() -> (JSONValue?, TimeInterval) {
-        lock.lock()
-        defer { lock.unlock() }
-        return (body, elapsed)
-    }
+    func get() -> (JSONValue?, TimeInterval) { result.withLock { $0 } }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import RecordModel
+import Synchronization
 import XCTest
 
 #if canImport(FoundationNetworking)
@@ -80,19 +81,10 @@ final class APITransportTests: DaemonTestCase {
 }
 
 /// A URLSession completion handed across threads.
-final class URLSessionOutcome: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: (Data?, Int?, (any Error)?) = (nil, nil, nil)
+final class URLSessionOutcome: Sendable {
+    private let value = Mutex<(Data?, Int?, (any Error)?)>((nil, nil, nil))
 
-    func set(_ data: Data?, _ status: Int?, _ error: (any Error)?) {
-        lock.lock()
-        value = (data, status, error)
-        lock.unlock()
-    }
+    func set(_ data: Data?, _ status: Int?, _ error: (any Error)?) { value.withLock { $0 = (data, status, error) } }
 
-    func get() -> (Data?, Int?, (any Error)?) {
-        lock.lock()
-        defer { lock.unlock() }
-        return value
-    }
+    func get() -> (Data?, Int?, (any Error)?) { value.withLock { $0 } }
 }

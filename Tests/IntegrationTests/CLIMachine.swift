@@ -322,7 +322,7 @@ func fieldMatches(_ shown: JSONValue, _ field: JSONValue?) -> Bool {
         guard let number = shown.doubleValue, let expected = value.doubleValue else { return false }
         return number == expected
     case "TIMESTAMP":
-        guard let text = shown.stringValue, let date = isoFormatter.date(from: text), let milliseconds = value.doubleValue else { return false }
+        guard let text = shown.stringValue, let date = isoDate(text), let milliseconds = value.doubleValue else { return false }
         return (date.timeIntervalSince1970 * 1000).rounded() == milliseconds.rounded()
     case "REFERENCE":
         return shown.stringValue != nil && shown.stringValue == value["recordName"]?.stringValue
@@ -335,11 +335,13 @@ func fieldMatches(_ shown: JSONValue, _ field: JSONValue?) -> Bool {
     }
 }
 
-private let isoFormatter: ISO8601DateFormatter = {
+/// A CLI's JSON timestamp (`2026-05-01T12:00:00.000Z`). A formatter per call: formatters are not
+/// `Sendable`, so one cannot be shared between tests.
+func isoDate(_ text: String) -> Date? {
     let formatter = ISO8601DateFormatter()
     formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    return formatter
-}()
+    return formatter.date(from: text)
+}
 
 /// The store's own records against the server's, field by field, and no local orphan. Opens the
 /// store in this process: only while no `scorebook` runs on it.

@@ -48,7 +48,7 @@ final class CLIOutputTests: XCTestCase {
             let json = try JSONValue.parse(try machine.run(["match", "show", match, "--json"], environment: environment).stdout)
             let startText = try XCTUnwrap(json["startDate"]?.stringValue)
             XCTAssertTrue(startText.hasSuffix("Z"), "JSON stays UTC under TZ=\(zone): \(startText)")
-            let start = try XCTUnwrap(Self.isoFormatter.date(from: startText))
+            let start = try XCTUnwrap(isoDate(startText))
             let local = DateFormatter()
             local.locale = Locale(identifier: "en_US_POSIX")
             local.timeZone = TimeZone(secondsFromGMT: seconds)
@@ -345,9 +345,4 @@ final class CLIOutputTests: XCTestCase {
         ((try FileManager.default.attributesOfItem(atPath: path))[.posixPermissions] as? NSNumber)?.intValue ?? -1
     }
 
-    static let isoFormatter: ISO8601DateFormatter = {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter
-    }()
 }

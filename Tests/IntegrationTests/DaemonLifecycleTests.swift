@@ -1,5 +1,6 @@
 import Foundation
 import RecordModel
+import Synchronization
 import XCTest
 
 /// The daemon as a process: readiness line, health, graceful shutdown, durability
@@ -282,21 +283,12 @@ struct APIClient {
 }
 
 /// Record names a background writer got a 200 for.
-final class AcknowledgedNames: @unchecked Sendable {
-    private let lock = NSLock()
-    private var list: [String] = []
+final class AcknowledgedNames: Sendable {
+    private let list = Mutex<[String]>([])
 
-    func add(_ name: String) {
-        lock.lock()
-        list.append(name)
-        lock.unlock()
-    }
+    func add(_ name: String) { list.withLock { $0.append(name) } }
 
-    var names: [String] {
-        lock.lock()
-        defer { lock.unlock() }
-        return list
-    }
+    var names: [String] { list.withLock { $0 } }
 
     var count: Int { names.count }
 }

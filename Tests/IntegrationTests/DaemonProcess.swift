@@ -1,5 +1,7 @@
 import Foundation
 import RecordModel
+import Synchronization
+import TestSupport
 import XCTest
 
 #if canImport(Glibc)
@@ -20,7 +22,7 @@ func sendSignal(_ pid: pid_t, _ signal: Int32) { _ = Glibc.kill(pid, signal) }
 ///
 /// Every wait is bounded; the process is killed when the object goes away, and a data directory
 /// the harness made itself is removed then.
-final class DaemonProcess {
+final class DaemonProcess: Sendable {
     /// How long `start` waits for the readiness line.
     static let readinessTimeout: TimeInterval = 20
     /// How long `stop` waits for a graceful exit (the contract allows 10 s for in-flight requests).
@@ -34,15 +36,25 @@ final class DaemonProcess {
     /// `--data-dir DIR` or `--database URL`: the store, as `serve` and the admin commands name it.
     var storeArguments: [String] { postgresURL.map { ["--database", $0] } ?? ["--data-dir", dataDirectory.path] }
     /// `http://HOST:PORT` of the running daemon (a restart may change the port).
-    private(set) var baseURL: URL
+    var baseURL: URL { running.withLock { $0.baseURL } }
     let extraArguments: [String]
     /// The readiness line as printed by the last start.
-    private(set) var readinessLine: String
+    var readinessLine: String { running.withLock { $0.readinessLine } }
     /// The daemon's process id (for /proc readings).
     var pid: Int32 { process.processIdentifier }
-    private var process: Process
-    private var stdout: PipeCollector
-    private var stderr: PipeCollector
+    /// The running process and what it printed; a restart replaces them.
+    private struct Running {
+        var process: Process
+        var stdout: PipeCollector
+        var stderr: PipeCollector
+        var baseURL: URL
+        var readinessLine: String
+    }
+
+    private let running: Mutex<Running>
+    private var process: Process { running.withLock { $0.process } }
+    private var stdout: PipeCollector { running.withLock { $0.stdout } }
+    private var stderr: PipeCollector { running.withLock { $0.stderr } }
     private let ownsDataDirectory: Bool
 
     private init(dataDirectory: URL, ownsDataDirectory: Bool, postgresURL: String? = nil, extraArguments: [String]) throws {
@@ -52,7 +64,7 @@ final class DaemonProcess {
         self.extraArguments = extraArguments
         let store = postgresURL.map { ["--database", $0] } ?? ["--data-dir", dataDirectory.path]
         let launched = try DaemonProcess.launch(storeArguments: store, extraArguments: extraArguments)
-        (process, stdout, stderr, baseURL, readinessLine) = launched
+        running = Mutex(Running(process: launched.0, stdout: launched.1, stderr: launched.2, baseURL: launched.3, readinessLine: launched.4))
     }
 
     deinit {
@@ -153,7 +165,9 @@ final class DaemonProcess {
     func restart() throws {
         if process.isRunning { try stop() }
         let launched = try DaemonProcess.launch(storeArguments: storeArguments, extraArguments: extraArguments)
-        (process, stdout, stderr, baseURL, readinessLine) = launched
+        running.withLock {
+            $0 = Running(process: launched.0, stdout: launched.1, stderr: launched.2, baseURL: launched.3, readinessLine: launched.4)
+        }
     }
 
     // MARK: Administration subprocesses
@@ -439,50 +453,36 @@ enum RawHTTP {
 
 /// Drains a pipe on a background thread (so the child never blocks on a full pipe) and lets the
 /// test wait, with a deadline, for the first line or for EOF.
-final class PipeCollector: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var data: [UInt8] = []
-    private var finished = false
+final class PipeCollector: Sendable {
+    private struct Collected {
+        var data: [UInt8] = []
+        var finished = false
+    }
+
+    private let collected = WaitableBox(Collected())
 
     init(_ handle: FileHandle) {
-        let thread = Thread { [self] in
+        let thread = Thread { [collected] in
             while true {
                 let chunk = handle.availableData
-                condition.lock()
-                if chunk.isEmpty { finished = true } else { data.append(contentsOf: chunk) }
-                condition.broadcast()
-                condition.unlock()
+                collected.update { if chunk.isEmpty { $0.finished = true } else { $0.data.append(contentsOf: chunk) } }
                 if chunk.isEmpty { return }
             }
         }
         thread.start()
     }
 
-    var text: String {
-        condition.lock()
-        defer { condition.unlock() }
-        return String(decoding: data, as: UTF8.self)
-    }
+    var text: String { String(decoding: collected.value.data, as: UTF8.self) }
 
     /// The first complete line (without its newline), or nil if none arrives in time.
     func waitForFirstLine(timeout: TimeInterval) -> String? {
-        let deadline = Date().addingTimeInterval(timeout)
-        condition.lock()
-        defer { condition.unlock() }
-        while true {
-            if let newline = data.firstIndex(of: 0x0A) { return String(decoding: data[..<newline], as: UTF8.self) }
-            if finished || !condition.wait(until: deadline) { return nil }
-        }
+        let seen = collected.wait(until: Date().addingTimeInterval(timeout)) { $0.finished || $0.data.contains(0x0A) }
+        guard let newline = seen.data.firstIndex(of: 0x0A) else { return nil }
+        return String(decoding: seen.data[..<newline], as: UTF8.self)
     }
 
     /// Waits until the writer closes the pipe; false on timeout.
     func waitForEOF(timeout: TimeInterval) -> Bool {
-        let deadline = Date().addingTimeInterval(timeout)
-        condition.lock()
-        defer { condition.unlock() }
-        while !finished {
-            if !condition.wait(until: deadline) { return finished }
-        }
-        return true
+        collected.wait(until: Date().addingTimeInterval(timeout)) { $0.finished }.finished
     }
 }

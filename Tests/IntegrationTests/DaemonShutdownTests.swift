@@ -26,7 +26,7 @@ final class DaemonShutdownTests: PushTestCase {
         try subscribe(querySubscription("things", type: "Thing"))
         let courier = try createCourier()
         let cursor = try startCursor(courier)
-        let polls = (0..<3).map { _ in background { try self.poll(courier, since: cursor, timeout: 50, httpTimeout: 60) } }
+        let polls = (0..<3).map { _ in background { [client] in try client.poll(courier, since: cursor, timeout: 50, httpTimeout: 60) } }
         let stream = try openEventStream(courier)
         XCTAssertEqual(stream.waitForHead(timeout: 10), 200)
         XCTAssertTrue(stream.waitForComment("connected", timeout: 10))

@@ -1,5 +1,6 @@
 import Foundation
 import RecordModel
+import Synchronization
 import XCTest
 
 /// Base class for tests against the real `scorebookd`: one daemon per test class (started on first
@@ -7,16 +8,19 @@ import XCTest
 /// `user create` subprocess, and request helpers that name the API's paths.
 class DaemonTestCase: XCTestCase {
     static let container = "iCloud.scorebook.tests"
-    private static var daemons: [ObjectIdentifier: DaemonProcess] = [:]
+    private static let daemons = Mutex<[ObjectIdentifier: DaemonProcess]>([:])
 
     /// The class's shared daemon.
     var daemon: DaemonProcess {
         get throws {
             let key = ObjectIdentifier(type(of: self))
-            if let running = Self.daemons[key] { return running }
-            let started = try DaemonProcess.start(extraArguments: type(of: self).daemonArguments)
-            Self.daemons[key] = started
-            return started
+            let arguments = type(of: self).daemonArguments
+            return try Self.daemons.withLock { daemons in
+                if let running = daemons[key] { return running }
+                let started = try DaemonProcess.start(extraArguments: arguments)
+                daemons[key] = started
+                return started
+            }
         }
     }
 
@@ -24,7 +28,7 @@ class DaemonTestCase: XCTestCase {
     class var daemonArguments: [String] { [] }
 
     override class func tearDown() {
-        if let daemon = daemons.removeValue(forKey: ObjectIdentifier(self)) {
+        if let daemon = daemons.withLock({ $0.removeValue(forKey: ObjectIdentifier(self)) }) {
             do { try daemon.stop() } catch { XCTFail("shared daemon did not stop cleanly: \(error)") }
         }
         super.tearDown()

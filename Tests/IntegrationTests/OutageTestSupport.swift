@@ -1,10 +1,11 @@
 import Foundation
 import RecordModel
+import Synchronization
 import XCTest
 
 /// Writers that keep creating records through real daemons while a test takes the database away,
 /// and remember every answer: how long it took, its status, and which records were acknowledged.
-final class WriteLoad: @unchecked Sendable {
+final class WriteLoad: Sendable {
     struct Answer {
         var daemonPort: Int
         var started: Date
@@ -13,11 +14,14 @@ final class WriteLoad: @unchecked Sendable {
         var body: JSONValue?
     }
 
-    private let lock = NSLock()
-    private var answers: [Answer] = []
-    private var acknowledged: [String] = []
-    private var stopping = false
-    private var running = 0
+    private struct Progress {
+        var answers: [Answer] = []
+        var acknowledged: [String] = []
+        var stopping = false
+        var running = 0
+    }
+
+    private let progress = Mutex(Progress())
     private let path: String
     private let token: String
     private let zone: String
@@ -31,7 +35,7 @@ final class WriteLoad: @unchecked Sendable {
     /// Starts one writer per port in `ports` (a port may repeat: two writers on one daemon).
     func start(ports: [Int]) {
         for (index, port) in ports.enumerated() {
-            lock.withLock { running += 1 }
+            progress.withLock { $0.running += 1 }
             let thread = Thread { self.write(writer: index, port: port) }
             thread.start()
         }
@@ -40,7 +44,7 @@ final class WriteLoad: @unchecked Sendable {
     private func write(writer: Int, port: Int) {
         // Bounded: at most 5,000 writes a writer; a pause between them keeps the store small.
         for sequence in 0..<5000 {
-            if lock.withLock({ stopping }) { break }
+            if progress.withLock({ $0.stopping }) { break }
             let name = "load-\(writer)-\(sequence)"
             let body: JSONValue = [
                 "zoneID": ["zoneName": .string(zone)],
@@ -60,28 +64,28 @@ final class WriteLoad: @unchecked Sendable {
             }
             answer.seconds = Date().timeIntervalSince(started)
             let saved = answer.status == 200 && answer.body?["records"]?.arrayValue?.first?["recordChangeTag"] != nil
-            lock.withLock {
-                answers.append(answer)
-                if saved { acknowledged.append(name) }
+            progress.withLock {
+                $0.answers.append(answer)
+                if saved { $0.acknowledged.append(name) }
             }
             Thread.sleep(forTimeInterval: 0.02)
         }
-        lock.withLock { running -= 1 }
+        progress.withLock { $0.running -= 1 }
     }
 
     /// Stops the writers and waits (at most `timeout` seconds) for their last requests.
     @discardableResult
     func stop(timeout: TimeInterval = 40) -> Bool {
-        lock.withLock { stopping = true }
+        progress.withLock { $0.stopping = true }
         let end = Date().addingTimeInterval(timeout)
-        while lock.withLock({ running }) > 0 && Date() < end { Thread.sleep(forTimeInterval: 0.05) }
-        return lock.withLock { running } == 0
+        while progress.withLock({ $0.running }) > 0 && Date() < end { Thread.sleep(forTimeInterval: 0.05) }
+        return progress.withLock { $0.running } == 0
     }
 
-    var allAnswers: [Answer] { lock.withLock { answers } }
-    var acknowledgedNames: [String] { lock.withLock { acknowledged } }
+    var allAnswers: [Answer] { progress.withLock { $0.answers } }
+    var acknowledgedNames: [String] { progress.withLock { $0.acknowledged } }
     /// How many answers have come back so far.
-    var answerCount: Int { lock.withLock { answers.count } }
+    var answerCount: Int { progress.withLock { $0.answers.count } }
 }
 
 /// What one outage did to the requests, for the test's log (and the closing note).

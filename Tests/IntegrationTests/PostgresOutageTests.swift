@@ -132,7 +132,7 @@ final class PostgresOutageUnderLoadTests: PushTestCase {
     func survive(_ name: String, load: WriteLoad, courier: String, cursor: inout String, outage: () throws -> Void) throws -> OutageFigures {
         let before = load.answerCount
         let since = cursor
-        let waiting = background { try self.poll(courier, since: since, timeout: 50, httpTimeout: 60) }
+        let waiting = background { [client] in try client.poll(courier, since: since, timeout: 50, httpTimeout: 60) }
         Thread.sleep(forTimeInterval: 1)
         try outage()
         let back = Date()
@@ -228,7 +228,7 @@ final class PostgresOutageUnderLoadTests: PushTestCase {
                 try cluster.signalServer(SIGCONT)
                 try cluster.stopServer(immediate: true)
             }
-            let inFlight = background { try target.get(self.path("zones/list"), token: self.token) }
+            let inFlight = background { [client] in try target.get(client.path("zones/list"), token: client.token) }
             Thread.sleep(forTimeInterval: 0.5)
             let signalled = Date()
             XCTAssertNoThrow(try target.stop(), "SIGTERM: exit 0")

@@ -1,5 +1,6 @@
 import Foundation
 import RecordModel
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -9,20 +10,21 @@ import XCTest
 /// Postgres… class name in the log).
 /// One daemon on a fresh PostgreSQL database for a test class, started at first use and
 /// stopped when the class ends.
-final class PostgresDaemonForClass {
-    private var running: DaemonProcess?
+final class PostgresDaemonForClass: Sendable {
+    private let running = Mutex<DaemonProcess?>(nil)
 
     func daemon() throws -> DaemonProcess {
-        if let running { return running }
-        if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
-        let started = try DaemonProcess.start(postgresURL: try PostgresTestCluster.shared().createDatabase())
-        running = started
-        return started
+        try running.withLock { running in
+            if let running { return running }
+            if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
+            let started = try DaemonProcess.start(postgresURL: try PostgresTestCluster.shared().createDatabase())
+            running = started
+            return started
+        }
     }
 
     func stop() {
-        guard let daemon = running else { return }
-        running = nil
+        guard let daemon = running.withLock({ running in defer { running = nil }; return running }) else { return }
         do { try daemon.stop() } catch { XCTFail("the PostgreSQL daemon did not stop cleanly: \(error)") }
     }
 }

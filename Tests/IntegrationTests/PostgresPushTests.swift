@@ -39,7 +39,7 @@ final class PostgresPushTests: PushTestCase {
         try subscribe(querySubscription("things", type: "Thing"))
         let courier = try createCourier()
         let cursor = try startCursor(courier)
-        let waiting = background { try self.poll(courier, since: cursor, timeout: 20) }
+        let waiting = background { [client] in try client.poll(courier, since: cursor, timeout: 20) }
         Thread.sleep(forTimeInterval: 1)  // the long-poll is waiting on the first daemon
         let name = newName("Thing")
         try createOnSecondDaemon(name, "Thing")

@@ -23,8 +23,8 @@ final class PushCompressionTests: PushTestCase {
 
         // The long-poll resumes after the stream's event (its id is the cursor).
         let cursor = try XCTUnwrap(event.id)
-        let parked = background { [daemon, token] in
-            try daemon!.request("GET", "\(courier)?since=\(self.percentEncoded(cursor))&timeout=10", token: token,
+        let parked = background { [client] in
+            try client.daemon.request("GET", "\(courier)?since=\(client.percentEncoded(cursor))&timeout=10", token: client.token,
                                 headers: [("Accept-Encoding", "gzip")], timeout: 20)
         }
         // The poll parks first (nothing is pending; the stream is the other waiter), then the change wakes it.

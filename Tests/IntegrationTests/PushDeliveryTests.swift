@@ -25,7 +25,7 @@ final class PushDeliveryTests: PushTestCase {
         XCTAssertGreaterThanOrEqual(quiet.elapsed, 0.9, "timeout=1 waits about a second")
         XCTAssertLessThan(quiet.elapsed, 4)
 
-        let waiting = background { try self.poll(courier, since: start, timeout: 30) }
+        let waiting = background { [client] in try client.poll(courier, since: start, timeout: 30) }
         Thread.sleep(forTimeInterval: 0.4)
         let game = newName("Game")
         try create(game, "Game", ["name": "Catan"])
@@ -61,7 +61,7 @@ final class PushDeliveryTests: PushTestCase {
         let courier = try createCourier()
         let start = try startCursor(courier)
 
-        let waiting = background { try self.poll(courier, since: start, timeout: 3600) }
+        let waiting = background { [client] in try client.poll(courier, since: start, timeout: 3600) }
         Thread.sleep(forTimeInterval: 0.3)
         try create(newName("Game"), "Game")
         guard case .success(let answer)? = waiting.wait(timeout: 10) else { return XCTFail("timeout=3600 must be accepted and answer") }
@@ -153,20 +153,20 @@ final class PushDeliveryTests: PushTestCase {
         let start = try startCursor(courier)
         let stream = try openEventStream(courier, lastEventID: start)
         XCTAssertTrue(stream.waitForComment("connected", timeout: 5))
-        let follower = background { () -> [String] in
+        let follower = background { [client] () -> [String] in
             var nids: [String] = []
             var cursor = start
             let end = Date().addingTimeInterval(20)
             while nids.count < 2 * perWriter && Date() < end {
-                let answer = try self.poll(courier, since: cursor, timeout: 5)
+                let answer = try client.poll(courier, since: cursor, timeout: 5)
                 nids += answer.notifications.compactMap { $0["nid"]?.stringValue }
                 cursor = answer.cursor
             }
             return nids
         }
         let writers = (0..<2).map { writer in
-            background { () -> Int in
-                for index in 0..<perWriter { try self.create(self.newName("Game"), "Game", ["name": .string("w\(writer)-\(index)")]) }
+            background { [client] () -> Int in
+                for index in 0..<perWriter { try client.create(client.newName("Game"), "Game", ["name": .string("w\(writer)-\(index)")]) }
                 return perWriter
             }
         }
@@ -233,12 +233,12 @@ final class PushDeliveryTests: PushTestCase {
         // The writer makes 20 changes, waits for the reader to disconnect, then makes the rest:
         // so the burst certainly spans the disconnect and the reconnect.
         let disconnected = DispatchSemaphore(value: 0)
-        let writer = background { () -> [String] in
+        let writer = background { [client] () -> [String] in
             var names: [String] = []
             for index in 0..<total {
                 if index == 20 { _ = disconnected.wait(timeout: .now() + 10) }
-                let name = self.newName("Game")
-                try self.create(name, "Game", ["name": .string("g\(index)")])
+                let name = client.newName("Game")
+                try client.create(name, "Game", ["name": .string("g\(index)")])
                 names.append(name)
             }
             return names
@@ -349,7 +349,7 @@ final class PushDeliveryTests: PushTestCase {
         // Bob waits on his own channel, by long-poll and by event stream, while Alice writes.
         let bobStream = try openEventStream(bobCourier, lastEventID: bobStart, token: bob)
         XCTAssertTrue(bobStream.waitForComment("connected", timeout: 5))
-        let bobPoll = background { try self.poll(bobCourier, since: bobStart, timeout: 3, token: bob) }
+        let bobPoll = background { [client] in try client.poll(bobCourier, since: bobStart, timeout: 3, token: bob) }
         for index in 0..<20 { try create(newName("Game"), "Game", ["name": .string("a\(index)")]) }
         XCTAssertEqual(try drain(aliceCourier, since: aliceStart, count: 40).notifications.count, 40, "Alice gets hers")
         guard case .success(let bobAnswer)? = bobPoll.wait(timeout: 10) else { return XCTFail("Bob's long-poll did not answer") }
@@ -468,7 +468,7 @@ final class PushDeliveryTests: PushTestCase {
         let streams = try (0..<2).map { _ in try openEventStream(courier) }
         for stream in streams { XCTAssertTrue(stream.waitForComment("connected", timeout: 5)) }
         let start = try startCursor(courier)
-        let polls = (0..<2).map { _ in background { try self.poll(courier, since: start, timeout: 30) } }
+        let polls = (0..<2).map { _ in background { [client] in try client.poll(courier, since: start, timeout: 30) } }
         Thread.sleep(forTimeInterval: 0.5)
 
         let stopping = Date()

@@ -1,5 +1,6 @@
 import Foundation
 import RecordModel
+import TestSupport
 import XCTest
 
 #if canImport(Glibc)
@@ -8,7 +9,7 @@ import Glibc
 
 /// Shared set-up of the push tests: a real `scorebookd` (through `DaemonProcess`), a user, and
 /// helpers for zones, records, subscriptions and delivery channels.
-class PushTestCase: XCTestCase {
+class PushTestCase: XCTestCase, PushCalls {
     static let container = "iCloud.scorebook.push"
     let zone = "ScorebookData"
 
@@ -25,8 +26,35 @@ class PushTestCase: XCTestCase {
         daemon = nil
     }
 
+    /// The helpers as a value a background thread may use (the test case is not `Sendable`).
+    var client: PushClient { PushClient(daemon: daemon, token: token, zone: zone) }
+
+    /// Runs `body` on a background thread; `wait` returns its result (or nil if it did not finish in time).
+    func background<T: Sendable>(_ body: @escaping @Sendable () throws -> T) -> BackgroundResult<T> {
+        let result = BackgroundResult<T>()
+        let thread = Thread { result.finish(Result { try body() }) }
+        thread.start()
+        return result
+    }
+}
+
+/// What the push helpers need: the daemon and the user's token. The test case is one; a
+/// `PushClient` is a `Sendable` copy for background threads.
+protocol PushCalls {
+    var daemon: DaemonProcess! { get }
+    var token: String! { get }
+    var zone: String { get }
+}
+
+struct PushClient: PushCalls, Sendable {
+    let daemon: DaemonProcess!
+    let token: String!
+    let zone: String
+}
+
+extension PushCalls {
     func path(_ operation: String, environment: String = "development", container: String? = nil) -> String {
-        "/database/1/\(container ?? Self.container)/\(environment)/private/\(operation)"
+        "/database/1/\(container ?? PushTestCase.container)/\(environment)/private/\(operation)"
     }
 
     /// POSTs to an operation of the private database and returns the JSON answer; a status other
@@ -117,7 +145,7 @@ class PushTestCase: XCTestCase {
 
     /// `tokens/create`: returns the courier URL's path (host and port are the daemon's).
     func createCourier(token: String? = nil, file: StaticString = #filePath, line: UInt = #line) throws -> String {
-        let answer = try daemon.post("/database/1/\(Self.container)/development/tokens/create", token: token ?? self.token,
+        let answer = try daemon.post("/database/1/\(PushTestCase.container)/development/tokens/create", token: token ?? self.token,
                                      json: #"{"apnsEnvironment": "development"}"#)
         guard answer.status == 200, let text = answer.body["webcourierURL"]?.stringValue, let url = URL(string: text),
             let apnsToken = answer.body["apnsToken"]?.stringValue
@@ -128,7 +156,7 @@ class PushTestCase: XCTestCase {
         XCTAssertEqual(answer.body["apnsEnvironment"], "development", file: file, line: line)
         XCTAssertEqual(url.scheme, "http", file: file, line: line)
         XCTAssertEqual(url.port, daemon.port, "the courier URL names the daemon's own address", file: file, line: line)
-        XCTAssertEqual(url.path, "/database/1/\(Self.container)/development/courier/\(apnsToken)", file: file, line: line)
+        XCTAssertEqual(url.path, "/database/1/\(PushTestCase.container)/development/courier/\(apnsToken)", file: file, line: line)
         return url.path
     }
 
@@ -185,38 +213,25 @@ class PushTestCase: XCTestCase {
     {
         try EventStreamClient(port: daemon.port, path: courier, token: token ?? self.token, lastEventID: lastEventID, headers: headers)
     }
-
-    /// Runs `body` on a background thread; `wait` returns its result (or nil if it did not finish in time).
-    func background<T>(_ body: @escaping () throws -> T) -> BackgroundResult<T> {
-        let result = BackgroundResult<T>()
-        let thread = Thread { result.finish(Result { try body() }) }
-        thread.start()
-        return result
-    }
 }
 
 /// The outcome of work done on a background thread, waited for with a deadline.
-final class BackgroundResult<T>: @unchecked Sendable {
-    private let condition = NSCondition()
-    private var result: Result<T, any Error>?
-    private(set) var finishedAt: Date?
+final class BackgroundResult<T: Sendable>: Sendable {
+    private struct Outcome {
+        var result: Result<T, any Error>?
+        var finishedAt: Date?
+    }
+
+    private let outcome = WaitableBox(Outcome())
+
+    var finishedAt: Date? { outcome.value.finishedAt }
 
     func finish(_ value: Result<T, any Error>) {
-        condition.lock()
-        result = value
-        finishedAt = Date()
-        condition.broadcast()
-        condition.unlock()
+        outcome.update { $0 = Outcome(result: value, finishedAt: Date()) }
     }
 
     func wait(timeout: TimeInterval) -> Result<T, any Error>? {
-        let deadline = Date().addingTimeInterval(timeout)
-        condition.lock()
-        defer { condition.unlock() }
-        while result == nil {
-            if !condition.wait(until: deadline) { break }
-        }
-        return result
+        outcome.wait(until: Date().addingTimeInterval(timeout)) { $0.result != nil }.result
     }
 }
 

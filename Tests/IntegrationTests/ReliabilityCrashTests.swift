@@ -1,5 +1,6 @@
 import Foundation
 import RecordModel
+import Synchronization
 import XCTest
 
 #if canImport(Glibc)
@@ -43,27 +44,33 @@ final class ReliabilityCrashTests: XCTestCase {
     }
 
     /// What the writers saw: batches sent, and those acknowledged (200, all 400 saved).
-    final class Ledger: @unchecked Sendable {
-        private let lock = NSLock()
-        private var next = 0
-        private(set) var attempted: Set<Int> = []
-        private(set) var acknowledged: Set<Int> = []
-        private(set) var refused: [String] = []
-
-        init(firstBatch: Int) { next = firstBatch }
-
-        func take() -> Int {
-            lock.lock()
-            defer { lock.unlock() }
-            next += 1
-            attempted.insert(next)
-            return next
+    final class Ledger: Sendable {
+        private struct Entries {
+            var next: Int
+            var attempted: Set<Int> = []
+            var acknowledged: Set<Int> = []
+            var refused: [String] = []
         }
 
-        func acknowledge(_ batch: Int) { lock.lock(); acknowledged.insert(batch); lock.unlock() }
-        func refuse(_ text: String) { lock.lock(); refused.append(text); lock.unlock() }
-        var lastBatch: Int { lock.lock(); defer { lock.unlock() }; return next }
-        var acknowledgedCount: Int { lock.lock(); defer { lock.unlock() }; return acknowledged.count }
+        private let entries: Mutex<Entries>
+
+        init(firstBatch: Int) { entries = Mutex(Entries(next: firstBatch)) }
+
+        func take() -> Int {
+            entries.withLock {
+                $0.next += 1
+                $0.attempted.insert($0.next)
+                return $0.next
+            }
+        }
+
+        func acknowledge(_ batch: Int) { entries.withLock { _ = $0.acknowledged.insert(batch) } }
+        func refuse(_ text: String) { entries.withLock { $0.refused.append(text) } }
+        var attempted: Set<Int> { entries.withLock { $0.attempted } }
+        var acknowledged: Set<Int> { entries.withLock { $0.acknowledged } }
+        var refused: [String] { entries.withLock { $0.refused } }
+        var lastBatch: Int { entries.withLock { $0.next } }
+        var acknowledgedCount: Int { entries.withLock { $0.acknowledged.count } }
     }
 
     /// Posts batches until a request fails (the daemon was killed) or `deadline` passes.

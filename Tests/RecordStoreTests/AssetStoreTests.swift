@@ -27,7 +27,8 @@ final class AssetStoreTests: StoreTestCase {
         bytes.withUnsafeBytes { digest.update($0) }
         let checksum = digest.finish()
         let receipt = RandomToken.hex(bytes: 16)
-        try store.wait { try await $0.completeAssetUpload(id: id, blob: AssetBlob(scopeKey: self.assetScope.key, checksum: checksum,
+        let scopeKey = assetScope.key
+        try store.wait { try await $0.completeAssetUpload(id: id, blob: AssetBlob(scopeKey: scopeKey, checksum: checksum,
                                                                                       size: Int64(bytes.count)), stagedFile: path, receipt: receipt) }
         return (receipt, checksum)
     }
@@ -78,8 +79,9 @@ final class AssetStoreTests: StoreTestCase {
         let uploads = try store.wait { try await $0.assetUploads(receipts: [first.receipt, second.receipt, "nope"]) }
         XCTAssertEqual(Set(uploads.compactMap(\.checksum)), [first.checksum])
         XCTAssertEqual(uploads.count, 2)
-        XCTAssertTrue(try store.wait { try await $0.hasUploadedAsset(userID: self.alice.id, scopeKey: self.assetScope.key, checksum: first.checksum) })
-        XCTAssertFalse(try store.wait { try await $0.hasUploadedAsset(userID: self.alice.id + 1, scopeKey: self.assetScope.key, checksum: first.checksum) })
+        let aliceID = alice.id, scopeKey = assetScope.key
+        XCTAssertTrue(try store.wait { try await $0.hasUploadedAsset(userID: aliceID, scopeKey: scopeKey, checksum: first.checksum) })
+        XCTAssertFalse(try store.wait { try await $0.hasUploadedAsset(userID: aliceID + 1, scopeKey: scopeKey, checksum: first.checksum) })
     }
 
     func testBytesNeverAttachedGoAfterADay() throws {
@@ -156,11 +158,12 @@ final class AssetStoreTests: StoreTestCase {
             var digest = AssetDigest()
             [UInt8]([1, 2, 3]).withUnsafeBytes { digest.update($0) }
             let receipt = RandomToken.hex(bytes: 16)
-            try store.wait { try await $0.completeAssetUpload(id: id, blob: AssetBlob(scopeKey: assetScope.key, checksum: digest.finish(), size: 3),
+            let checksum = digest.finish()
+            try store.wait { try await $0.completeAssetUpload(id: id, blob: AssetBlob(scopeKey: assetScope.key, checksum: checksum, size: 3),
                                                               stagedFile: path, receipt: receipt) }
             return receipt
         }
-        func save(receipt: String) async -> JSONValue {
+        @Sendable func save(receipt: String) async -> JSONValue {
             let body: JSONValue = ["operations": [["operationType": "forceReplace", "record": [
                 "recordName": "p1", "recordType": "Person", "fields": ["avatar": ["type": "ASSETID", "value": ["receipt": .string(receipt)]]],
             ]]]]

@@ -2,39 +2,36 @@ import Dispatch
 import Foundation
 import RecordModel
 import RecordStore
+import TestSupport
 import XCTest
 
 /// The store suite's view of `any RecordStorage`: each call awaits the async protocol and hands
 /// the answer back to the calling test thread (never a thread of Swift's cooperative pool), so one
 /// set of synchronous test bodies, with their `XCTAssert…(try store.…)` lines, runs against every
 /// backend. A call that does not finish within two minutes fails instead of hanging the run.
-final class BlockingStore: @unchecked Sendable {
+final class BlockingStore: Sendable {
     let base: any RecordStorage
 
     init(_ base: any RecordStorage) { self.base = base }
 
-    private final class Outcome<T>: @unchecked Sendable {
-        var result: Result<T, any Error>?
-    }
-
-    func wait<T>(_ body: @escaping @Sendable (any RecordStorage) async throws -> T) throws -> T {
+    func wait<T: Sendable>(_ body: @escaping @Sendable (any RecordStorage) async throws -> T) throws -> T {
         let base = self.base
         return try BlockingStore.run { try await body(base) }
     }
 
     /// Runs `body` to completion on the cooperative pool and returns its answer to this thread.
-    static func run<T>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
-        let outcome = Outcome<T>()
+    static func run<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) throws -> T {
+        let outcome = LockedBox<Result<T, any Error>?>(nil)
         let done = DispatchSemaphore(value: 0)
         Task {
             do {
-                outcome.result = .success(try await body())
+                outcome.set(.success(try await body()))
             } catch {
-                outcome.result = .failure(error)
+                outcome.set(.failure(error))
             }
             done.signal()
         }
-        guard done.wait(timeout: .now() + 120) == .success, let result = outcome.result else {
+        guard done.wait(timeout: .now() + 120) == .success, let result = outcome.value else {
             throw StoreCallTimedOut()
         }
         return try result.get()

@@ -1,6 +1,7 @@
 import Foundation
 import RecordModel
 import RecordStore
+import Synchronization
 import XCTest
 import TestSupport
 
@@ -186,14 +187,18 @@ final class ChangeFeedTests: StoreTestCase {
 
 /// Writes creates, updates and deletes to a zone from its own thread and remembers the last change
 /// tag it got for each record (nil once deleted).
-final class ConcurrentWriter: @unchecked Sendable {
+final class ConcurrentWriter: Sendable {
     let store: BlockingStore
     let scope: DatabaseScope
     let zone: ZoneID
     let names: [String]
-    private let lock = NSLock()
-    private var tags: [String: String?] = [:]
-    private(set) var failure: String?
+    private struct Seen {
+        var tags: [String: String?] = [:]
+        var failure: String?
+    }
+
+    private let seen = Mutex(Seen())
+    var failure: String? { seen.withLock { $0.failure } }
 
     init(store: BlockingStore, scope: DatabaseScope, zone: ZoneID, names: [String]) {
         self.store = store
@@ -222,28 +227,22 @@ final class ConcurrentWriter: @unchecked Sendable {
             }
             do {
                 let results = try store.modifyRecords(scope, zone: zone, operations: operations, atomic: true, deviceID: "writer")
-                lock.lock()
-                for result in results {
-                    switch result {
-                    case .saved(let record): tags[record.recordName] = .some(record.changeTag)
-                    case .deleted(let name): tags[name] = .some(nil)
-                    case .failed(let error): failure = failure ?? error.description
+                seen.withLock { seen in
+                    for result in results {
+                        switch result {
+                        case .saved(let record): seen.tags[record.recordName] = .some(record.changeTag)
+                        case .deleted(let name): seen.tags[name] = .some(nil)
+                        case .failed(let error): seen.failure = seen.failure ?? error.description
+                        }
                     }
                 }
-                lock.unlock()
             } catch {
-                lock.lock()
-                failure = failure ?? "\(error)"
-                lock.unlock()
+                seen.withLock { $0.failure = $0.failure ?? "\(error)" }
             }
         }
     }
 
     /// The last tag the writer saw per record it touched (records it never touched are absent).
-    func finalState() -> [String: String?] {
-        lock.lock()
-        defer { lock.unlock() }
-        return tags
-    }
+    func finalState() -> [String: String?] { seen.withLock { $0.tags } }
 }
 

@@ -81,14 +81,17 @@ final class PlansAheadTests: StoreTestCase {
         let failures = LockedArray<String>()
         let group = DispatchGroup()
         for (writer, (store, scope)) in [(store!, dev!), (other, bobScope)].enumerated() {
+            // Made here: the writer thread gets the batches, not the test case.
+            let batches = (0..<8).map { batch in
+                (0..<100).map { index in
+                    RecordOperation(type: .create, record: record("w\(writer)-\(batch)-\(index)", "Kite",
+                                                                  ["span": field(.int(Int64(index))), "note": field(.string("writer \(writer)"))]))
+                }
+            }
             group.enter()
             Thread.detachNewThread {
                 defer { group.leave() }
-                for batch in 0..<8 {
-                    let operations = (0..<100).map { index in
-                        RecordOperation(type: .create, record: self.record("w\(writer)-\(batch)-\(index)", "Kite",
-                                                                           ["span": self.field(.int(Int64(index))), "note": self.field(.string("writer \(writer)"))]))
-                    }
+                for (batch, operations) in batches.enumerated() {
                     do {
                         let results = try store.modifyRecords(scope, zone: .default, operations: operations, atomic: true, deviceID: nil)
                         for (index, result) in results.enumerated() where result.savedRecord?.recordName != "w\(writer)-\(batch)-\(index)" {

@@ -248,7 +248,7 @@ final class PushHubTests: SubscriptionStoreTestCase {
 }
 
 /// A parked connection that records what the hub writes to it.
-private final class RecordingSink: PushStreamSink, @unchecked Sendable {
+private final class RecordingSink: PushStreamSink {
     let eventLoop: any EventLoop
     private let recorded = Mutex<(deliveries: [(bytes: ByteBuffer, parking: UInt64)], settled: Int)>(([], 0))
 

@@ -1,6 +1,7 @@
 import Foundation
 import RecordModel
 import RecordStore
+import Synchronization
 import XCTest
 import TestSupport
 
@@ -347,19 +348,10 @@ final class RecordOperationTests: StoreTestCase {
 }
 
 /// An array appended to from several threads.
-final class LockedArray<Element>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var elements: [Element] = []
+final class LockedArray<Element: Sendable>: Sendable {
+    private let elements = Mutex<[Element]>([])
 
-    func append(_ element: Element) {
-        lock.lock()
-        elements.append(element)
-        lock.unlock()
-    }
+    func append(_ element: Element) { elements.withLock { $0.append(element) } }
 
-    var values: [Element] {
-        lock.lock()
-        defer { lock.unlock() }
-        return elements
-    }
+    var values: [Element] { elements.withLock { $0 } }
 }

@@ -2,6 +2,7 @@ import Foundation
 import RecordModel
 import PostgresRecordStore
 import RecordStore
+import Synchronization
 import TestSupport
 import XCTest
 
@@ -31,34 +32,25 @@ enum StoreBackend {
 }
 
 /// A clock the tests move by hand, so retention and timestamps are deterministic.
-final class TestClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var milliseconds: Int64
+final class TestClock: Sendable {
+    private let milliseconds: Mutex<Int64>
 
-    init(milliseconds: Int64 = 1_763_800_000_000) { self.milliseconds = milliseconds }
+    init(milliseconds: Int64 = 1_763_800_000_000) { self.milliseconds = Mutex(milliseconds) }
 
-    var now: Int64 {
-        lock.lock()
-        defer { lock.unlock() }
-        return milliseconds
-    }
+    var now: Int64 { milliseconds.withLock { $0 } }
 
     /// A `@Sendable` reading of the clock that ticks by 1 ms per call, so successive writes have
     /// distinct, increasing timestamps.
     var read: @Sendable () -> Int64 {
         { [self] in
-            lock.lock()
-            defer { lock.unlock() }
-            milliseconds += 1
-            return milliseconds
+            milliseconds.withLock {
+                $0 += 1
+                return $0
+            }
         }
     }
 
-    func advance(milliseconds delta: Int64) {
-        lock.lock()
-        milliseconds += delta
-        lock.unlock()
-    }
+    func advance(milliseconds delta: Int64) { milliseconds.withLock { $0 += delta } }
 
     func advance(days: Int64) { advance(milliseconds: days * 86_400_000) }
 }

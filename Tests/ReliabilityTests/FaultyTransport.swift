@@ -1,6 +1,7 @@
 import Foundation
 import RecordClient
 import RecordModel
+import Synchronization
 import TestSupport
 
 /// The faults `FaultyTransport` injects.
@@ -38,67 +39,71 @@ struct FaultRates {
 /// Wraps a transport and, driven by a seeded generator, loses requests and answers, delivers
 /// requests twice, throttles, and delays and reorders notification polls. Long polls are cut to
 /// `timeout=0` plus a short real wait, so a watching engine neither blocks nor spins.
-final class FaultyTransport: HTTPTransport, @unchecked Sendable {
+final class FaultyTransport: HTTPTransport {
+    private struct State {
+        var random: SplitMix64
+        var heldPollAnswer: HTTPResponse?
+        var enabled = true
+        var currentRates: FaultRates
+        var counts: [Fault: Int] = [:]
+        var requestCount = 0
+        var pollCount = 0
+        var fetchCount = 0
+        var trace: (@Sendable (String) -> Void)?
+    }
+
     private let inner: any HTTPTransport
-    private let lock = NSLock()
-    private var random: SplitMix64
-    private var heldPollAnswer: HTTPResponse?
-    private var enabled = true
-    private var currentRates: FaultRates
-    private var counts: [Fault: Int] = [:]
-    private var requestCount = 0
-    private var pollCount = 0
-    private var fetchCount = 0
+    private let state: Mutex<State>
 
     /// Told of every request with the fault it got, for the scenario's log.
-    var trace: (@Sendable (String) -> Void)?
+    var trace: (@Sendable (String) -> Void)? {
+        get { locked { $0.trace } }
+        set { locked { $0.trace = newValue } }
+    }
 
     init(_ inner: any HTTPTransport, seed: UInt64, rates: FaultRates = FaultRates()) {
         self.inner = inner
-        self.random = SplitMix64(seed: seed)
-        self.currentRates = rates
+        self.state = Mutex(State(random: SplitMix64(seed: seed), currentRates: rates))
     }
 
     /// The fault rates in force (settable mid-run).
     var rates: FaultRates {
-        get { locked { currentRates } }
-        set { locked { currentRates = newValue } }
+        get { locked { $0.currentRates } }
+        set { locked { $0.currentRates = newValue } }
     }
 
     /// Turns every fault on or off.
     var isEnabled: Bool {
-        get { locked { enabled } }
-        set { locked { enabled = newValue; if !newValue { heldPollAnswer = nil } } }
+        get { locked { $0.enabled } }
+        set { locked { $0.enabled = newValue; if !newValue { $0.heldPollAnswer = nil } } }
     }
 
     /// How many times each fault struck.
-    var injected: [Fault: Int] { locked { counts } }
-    var requests: Int { locked { requestCount } }
+    var injected: [Fault: Int] { locked { $0.counts } }
+    var requests: Int { locked { $0.requestCount } }
     /// Notification polls among the requests.
-    var polls: Int { locked { pollCount } }
+    var polls: Int { locked { $0.pollCount } }
     /// `changes/zone` requests among them: at least one per sync.
-    var fetches: Int { locked { fetchCount } }
+    var fetches: Int { locked { $0.fetchCount } }
 
-    private func locked<T>(_ body: () -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return body()
+    private func locked<T: Sendable>(_ body: (inout State) -> T) -> T {
+        state.withLock { body(&$0) }
     }
 
     /// Draws the fault for one request (nil: deliver normally) and counts it.
     private func draw(isPoll: Bool, isFetch: Bool) -> (fault: Fault?, retryAfter: Int, answerFirst: Bool, delay: Double) {
-        locked {
-            requestCount += 1
-            if isPoll { pollCount += 1 }
-            if isFetch { fetchCount += 1 }
-            guard enabled else { return (nil, 0, true, 0) }
-            let roll = Double.random(in: 0..<1, using: &random)
-            let retryAfter = Int.random(in: 0...1, using: &random)
-            let answerFirst = Bool.random(using: &random)
-            let delay = Double.random(in: 0..<0.04, using: &random)
+        locked { state in
+            state.requestCount += 1
+            if isPoll { state.pollCount += 1 }
+            if isFetch { state.fetchCount += 1 }
+            guard state.enabled else { return (nil, 0, true, 0) }
+            let roll = Double.random(in: 0..<1, using: &state.random)
+            let retryAfter = Int.random(in: 0...1, using: &state.random)
+            let answerFirst = Bool.random(using: &state.random)
+            let delay = Double.random(in: 0..<0.04, using: &state.random)
             var fault: Fault?
             var threshold = 0.0
-            let rates = currentRates
+            let rates = state.currentRates
             let ordered: [(Fault, Double)] = [
                 (.requestLost, rates.requestLost), (.responseLost, rates.responseLost), (.duplicated, rates.duplicated),
                 (.throttled, rates.throttled), (.tryAgainLater, rates.tryAgainLater),
@@ -108,11 +113,11 @@ final class FaultyTransport: HTTPTransport, @unchecked Sendable {
                 if roll < threshold { fault = candidate; break }
             }
             if fault == nil, isPoll {
-                let pollRoll = Double.random(in: 0..<1, using: &random)
+                let pollRoll = Double.random(in: 0..<1, using: &state.random)
                 if pollRoll < rates.pollReordered { fault = .pollReordered }
                 else if pollRoll < rates.pollReordered + rates.pollDelayed { fault = .pollDelayed }
             }
-            if let fault { counts[fault, default: 0] += 1 }
+            if let fault { state.counts[fault, default: 0] += 1 }
             return (fault, retryAfter, answerFirst, delay)
         }
     }
@@ -142,9 +147,9 @@ final class FaultyTransport: HTTPTransport, @unchecked Sendable {
             return answer
         case .pollReordered?:
             let fresh = try await deliver(request, isPoll: isPoll)
-            return locked {
-                guard let held = heldPollAnswer else { heldPollAnswer = fresh; return fresh }
-                heldPollAnswer = fresh
+            return locked { state in
+                guard let held = state.heldPollAnswer else { state.heldPollAnswer = fresh; return fresh }
+                state.heldPollAnswer = fresh
                 return held
             }
         case nil:

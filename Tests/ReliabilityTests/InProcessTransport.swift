@@ -6,7 +6,7 @@ import RecordServer
 /// An `HTTPTransport` that hands each request straight to a real `RecordAPI` (over a real
 /// `SQLiteRecordStore`): the whole wire path of the client (URLs, headers, JSON) and of the
 /// server (routing, authentication, error mapping), without sockets.
-final class InProcessTransport: HTTPTransport, @unchecked Sendable {
+final class InProcessTransport: HTTPTransport {
     let api: RecordAPI
     /// What `tokens/create` names as the host of the courier URL.
     static let host = "reliability.invalid"

@@ -2,25 +2,26 @@ import Foundation
 import RecordClient
 import RecordModel
 @testable import Scorebook
+import Synchronization
 import SyncEngine
 
 /// A clock shared by every machine of a scenario: each reading is one millisecond later than
 /// the last, so which of two edits is newer never depends on the host's clock.
-final class EditClock: @unchecked Sendable {
-    private let lock = NSLock()
-    private var milliseconds: Int64 = 1_800_000_000_000
+final class EditClock: Sendable {
+    private let milliseconds = Mutex<Int64>(1_800_000_000_000)
 
     func now() -> Date {
-        lock.lock()
-        defer { lock.unlock() }
-        milliseconds += 1
-        return Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+        let reading = milliseconds.withLock {
+            $0 += 1
+            return $0
+        }
+        return Date(timeIntervalSince1970: Double(reading) / 1000)
     }
 }
 
 /// Every edit made by every machine of a scenario, as seen inside the edit's own transaction:
 /// the oracle the converged state is checked against.
-final class EditLog: @unchecked Sendable {
+final class EditLog: Sendable {
     struct Creation {
         var recordType: String
         var machine: Int
@@ -28,49 +29,51 @@ final class EditLog: @unchecked Sendable {
         var owners: [String]
     }
 
-    private let lock = NSLock()
-    private(set) var created: [String: Creation] = [:]
-    /// Records deleted by some machine (named directly, or in the local cascade).
-    private(set) var deleted: Set<String> = []
-    /// Per record and field: the last value each machine wrote (nil: removed).
-    private(set) var lastWrite: [String: [String: [Int: FieldValue?]]] = [:]
-    /// Per record and field: every value any machine wrote.
-    private(set) var everWritten: [String: [String: [FieldValue]]] = [:]
-    private(set) var lines: [String] = []
-
-    func note(_ line: String) {
-        lock.lock()
-        defer { lock.unlock() }
-        lines.append(line)
+    private struct Entries {
+        var created: [String: Creation] = [:]
+        var deleted: Set<String> = []
+        var lastWrite: [String: [String: [Int: FieldValue?]]] = [:]
+        var everWritten: [String: [String: [FieldValue]]] = [:]
+        var lines: [String] = []
     }
+
+    private let entries = Mutex(Entries())
+
+    var created: [String: Creation] { entries.withLock { $0.created } }
+    /// Records deleted by some machine (named directly, or in the local cascade).
+    var deleted: Set<String> { entries.withLock { $0.deleted } }
+    /// Per record and field: the last value each machine wrote (nil: removed).
+    var lastWrite: [String: [String: [Int: FieldValue?]]] { entries.withLock { $0.lastWrite } }
+    /// Per record and field: every value any machine wrote.
+    var everWritten: [String: [String: [FieldValue]]] { entries.withLock { $0.everWritten } }
+    var lines: [String] { entries.withLock { $0.lines } }
+
+    func note(_ line: String) { entries.withLock { $0.lines.append(line) } }
 
     /// Logs a save: `before` and `after` are the local copies around it, in its transaction.
     func saved(by machine: Int, before: Record?, after: Record) {
-        lock.lock()
-        defer { lock.unlock() }
-        if before == nil {
-            let owners = after.references.filter { $0.reference.action == .deleteSelf }.map(\.reference.recordName)
-            created[after.recordName] = Creation(recordType: after.recordType, machine: machine, owners: owners)
-        }
-        var names = Set(after.fields.keys)
-        if let before { names.formUnion(before.fields.keys) }
-        for field in names where field != RecordMerge.modificationDateField {
-            let old = before?.fields[field]
-            let new = after.fields[field]
-            guard before == nil || old != new else { continue }
-            lastWrite[after.recordName, default: [:]][field, default: [:]][machine] = .some(new)
-            if let new { everWritten[after.recordName, default: [:]][field, default: []].append(new) }
+        entries.withLock { entries in
+            if before == nil {
+                let owners = after.references.filter { $0.reference.action == .deleteSelf }.map(\.reference.recordName)
+                entries.created[after.recordName] = Creation(recordType: after.recordType, machine: machine, owners: owners)
+            }
+            var names = Set(after.fields.keys)
+            if let before { names.formUnion(before.fields.keys) }
+            for field in names where field != RecordMerge.modificationDateField {
+                let old = before?.fields[field]
+                let new = after.fields[field]
+                guard before == nil || old != new else { continue }
+                entries.lastWrite[after.recordName, default: [:]][field, default: [:]][machine] = .some(new)
+                if let new { entries.everWritten[after.recordName, default: [:]][field, default: []].append(new) }
+            }
         }
     }
 
-    func deleted(_ names: [String]) {
-        lock.lock()
-        defer { lock.unlock() }
-        deleted.formUnion(names)
-    }
+    func deleted(_ names: [String]) { entries.withLock { $0.deleted.formUnion(names) } }
 
     /// Whether the record should be gone: it, or a record it cannot outlive, was deleted.
     func shouldBeGone(_ name: String) -> Bool {
+        let (deleted, created) = entries.withLock { ($0.deleted, $0.created) }
         var seen: Set<String> = []
         func gone(_ name: String) -> Bool {
             if deleted.contains(name) { return true }
@@ -83,7 +86,7 @@ final class EditLog: @unchecked Sendable {
 
 /// One client machine: a local store in a temporary file and a sync engine talking to the
 /// in-process server through its own fault injector.
-final class SyncMachine: @unchecked Sendable {
+final class SyncMachine: Sendable {
     let index: Int
     let store: LocalRecordStore
     let transport: FaultyTransport
@@ -176,19 +179,10 @@ final class SyncMachine: @unchecked Sendable {
 }
 
 /// Adds up the engine's requested waits across tasks.
-final class SleepBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var seconds = 0.0
+final class SleepBox: Sendable {
+    private let seconds = Mutex(0.0)
 
-    func add(_ value: Double) {
-        lock.lock()
-        seconds += value
-        lock.unlock()
-    }
+    func add(_ value: Double) { seconds.withLock { $0 += value } }
 
-    var total: Double {
-        lock.lock()
-        defer { lock.unlock() }
-        return seconds
-    }
+    var total: Double { seconds.withLock { $0 } }
 }

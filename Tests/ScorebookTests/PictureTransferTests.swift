@@ -1,6 +1,7 @@
 import Foundation
 import RecordClient
 import RecordModel
+import Synchronization
 @testable import Scorebook
 @testable import SyncEngine
 import XCTest
@@ -197,12 +198,11 @@ final class PictureTransferTests: XCTestCase {
 }
 
 /// True the first time it is asked, false after.
-private final class CutOnce: @unchecked Sendable {
-    private let lock = NSLock()
-    private var asked = false
+private final class CutOnce: Sendable {
+    private let asked = Mutex(false)
 
     func first() -> Bool {
-        lock.withLock {
+        asked.withLock { asked in
             defer { asked = true }
             return !asked
         }
@@ -210,10 +210,9 @@ private final class CutOnce: @unchecked Sendable {
 }
 
 /// The byte counts an upload's progress was told, in order.
-private final class SentCounts: @unchecked Sendable {
-    private let lock = NSLock()
-    private var counts: [Int64] = []
+private final class SentCounts: Sendable {
+    private let counts = Mutex<[Int64]>([])
 
-    func append(_ count: Int64) { lock.withLock { counts.append(count) } }
-    var values: [Int64] { lock.withLock { counts } }
+    func append(_ count: Int64) { counts.withLock { $0.append(count) } }
+    var values: [Int64] { counts.withLock { $0 } }
 }

@@ -1,21 +1,25 @@
 import Foundation
 import RecordClient
 import RecordModel
+import Synchronization
 import XCTest
 
 /// The client's requests and its reading of answers, with a transport that answers from a
 /// script instead of a socket.
 final class RecordClientTests: XCTestCase {
-    final class ScriptedTransport: HTTPTransport, @unchecked Sendable {
-        var answers: [HTTPResponse]
-        var requests: [HTTPRequest] = []
+    final class ScriptedTransport: HTTPTransport {
+        private let script: Mutex<(answers: [HTTPResponse], requests: [HTTPRequest])>
 
-        init(_ answers: [HTTPResponse]) { self.answers = answers }
+        init(_ answers: [HTTPResponse]) { script = Mutex((answers, [])) }
+
+        var requests: [HTTPRequest] { script.withLock { $0.requests } }
 
         func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-            requests.append(request)
-            guard !answers.isEmpty else { throw RecordClientError.unreachable("no scripted answer left") }
-            return answers.removeFirst()
+            try script.withLock { script throws -> HTTPResponse in
+                script.requests.append(request)
+                guard !script.answers.isEmpty else { throw RecordClientError.unreachable("no scripted answer left") }
+                return script.answers.removeFirst()
+            }
         }
     }
 

@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 #endif
 import RecordClient
+import Synchronization
 import XCTest
 
 /// The CLI's HTTP transport against a scripted server on loopback: keep-alive reuse, a kept
@@ -106,19 +107,24 @@ final class SocketTransportTests: XCTestCase {
 
 /// A loopback HTTP server that answers each request with what `script` returns (nil: close
 /// the connection without answering). Requests must carry a Content-Length or no body.
-final class ScriptedServer: @unchecked Sendable {
+final class ScriptedServer: Sendable {
+    private struct Connections {
+        var stopped = false
+        var open: [Int32] = []
+        var requests: [String] = []
+        var count = 0
+    }
+
     let port: Int
     private let listener: Int32
-    private let lock = NSLock()
-    private var stopped = false
-    private var open: [Int32] = []
-    private(set) var requests: [String] = []
-    private(set) var connectionCount = 0
+    private let connections = Mutex(Connections())
+    var requests: [String] { connections.withLock { $0.requests } }
+    var connectionCount: Int { connections.withLock { $0.count } }
     /// Set before the accept thread starts, so it never races with a connection.
     let silent: Bool
-    private let script: (_ request: [UInt8], _ connection: Int, _ request: Int) -> String?
+    private let script: @Sendable (_ request: [UInt8], _ connection: Int, _ request: Int) -> String?
 
-    init(silent: Bool = false, script: @escaping (_ request: [UInt8], _ connection: Int, _ request: Int) -> String?) throws {
+    init(silent: Bool = false, script: @escaping @Sendable (_ request: [UInt8], _ connection: Int, _ request: Int) -> String?) throws {
         self.silent = silent
         self.script = script
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -145,28 +151,28 @@ final class ScriptedServer: @unchecked Sendable {
     func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
 
     func stop() {
-        lock.withLock { stopped = true }
+        connections.withLock { $0.stopped = true }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
         dropConnections()
     }
 
     func dropConnections() {
-        let connections = lock.withLock { open }
-        for connection in connections { shutdown(connection, Int32(SHUT_RDWR)) }
+        let open = connections.withLock { $0.open }
+        for connection in open { shutdown(connection, Int32(SHUT_RDWR)) }
     }
 
     private func acceptLoop() {
         while true {
             let connection = accept(listener, nil, nil)
-            guard connection >= 0, !lock.withLock({ stopped }) else {
+            guard connection >= 0, !connections.withLock({ $0.stopped }) else {
                 if connection >= 0 { close(connection) }
                 return
             }
-            let index = lock.withLock { () -> Int in
-                open.append(connection)
-                connectionCount += 1
-                return connectionCount - 1
+            let index = connections.withLock {
+                $0.open.append(connection)
+                $0.count += 1
+                return $0.count - 1
             }
             Thread { [self] in serve(connection, index) }.start()
         }
@@ -174,7 +180,7 @@ final class ScriptedServer: @unchecked Sendable {
 
     private func serve(_ connection: Int32, _ connectionIndex: Int) {
         defer {
-            lock.withLock { open.removeAll { $0 == connection } }
+            connections.withLock { $0.open.removeAll { $0 == connection } }
             close(connection)
         }
         var buffer: [UInt8] = []
@@ -199,7 +205,7 @@ final class ScriptedServer: @unchecked Sendable {
                 buffer.append(contentsOf: chunk[..<count])
             }
             guard let request else { return }
-            lock.withLock { requests.append(String(decoding: request, as: UTF8.self)) }
+            connections.withLock { $0.requests.append(String(decoding: request, as: UTF8.self)) }
             if silent {
                 while recv(connection, &chunk, chunk.count, 0) > 0 {}  // until the client gives up
                 return

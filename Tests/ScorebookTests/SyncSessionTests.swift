@@ -1,6 +1,7 @@
 import Foundation
 import RecordClient
 import RecordModel
+import Synchronization
 @testable import Scorebook
 @testable import SyncEngine
 import XCTest
@@ -21,27 +22,34 @@ final class SyncSessionTests: XCTestCase {
     }
 
     /// A database that runs `duringRequest` once, while the first matching request is in flight.
-    final class InterruptedDatabase: CloudDatabase, @unchecked Sendable {
+    final class InterruptedDatabase: CloudDatabase {
+        struct Plan {
+            var interruptModify = false
+            var interruptFetch = false
+            var duringRequest: (@Sendable () async throws -> Void)?
+            var modifyCalls = 0
+        }
+
         let server: MemoryCloudDatabase
-        var interruptModify = false
-        var interruptFetch = false
-        var duringRequest: (() async throws -> Void)?
-        private(set) var modifyCalls = 0
+        /// What the test set up, and the modify calls seen; the engine's requests read it from their tasks.
+        let plan = Mutex(Plan())
 
         init(_ server: MemoryCloudDatabase) { self.server = server }
 
         private func interrupt() async throws {
-            let hook = duringRequest
-            duringRequest = nil
+            let hook = plan.withLock { plan in
+                defer { plan.duringRequest = nil }
+                return plan.duringRequest
+            }
             try await hook?()
         }
 
         func currentUserRecordName() async throws -> String { try await server.currentUserRecordName() }
         func createZone(_ zoneID: ZoneID) async throws { try await server.createZone(zoneID) }
         func modifyRecords(zoneID: ZoneID, operations: [RecordOperation], atomic: Bool) async throws -> [RecordOperationResult] {
-            modifyCalls += 1
+            plan.withLock { $0.modifyCalls += 1 }
             let results = try await server.modifyRecords(zoneID: zoneID, operations: operations, atomic: atomic)
-            if interruptModify { try await interrupt() }
+            if plan.withLock({ $0.interruptModify }) { try await interrupt() }
             return results
         }
         func lookupRecords(zoneID: ZoneID, recordNames: [String]) async throws -> [RecordOperationResult] {
@@ -49,7 +57,7 @@ final class SyncSessionTests: XCTestCase {
         }
         func fetchZoneChanges(zoneID: ZoneID, syncToken: String?, resultsLimit: Int?) async throws -> ZoneChangesPage {
             let page = try await server.fetchZoneChanges(zoneID: zoneID, syncToken: syncToken, resultsLimit: resultsLimit)
-            if interruptFetch { try await interrupt() }
+            if plan.withLock({ $0.interruptFetch }) { try await interrupt() }
             return page
         }
         func saveSubscription(_ subscription: Subscription) async throws { try await server.saveSubscription(subscription) }
@@ -72,16 +80,21 @@ final class SyncSessionTests: XCTestCase {
         return (store, accounts)
     }
 
-    /// Another process on the same file: empties the store, logs in as bob, adds a game.
-    func switchToBob() async throws {
-        let store = try LocalRecordStore(path: storePath)
-        let bob = MemoryCloudDatabase(userRecordName: "_bob")
-        let accounts = AccountManager(store: store, makeDatabase: { _ in bob })
-        try accounts.logout(deleteLocalData: true)
-        var endpoint = self.endpoint
-        endpoint.token = "bob-token"
-        try await accounts.login(endpoint)
-        try Scorebook(store: store, accounts: accounts).addGame(name: "Go")
+    /// Another process on the same file: empties the store, logs in as bob, adds a game. It runs
+    /// inside the engine's request, so it holds the path and endpoint, not the test case.
+    var switchToBob: @Sendable () async throws -> Void {
+        let storePath = self.storePath
+        var bobsEndpoint = self.endpoint
+        bobsEndpoint.token = "bob-token"
+        let endpoint = bobsEndpoint
+        return {
+            let store = try LocalRecordStore(path: storePath)
+            let bob = MemoryCloudDatabase(userRecordName: "_bob")
+            let accounts = AccountManager(store: store, makeDatabase: { _ in bob })
+            try accounts.logout(deleteLocalData: true)
+            try await accounts.login(endpoint)
+            try Scorebook(store: store, accounts: accounts).addGame(name: "Go")
+        }
     }
 
     func gameNames(_ store: LocalRecordStore) throws -> [String] {
@@ -96,8 +109,11 @@ final class SyncSessionTests: XCTestCase {
         let database = InterruptedDatabase(alice)
         let (store, accounts) = try await alicesStore(database)
         let synchronizer = try accounts.makeSynchronizer(zoneID: Scorebook.zoneID)
-        database.interruptModify = true
-        database.duringRequest = { try await self.switchToBob() }
+        let hook = switchToBob
+        database.plan.withLock { plan in
+            plan.interruptModify = true
+            plan.duringRequest = hook
+        }
         do {
             try await synchronizer.sync()
             XCTFail("the sync goes on under alice's token")
@@ -109,7 +125,7 @@ final class SyncSessionTests: XCTestCase {
         XCTAssertEqual(try store.withConnection { try $0.scalarInt("SELECT COUNT(*) FROM server_copies") }, 0)
         XCTAssertNil(try store.setting(SyncSettingKey.lastError))
         XCTAssertNil(try store.setting(SyncSettingKey.lastSync))
-        XCTAssertEqual(database.modifyCalls, 1, "bob's game never went out under alice's token")
+        XCTAssertEqual(database.plan.withLock { $0.modifyCalls }, 1, "bob's game never went out under alice's token")
         XCTAssertEqual(try accounts.account()?.userRecordName, "_bob")
     }
 
@@ -124,8 +140,11 @@ final class SyncSessionTests: XCTestCase {
 
         alice.saveAsOtherMachine(Record(recordName: "Game|~|DOMINION", recordType: "Game", fields: ["name": .string("Dominion")]))
         let synchronizer = try accounts.makeSynchronizer(zoneID: Scorebook.zoneID)
-        database.interruptFetch = true
-        database.duringRequest = { try await self.switchToBob() }
+        let hook = switchToBob
+        database.plan.withLock { plan in
+            plan.interruptFetch = true
+            plan.duringRequest = hook
+        }
         do {
             try await synchronizer.sync()
             XCTFail("the fetched page is applied")

@@ -2,23 +2,44 @@ import Foundation
 import RecordClient
 import RecordModel
 @testable import Scorebook
+import Synchronization
 import SyncEngine
 import XCTest
 
 /// A clock tests move by hand, so that which edit is newer is decided by the test.
-final class TestClock: @unchecked Sendable {
-    var now: Date
+final class TestClock: Sendable {
+    private let reading: Mutex<Date>
 
-    init(_ seconds: Double = 1_800_000_000) { now = Date(timeIntervalSince1970: seconds) }
+    init(_ seconds: Double = 1_800_000_000) { reading = Mutex(Date(timeIntervalSince1970: seconds)) }
 
-    func advance(_ seconds: Double = 1) { now = now.addingTimeInterval(seconds) }
+    var now: Date {
+        get { reading.withLock { $0 } }
+        set { reading.withLock { $0 = newValue } }
+    }
+
+    func advance(_ seconds: Double = 1) { reading.withLock { $0 = $0.addingTimeInterval(seconds) } }
 }
 
 /// A server double that can be made unreachable, or lose the answer to a modify after applying it.
-final class FlakyDatabase: CloudDatabase, @unchecked Sendable {
+final class FlakyDatabase: CloudDatabase {
+    private struct Faults {
+        var isDown = false
+        var loseNextModifyAnswer = false
+        var heldPictures: Set<String> = []
+        var uploads: [String] = []
+    }
+
     let server: MemoryCloudDatabase
-    var isDown = false
-    var loseNextModifyAnswer = false
+    private let faults = Mutex(Faults())
+
+    var isDown: Bool {
+        get { faults.withLock { $0.isDown } }
+        set { faults.withLock { $0.isDown = newValue } }
+    }
+    var loseNextModifyAnswer: Bool {
+        get { faults.withLock { $0.loseNextModifyAnswer } }
+        set { faults.withLock { $0.loseNextModifyAnswer = newValue } }
+    }
 
     init(_ server: MemoryCloudDatabase) { self.server = server }
 
@@ -28,8 +49,11 @@ final class FlakyDatabase: CloudDatabase, @unchecked Sendable {
     func createZone(_ zoneID: ZoneID) async throws { try check(); try await server.createZone(zoneID) }
     /// Pictures (by `fileChecksum`) the server holds, as the assets API says: an upload adds its bytes, a
     /// save without a receipt is refused (BAD_REQUEST) unless the server holds them.
-    var heldPictures: Set<String> = []
-    var uploads: [String] = []
+    var heldPictures: Set<String> {
+        get { faults.withLock { $0.heldPictures } }
+        set { faults.withLock { $0.heldPictures = newValue } }
+    }
+    var uploads: [String] { faults.withLock { $0.uploads } }
 
     func uploadAsset(zoneID: ZoneID, recordName: String, recordType: String, fieldName: String, file path: String,
                      size: Int64, progress: (@Sendable (Int64) -> Void)?) async throws -> JSONValue
@@ -37,9 +61,12 @@ final class FlakyDatabase: CloudDatabase, @unchecked Sendable {
         try check()
         let bytes = try XCTUnwrap(FileManager.default.contents(atPath: path))
         let checksum = Data(SHA256Hasher.digest(bytes)).base64EncodedString()
-        uploads.append(checksum)
-        heldPictures.insert(checksum)
-        return ["fileChecksum": .string(checksum), "size": .int(Int64(bytes.count)), "receipt": .string("receipt-\(uploads.count)")]
+        let uploadCount = faults.withLock {
+            $0.uploads.append(checksum)
+            $0.heldPictures.insert(checksum)
+            return $0.uploads.count
+        }
+        return ["fileChecksum": .string(checksum), "size": .int(Int64(bytes.count)), "receipt": .string("receipt-\(uploadCount)")]
     }
 
     func modifyRecords(zoneID: ZoneID, operations: [RecordOperation], atomic: Bool) async throws -> [RecordOperationResult] {
@@ -65,8 +92,7 @@ final class FlakyDatabase: CloudDatabase, @unchecked Sendable {
             }
         }
         let results = try await server.modifyRecords(zoneID: zoneID, operations: operations, atomic: atomic)
-        if loseNextModifyAnswer {
-            loseNextModifyAnswer = false
+        if faults.withLock({ faults in defer { faults.loseNextModifyAnswer = false }; return faults.loseNextModifyAnswer }) {
             throw RecordClientError.unreachable("connection lost before the answer")
         }
         return results

@@ -1,6 +1,6 @@
 /// SplitMix64: a small, fast, deterministic generator, so that a seed replays a randomized
 /// test exactly. Shared by every test target.
-public struct SplitMix64: RandomNumberGenerator {
+public struct SplitMix64: RandomNumberGenerator, Sendable {
     public var state: UInt64
 
     public init(seed: UInt64) { state = seed }
