@@ -25,6 +25,8 @@ package final class PostgresRecordStore: RecordStorage {
     /// How long one request may take, connection wait included, before it answers `TRY_AGAIN_LATER`.
     let requestDeadline: Duration
     let tokenUses = TokenUseRecorder()
+    /// The store's connections as the engine's driver.
+    package var driver: PostgresStoreDriver { PostgresStoreDriver(pool: pool, logger: logger, requestDeadline: requestDeadline) }
 
     private struct State {
         var databaseIDs: [DatabaseScope: Int64] = [:]

@@ -59,7 +59,17 @@ public final class SQLiteDatabase: @unchecked Sendable {
         }
     }
 
-    private func checkOutReader() throws -> SQLiteConnection {
+    /// Takes the writer connection until `unlockWriter` (the store's group-commit writer holds it
+    /// for a whole group, on its one thread).
+    public func lockWriter() -> SQLiteConnection {
+        writerLock.lock()
+        return writer
+    }
+
+    public func unlockWriter() { writerLock.unlock() }
+
+    /// A reader connection of the caller's own until it gives it back with `checkIn`.
+    public func checkOutReader() throws -> SQLiteConnection {
         readerLock.lock()
         if let connection = idleReaders.popLast() {
             readerLock.unlock()
@@ -69,7 +79,7 @@ public final class SQLiteDatabase: @unchecked Sendable {
         return try SQLiteConnection(path: path, synchronous: synchronous)
     }
 
-    private func checkIn(_ connection: SQLiteConnection) {
+    public func checkIn(_ connection: SQLiteConnection) {
         readerLock.lock()
         defer { readerLock.unlock() }
         if idleReaders.count < maximumIdleReaders { idleReaders.append(connection) }
