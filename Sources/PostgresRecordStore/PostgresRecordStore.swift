@@ -26,7 +26,9 @@ package final class PostgresRecordStore: RecordStorage {
     let requestDeadline: Duration
     let tokenUses = TokenUseRecorder()
     /// The store's connections as the engine's driver.
-    package var driver: PostgresStoreDriver { PostgresStoreDriver(pool: pool, logger: logger, requestDeadline: requestDeadline) }
+    package let driver: PostgresStoreDriver
+    /// The transaction scripts written once for both backends, on this database.
+    package let engine: StoreEngine
 
     private struct State {
         var databaseIDs: [DatabaseScope: Int64] = [:]
@@ -99,6 +101,8 @@ package final class PostgresRecordStore: RecordStorage {
         self.clock = clock
         self.logger = logger
         self.requestDeadline = .seconds(10)
+        self.driver = PostgresStoreDriver(pool: pool, logger: logger, requestDeadline: requestDeadline)
+        self.engine = StoreEngine(driver: driver, storeID: storeID, clock: clock)
         let listener = Task { [weak self, pool, logger] in
             await PostgresRecordStore.listenForCommits(pool: pool, logger: logger) { [weak self] databaseIDs in
                 self?.announce(databaseIDs)
@@ -179,6 +183,7 @@ package final class PostgresRecordStore: RecordStorage {
 
     package func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) {
         state.withLock { $0.onCommit = observer }
+        engine.setCommitObserver(observer)
     }
 
     func committed(_ databaseID: Int64) {
@@ -258,26 +263,11 @@ package final class PostgresRecordStore: RecordStorage {
 
     package func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] {
         if scope.kind == .shared { return try await listSharedZones(scope) }
-        let databaseID = try await databaseID(scope)
-        let storeID = self.storeID
-        return try await read { connection in
-            try await connection.query(
-                "SELECT id, name, seq, purged_seq FROM zones WHERE database_id = \(databaseID) AND deleted = 0 ORDER BY name", logger: self.logger
-            ).collect().map { row in
-                let (id, name, seq, purged) = try row.decode((Int64, String, Int64, Int64).self)
-                let zone = ZoneRow(id: id, name: name, seq: seq, purgedSeq: purged)
-                return ZoneInfo(zoneID: self.zoneID(name, scope), syncToken: FeedRules.zoneToken(storeID: storeID, zone: zone))
-            }
-        }
+        return try await engine.listZones(scope)
     }
 
     package func lookupZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
-        guard scope.kind != .shared else { throw ServerError.badRequest("a shared zone is looked up with its ownerRecordName") }
-        let databaseID = try await databaseID(scope)
-        return try await read { connection in
-            let zone = try await self.requireZone(databaseID, ZoneID(zoneName: zoneName), connection)
-            return ZoneInfo(zoneID: self.zoneID(zone.name, scope), syncToken: FeedRules.zoneToken(storeID: self.storeID, zone: zone))
-        }
+        try await engine.lookupZone(scope, zoneName: zoneName)
     }
 
     package func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {

@@ -27,6 +27,10 @@ package struct PostgresStoreDriver: StoreDriver {
         return try await transaction { try await body(PostgresStoreConnection(connection: $0, logger: logger)) }
     }
 
+    package func announceCommit(of databaseID: Int64, _ connection: any StoreConnection) async throws {
+        try await connection.execute("SELECT pg_notify(?, ?)", [.text(PostgresRecordStore.commitChannel), .text(String(databaseID))])
+    }
+
     /// Runs `body` in one transaction within the request deadline, mapping PostgreSQL's transient
     /// failures to `TRY_AGAIN_LATER`.
     func transaction<T: Sendable>(readOnly: Bool = false,

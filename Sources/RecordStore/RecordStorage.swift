@@ -183,9 +183,14 @@ package final class SQLiteStorage: RecordStorage {
     /// The request deadline every store call runs under.
     private let runner: StoreTransactionRunner
 
+    /// The transaction scripts written once for both backends, on this store's database.
+    package let engine: StoreEngine
+
     package init(_ store: SQLiteRecordStore, requestDeadline: Duration = .seconds(10)) {
         self.store = store
         self.runner = StoreTransactionRunner(deadline: requestDeadline)
+        self.engine = StoreEngine(driver: SQLiteStoreDriver(database: store.database, requestDeadline: requestDeadline),
+                                  storeID: store.storeID, clock: store.clock)
         self.readPool = SQLiteStorage.sharedReadPool
         self.writePool = SQLiteStorage.sharedWritePool
     }
@@ -253,10 +258,13 @@ package final class SQLiteStorage: RecordStorage {
     package func addServerKey(pem: String, name: String?) async throws -> String { try await offload { try $0.addServerKey(pem: pem, name: name) } }
     package func serverKey(keyID: String) async throws -> ServerKey? { try await offload { try $0.serverKey(keyID: keyID) } }
 
-    package func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] { try await offload { try $0.listZones(scope) } }
+    package func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] {
+        if scope.kind == .shared { return try await offload { try $0.listSharedZones(scope) } }
+        return try await engine.listZones(scope)
+    }
 
     package func lookupZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
-        try await offload { try $0.lookupZone(scope, zoneName: zoneName) }
+        try await engine.lookupZone(scope, zoneName: zoneName)
     }
 
     package func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
@@ -343,7 +351,10 @@ package final class SQLiteStorage: RecordStorage {
         try await offload { try $0.notifications(databaseID: databaseID, after: cursor, limit: limit) }
     }
 
-    package func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) { store.setCommitObserver(observer) }
+    package func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) {
+        store.setCommitObserver(observer)
+        engine.setCommitObserver(observer)
+    }
 
     package func purgeNotifications(olderThanMilliseconds age: Int64) async throws -> Int {
         try await offload(write: true) { try $0.purgeNotifications(olderThanMilliseconds: age) }

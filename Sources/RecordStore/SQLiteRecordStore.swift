@@ -266,25 +266,6 @@ package final class SQLiteRecordStore: Sendable {
 
     // MARK: Zones
 
-    package func listZones(_ scope: DatabaseScope) throws -> [ZoneInfo] {
-        if scope.kind == .shared { return try listSharedZones(scope) }
-        return try database.readSync { connection in
-            let databaseID = try databaseID(scope)
-            return try connection.map("SELECT id, name, seq, purged_seq FROM zones WHERE database_id = ? AND deleted = 0 ORDER BY name",
-                                      [.int(databaseID)]) {
-                ZoneRow(id: $0.int64(0), name: $0.text(1), seq: $0.int64(2), purgedSeq: $0.int64(3))
-            }.map { ZoneInfo(zoneID: zoneID($0.name, scope), syncToken: zoneToken($0)) }
-        }
-    }
-
-    package func lookupZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo {
-        guard scope.kind != .shared else { throw ServerError.badRequest("a shared zone is looked up with its ownerRecordName") }
-        return try database.readSync { connection in
-            let zone = try requireZone(try databaseID(scope), ZoneID(zoneName: zoneName), connection)
-            return ZoneInfo(zoneID: zoneID(zone.name, scope), syncToken: zoneToken(zone))
-        }
-    }
-
     package func createZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo {
         guard scope.kind != .shared else { throw ServerError.badRequest("zones cannot be created in the shared database") }
         try Names.validateZoneName(zoneName)

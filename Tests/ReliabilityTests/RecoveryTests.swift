@@ -104,7 +104,12 @@ final class RecoveryTests: XCTestCase {
         let user = try XCTUnwrap(try testbed.server.authenticate(bearerToken: testbed.token))
         let scope = DatabaseScope(user: user, container: "iCloud.scorebook", environment: .production)
         try testbed.server.deleteZone(scope, zoneName: Scorebook.zoneID.zoneName)
-        XCTAssertThrowsError(try testbed.server.lookupZone(scope, zoneName: Scorebook.zoneID.zoneName), "the zone is gone")
+        do {
+            _ = try await SQLiteStorage(testbed.server).lookupZone(scope, zoneName: Scorebook.zoneID.zoneName)
+            XCTFail("the zone is gone")
+        } catch {
+            XCTAssertEqual((error as? ServerError)?.code, .zoneNotFound)
+        }
 
         let late = Person(firstName: "Late", modificationDate: testbed.clock.now())
         try a.create([late], requiring: [])

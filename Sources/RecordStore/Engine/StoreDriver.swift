@@ -129,9 +129,15 @@ package protocol StoreDriver: Sendable {
     /// Runs `body` in a write transaction; returns once its writes are durable (or undone, as
     /// the outcome asks). A script that throws leaves nothing behind.
     func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> TransactionOutcome<T>) async throws -> T
+    /// Tells every daemon on the database, when the caller's transaction commits, that
+    /// `databaseID` changed (PostgreSQL's `NOTIFY`; nothing on SQLite, whose one process hears
+    /// its own commits).
+    func announceCommit(of databaseID: Int64, _ connection: any StoreConnection) async throws
 }
 
 extension StoreDriver {
+    package func announceCommit(of databaseID: Int64, _ connection: any StoreConnection) async throws {}
+
     /// A write script that always keeps its writes.
     package func write<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> T) async throws -> T {
         try await writeTransaction { connection in TransactionOutcome.commit(try await body(connection)) }
