@@ -271,26 +271,7 @@ package final class PostgresRecordStore: RecordStorage {
     }
 
     package func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
-        guard scope.kind != .shared else { throw ServerError.badRequest("zones cannot be created in the shared database") }
-        try Names.validateZoneName(zoneName)
-        try ZoneRules.checkCreation(scope)
-        let databaseID = try await databaseID(scope)
-        let (info, created): (ZoneInfo, Bool) = try await write { connection in
-            try await self.lockDatabase(databaseID, connection)
-            if let existing = try await self.liveZone(databaseID, name: zoneName, connection) {
-                return (ZoneInfo(zoneID: self.zoneID(existing.name, scope), syncToken: FeedRules.zoneToken(storeID: self.storeID, zone: existing)), false)
-            }
-            let dbSeq = try await self.bumpDatabaseSequence(databaseID, connection)
-            let id = try await connection.query(
-                "INSERT INTO zones (database_id, name, db_seq) VALUES (\(databaseID), \(zoneName), \(dbSeq)) RETURNING id", logger: self.logger
-            ).collect().first?.decode(Int64.self) ?? 0
-            try await self.recordNotifications(for: [], zone: zoneName, databaseID: databaseID, scope: scope, zoneChanged: true, connection)
-            try await self.notifyCommit(databaseID, connection)
-            let zone = ZoneRow(id: id, name: zoneName, seq: 0, purgedSeq: 0)
-            return (ZoneInfo(zoneID: self.zoneID(zoneName, scope), syncToken: FeedRules.zoneToken(storeID: self.storeID, zone: zone)), true)
-        }
-        if created { committed(databaseID) }
-        return info
+        try await engine.createZone(scope, zoneName: zoneName)
     }
 
     package func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {

@@ -190,7 +190,7 @@ package final class SQLiteStorage: RecordStorage {
         self.store = store
         self.runner = StoreTransactionRunner(deadline: requestDeadline)
         self.engine = StoreEngine(driver: SQLiteStoreDriver(database: store.database, requestDeadline: requestDeadline),
-                                  storeID: store.storeID, clock: store.clock)
+                                  storeID: store.storeID, clock: store.clock, subscriptionCache: store.subscriptionCache)
         self.readPool = SQLiteStorage.sharedReadPool
         self.writePool = SQLiteStorage.sharedWritePool
     }
@@ -268,7 +268,7 @@ package final class SQLiteStorage: RecordStorage {
     }
 
     package func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
-        try await offload(write: true) { try $0.createZone(scope, zoneName: zoneName) }
+        try await engine.createZone(scope, zoneName: zoneName)
     }
 
     package func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {

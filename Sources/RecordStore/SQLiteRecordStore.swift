@@ -266,23 +266,6 @@ package final class SQLiteRecordStore: Sendable {
 
     // MARK: Zones
 
-    package func createZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo {
-        guard scope.kind != .shared else { throw ServerError.badRequest("zones cannot be created in the shared database") }
-        try Names.validateZoneName(zoneName)
-        try ZoneRules.checkCreation(scope)
-        return try writeTransaction(scope) { connection, databaseID in
-            if let existing = try liveZone(databaseID, name: zoneName, connection) {
-                return ZoneInfo(zoneID: zoneID(existing.name, scope), syncToken: zoneToken(existing))
-            }
-            let dbSeq = try bumpDatabaseSequence(databaseID, connection)
-            try connection.run("INSERT INTO zones (database_id, name, db_seq) VALUES (?, ?, ?)",
-                               [.int(databaseID), .text(zoneName), .int(dbSeq)])
-            let zone = ZoneRow(id: connection.lastInsertRowID, name: zoneName, seq: 0, purgedSeq: 0)
-            try recordNotifications(for: [], zone: zoneName, databaseID: databaseID, scope: scope, zoneChanged: true, connection)
-            return ZoneInfo(zoneID: zoneID(zoneName, scope), syncToken: zoneToken(zone))
-        }
-    }
-
     package func deleteZone(_ scope: DatabaseScope, zoneName: String) throws {
         guard zoneName != ZoneID.defaultZoneName else { throw ServerError.badRequest("the default zone cannot be deleted") }
         guard scope.kind != .shared else { throw ServerError(.accessDenied, "only the owner deletes a shared zone") }

@@ -43,6 +43,13 @@ package struct SQLDialect: Sendable, Equatable {
     /// only (SQLite's single writer already holds the whole database).
     package var forUpdate: String { kind == .postgres ? " FOR UPDATE" : "" }
 
+    /// How a notification's payload is stored (bytes on SQLite, JSON text on PostgreSQL).
+    package var payloadType: StoreColumnType { kind == .postgres ? .text : .blob }
+
+    /// Whether notification ids are numbered per database (`databases.note_seq`, PostgreSQL: any
+    /// daemon may add one) rather than by the table's own row id (SQLite's one writer).
+    package var numbersNotificationsPerDatabase: Bool { kind == .postgres }
+
     /// `ON CONFLICT (key) DO UPDATE SET c = excluded.c, …`: the same text on both, here so a
     /// script names only the key and the columns it replaces.
     package func upsert(conflict key: [String], update columns: [String]) -> String {

@@ -28,11 +28,17 @@ package final class StoreEngine: Sendable {
     /// Told, after a commit, which databases it changed (the push hub listens here).
     private let observer = Mutex<(@Sendable (Set<Int64>) -> Void)?>(nil)
     private let databaseIDs = Mutex<[DatabaseScope: Int64]>([:])
+    /// Each database's subscriptions kept between transactions, where one process is the only
+    /// writer (SQLite); nil reads them in every transaction (another daemon may change them).
+    let subscriptionCache: SubscriptionCache?
 
-    package init(driver: any StoreDriver, storeID: String, clock: @escaping @Sendable () -> Int64) {
+    package init(driver: any StoreDriver, storeID: String, clock: @escaping @Sendable () -> Int64,
+                 subscriptionCache: SubscriptionCache? = nil)
+    {
         self.driver = driver
         self.storeID = storeID
         self.clock = clock
+        self.subscriptionCache = subscriptionCache
     }
 
     package func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) { self.observer.withLock { $0 = observer } }
