@@ -247,9 +247,7 @@ package final class PostgresRecordStore: RecordStorage {
 
     func requireZone(_ databaseID: Int64, _ zone: ZoneID, forUpdate: Bool = false, _ connection: PostgresConnection) async throws -> ZoneRow {
         guard let row = try await liveZone(databaseID, name: zone.zoneName, forUpdate: forUpdate, connection) else {
-            var error = ServerError(.zoneNotFound, "zone '\(zone.zoneName)' does not exist")
-            error.zoneID = zone
-            throw error
+            throw ZoneRules.notFound(zone)
         }
         return row
     }

@@ -243,9 +243,7 @@ package final class SQLiteRecordStore: Sendable {
 
     func requireZone(_ databaseID: Int64, _ zone: ZoneID, _ connection: SQLiteConnection) throws -> ZoneRow {
         guard let row = try liveZone(databaseID, name: zone.zoneName, connection) else {
-            var error = ServerError(.zoneNotFound, "zone '\(zone.zoneName)' does not exist")
-            error.zoneID = zone
-            throw error
+            throw ZoneRules.notFound(zone)
         }
         return row
     }

@@ -9,7 +9,7 @@ extension StoreEngine {
     /// subscriptions fire even when no record changed). Returns the other databases that received
     /// notifications (public-database subscribers).
     @discardableResult
-    func recordNotifications(for changes: [CommittedChange], zone zoneName: String, databaseID: Int64, scope: DatabaseScope,
+    package func recordNotifications(for changes: [CommittedChange], zone zoneName: String, databaseID: Int64, scope: DatabaseScope,
                              zoneChanged: Bool, _ connection: any StoreConnection) async throws -> Set<Int64>
     {
         guard !changes.isEmpty || zoneChanged else { return [] }

@@ -95,9 +95,7 @@ package final class StoreEngine: Sendable {
 
     func requireZone(_ databaseID: Int64, _ zone: ZoneID, forUpdate: Bool = false, _ connection: any StoreConnection) async throws -> ZoneRow {
         guard let row = try await liveZone(databaseID, name: zone.zoneName, forUpdate: forUpdate, connection) else {
-            var error = ServerError(.zoneNotFound, "zone '\(zone.zoneName)' does not exist")
-            error.zoneID = zone
-            throw error
+            throw ZoneRules.notFound(zone)
         }
         return row
     }
