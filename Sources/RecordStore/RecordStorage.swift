@@ -219,11 +219,6 @@ package final class SQLiteStorage: RecordStorage {
     /// Whether the store answers a read.
     package func checkReady() async throws { try await offload { try $0.checkReadable() } }
 
-    package func createUser(name: String, email: String?, tokenExpiresAt: Int64?) async throws -> (user: User, token: String) {
-        let answer = try await offload(write: true) { try $0.createUser(name: name, email: email, tokenExpiresAt: tokenExpiresAt) }
-        return answer
-    }
-
     package func discoverUsers(emails: [String], recordNames: [String]) async throws -> [UserIdentity] {
         try await offload { try $0.discoverUsers(emails: emails, recordNames: recordNames) }
     }
@@ -237,26 +232,6 @@ package final class SQLiteStorage: RecordStorage {
     package func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) async throws -> ZoneInfo {
         try await offload { try $0.lookupSharedZone(scope, zone: zone) }
     }
-
-    package func issueToken(userName: String, expiresAt: Int64?) async throws -> (user: User, token: String) {
-        let answer = try await offload(write: true) { try $0.issueToken(userName: userName, expiresAt: expiresAt) }
-        return answer
-    }
-
-    package func listUsers() async throws -> [User] { try await offload { try $0.listUsers() } }
-    package func createAPIToken() async throws -> String { try await offload(write: true) { try $0.createAPIToken() } }
-
-    package func authenticate(bearerToken: String) async throws -> User? {
-        try await offload { try $0.authenticate(bearerToken: bearerToken) }
-    }
-
-    package func authenticate(apiToken: String, webAuthToken: String) async throws -> User? {
-        try await offload { try $0.authenticate(apiToken: apiToken, webAuthToken: webAuthToken) }
-    }
-
-    package func isValidAPIToken(_ apiToken: String) async throws -> Bool { try await offload { try $0.isValidAPIToken(apiToken) } }
-    package func addServerKey(pem: String, name: String?) async throws -> String { try await offload { try $0.addServerKey(pem: pem, name: name) } }
-    package func serverKey(keyID: String) async throws -> ServerKey? { try await offload { try $0.serverKey(keyID: keyID) } }
 
     package func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] {
         if scope.kind == .shared { return try await offload { try $0.listSharedZones(scope) } }
@@ -341,10 +316,6 @@ package final class SQLiteStorage: RecordStorage {
 
     package func pushToken(_ scope: DatabaseScope, token: String) async throws -> PushToken {
         try await offload { try $0.pushToken(scope, token: token) }
-    }
-
-    package func courierChannel(token: String, container: String, environment: Environment) async throws -> PushToken? {
-        try await offload(write: true) { try $0.courierChannel(token: token, container: container, environment: environment) }
     }
 
     package func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification] {
