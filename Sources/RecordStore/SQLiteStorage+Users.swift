@@ -14,12 +14,7 @@ extension SQLiteStorage {
     package func userSummaries() async throws -> [UserSummary] { try await engine.userSummaries() }
     package func editUser(name: String, email: String) async throws -> UserSummary { try await engine.editUser(name: name, email: email) }
 
-    package func deleteUser(name: String) async throws -> UserDeletion {
-        let deletion = try await engine.deleteUser(name: name)
-        // The record writes match changes against subscriptions kept in memory; the user's went.
-        store.subscriptionCache.invalidateAll()
-        return deletion
-    }
+    package func deleteUser(name: String) async throws -> UserDeletion { try await engine.deleteUser(name: name) }
 
     package func revokeTokens(userName: String, token: String?) async throws -> (user: User, revoked: Int) {
         try await engine.revokeTokens(userName: userName, token: token)

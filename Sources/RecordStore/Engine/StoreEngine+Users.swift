@@ -67,7 +67,9 @@ extension StoreEngine {
     /// subscriptions and notifications, the shares of those zones, and its places in other users'
     /// shares, in one transaction. Participants find the shared zones gone at their next sync.
     package func deleteUser(name: String) async throws -> UserDeletion {
-        try await driver.write { connection in
+        // The subscriptions kept in memory go too: the user's databases' went with it.
+        defer { subscriptionCache?.invalidateAll() }
+        return try await driver.write { connection in
             let user = try await Self.requireUser(named: name, connection)
             let arguments: [SQLValue] = [.int(user.id)]
             let zones = try await connection.scalarInt(UserRemoval.liveZoneCount, arguments) ?? 0
