@@ -24,7 +24,7 @@ package final class PostgresRecordStore: RecordStorage {
     private let state = Mutex(State())
     /// How long one request may take, connection wait included, before it answers `TRY_AGAIN_LATER`.
     let requestDeadline: Duration
-    let tokenUses = TokenUseRecorder()
+    package let tokenUses = TokenUseRecorder()
     /// The store's connections as the engine's driver.
     package let driver: PostgresStoreDriver
     /// The transaction scripts written once for both backends, on this database.

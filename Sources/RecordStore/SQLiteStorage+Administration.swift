@@ -1,6 +1,8 @@
 import RecordModel
 
-// `scorebookd check` on the embedded store.
-extension SQLiteStorage {
+// Users and credentials are the engine's (`EngineUserStorage`); `scorebookd check` on the embedded store.
+extension SQLiteStorage: EngineUserStorage {
+    package var tokenUses: TokenUseRecorder { store.tokenUses }
+
     package func checkIntegrity() async throws -> [String] { try await offload { try $0.checkIntegrity() } }
 }

@@ -1,7 +1,14 @@
 import RecordModel
 
-// Users and their credentials: the engine's scripts on the embedded store.
-extension SQLiteStorage {
+/// A store whose users and credentials are the engine's scripts: both backends conform, so
+/// their `RecordStorage` methods for users, tokens, keys and courier channels are these.
+package protocol EngineUserStorage {
+    var engine: StoreEngine { get }
+    /// Decides when a token's last use is written.
+    var tokenUses: TokenUseRecorder { get }
+}
+
+extension EngineUserStorage {
     package func createUser(name: String, email: String?, tokenExpiresAt: Int64?) async throws -> (user: User, token: String) {
         try await engine.createUser(name: name, email: email, tokenExpiresAt: tokenExpiresAt)
     }
@@ -13,7 +20,6 @@ extension SQLiteStorage {
     package func listUsers() async throws -> [User] { try await engine.listUsers() }
     package func userSummaries() async throws -> [UserSummary] { try await engine.userSummaries() }
     package func editUser(name: String, email: String) async throws -> UserSummary { try await engine.editUser(name: name, email: email) }
-
     package func deleteUser(name: String) async throws -> UserDeletion { try await engine.deleteUser(name: name) }
 
     package func revokeTokens(userName: String, token: String?) async throws -> (user: User, revoked: Int) {
@@ -23,13 +29,10 @@ extension SQLiteStorage {
     package func setPasswordHash(userName: String, hash: String) async throws -> User { try await engine.setPasswordHash(userName: userName, hash: hash) }
     package func passwordCredential(login: String) async throws -> PasswordCredential? { try await engine.passwordCredential(login: login) }
     package func createAPIToken() async throws -> String { try await engine.createAPIToken() }
-
-    package func authenticate(bearerToken: String) async throws -> User? {
-        try await engine.authenticate(bearerToken: bearerToken, uses: store.tokenUses)
-    }
+    package func authenticate(bearerToken: String) async throws -> User? { try await engine.authenticate(bearerToken: bearerToken, uses: tokenUses) }
 
     package func authenticate(apiToken: String, webAuthToken: String) async throws -> User? {
-        try await engine.authenticate(apiToken: apiToken, webAuthToken: webAuthToken, uses: store.tokenUses)
+        try await engine.authenticate(apiToken: apiToken, webAuthToken: webAuthToken, uses: tokenUses)
     }
 
     package func isValidAPIToken(_ apiToken: String) async throws -> Bool { try await engine.isValidAPIToken(apiToken) }
