@@ -68,41 +68,13 @@ extension PostgresRecordStore {
 
     /// What a transaction body decides: commit, or roll back (an atomic batch that failed) and
     /// still answer.
-    enum Outcome<T> {
-        case commit(T)
-        case rollback(T)
-    }
+    typealias Outcome<T: Sendable> = TransactionOutcome<T>
 
-    /// Runs `body` in one transaction within the request deadline, mapping PostgreSQL's transient
-    /// failures to `TRY_AGAIN_LATER`. Past the deadline the transaction is abandoned: its
-    /// connection is closed (the server rolls the transaction back) and never reused.
+    /// Runs `body` in one transaction of the store's driver (see `PostgresStoreDriver.transaction`).
     func transaction<T: Sendable>(readOnly: Bool = false, _ body: @escaping @Sendable (PostgresConnection) async throws -> Outcome<T>)
         async throws -> T
     {
-        let logger = self.logger
-        let pool = self.pool
-        return try await PostgresRecordStore.mapFailures {
-            try await StoreTransactionRunner(deadline: self.requestDeadline).run(unreachable: "the database did not answer in time") { abandonment in
-                try await pool.withConnection(abandonment) { connection in
-                    try await connection.query(
-                        readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN ISOLATION LEVEL READ COMMITTED", logger: logger)
-                    do {
-                        switch try await body(connection) {
-                        case .commit(let value):
-                            try await connection.query("COMMIT", logger: logger)
-                            return value
-                        case .rollback(let value):
-                            try await connection.query("ROLLBACK", logger: logger)
-                            return value
-                        }
-                    } catch {
-                        // Never a query on a closed connection: postgres-nio would never answer it.
-                        if !connection.isClosed { _ = try? await connection.query("ROLLBACK", logger: logger) }
-                        throw error
-                    }
-                }
-            }
-        }
+        try await driver.transaction(readOnly: readOnly, body)
     }
 
     /// A read of one row within the request deadline: what `GET /ready` asks.

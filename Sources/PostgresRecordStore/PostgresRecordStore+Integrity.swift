@@ -43,4 +43,11 @@ extension PostgresRecordStore {
             return problems
         }
     }
+
+    /// One of the statements written for both backends, whose single argument is `?1`.
+    static func sharedStatement(_ sql: String, _ argument: String) -> PostgresQuery {
+        var binds = PostgresBindings()
+        binds.append(argument)
+        return PostgresQuery(unsafeSQL: sql.replacingOccurrences(of: "?1", with: "$1"), binds: binds)
+    }
 }

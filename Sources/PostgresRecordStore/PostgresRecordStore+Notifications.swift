@@ -143,18 +143,8 @@ extension PostgresRecordStore {
     func recordNotifications(for changes: [CommittedChange], zone zoneName: String, databaseID: Int64, scope: DatabaseScope,
                              zoneChanged: Bool, _ connection: PostgresConnection) async throws -> Set<Int64>
     {
-        guard !changes.isEmpty || zoneChanged else { return [] }
-        let subscriptions = try await subscriptions(databaseID, connection)
-        let (payloads, firedOnce) = SubscriptionRules.fire(subscriptions, changes: changes, zone: zoneName, scope: scope, zoneChanged: zoneChanged)
-        let byRecipient = Dictionary(grouping: payloads, by: { $0.recipient ?? databaseID })
-        for target in byRecipient.keys.sorted() {
-            try await writeNotifications(byRecipient[target]!.map(\.payload), databaseID: target, connection)
-            if target != databaseID { try await notifyCommit(target, connection) }
-        }
-        for id in firedOnce {
-            try await connection.query("DELETE FROM subscriptions WHERE database_id = \(databaseID) AND subscription_id = \(id)", logger: logger)
-        }
-        return Set(byRecipient.keys).subtracting([databaseID])
+        try await engine.recordNotifications(for: changes, zone: zoneName, databaseID: databaseID, scope: scope, zoneChanged: zoneChanged,
+                                             PostgresStoreConnection(connection: connection, logger: logger))
     }
 
     /// Appends payloads to a database's outbox, numbered by its `note_seq` (the UPDATE takes the

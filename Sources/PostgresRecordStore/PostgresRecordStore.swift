@@ -24,7 +24,11 @@ package final class PostgresRecordStore: RecordStorage {
     private let state = Mutex(State())
     /// How long one request may take, connection wait included, before it answers `TRY_AGAIN_LATER`.
     let requestDeadline: Duration
-    let tokenUses = TokenUseRecorder()
+    package let tokenUses = TokenUseRecorder()
+    /// The store's connections as the engine's driver.
+    package let driver: PostgresStoreDriver
+    /// The transaction scripts written once for both backends, on this database.
+    package let engine: StoreEngine
 
     private struct State {
         var databaseIDs: [DatabaseScope: Int64] = [:]
@@ -97,6 +101,8 @@ package final class PostgresRecordStore: RecordStorage {
         self.clock = clock
         self.logger = logger
         self.requestDeadline = .seconds(10)
+        self.driver = PostgresStoreDriver(pool: pool, logger: logger, requestDeadline: requestDeadline)
+        self.engine = StoreEngine(driver: driver, storeID: storeID, clock: clock)
         let listener = Task { [weak self, pool, logger] in
             await PostgresRecordStore.listenForCommits(pool: pool, logger: logger) { [weak self] databaseIDs in
                 self?.announce(databaseIDs)
@@ -177,6 +183,7 @@ package final class PostgresRecordStore: RecordStorage {
 
     package func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) {
         state.withLock { $0.onCommit = observer }
+        engine.setCommitObserver(observer)
     }
 
     func committed(_ databaseID: Int64) {
@@ -240,9 +247,7 @@ package final class PostgresRecordStore: RecordStorage {
 
     func requireZone(_ databaseID: Int64, _ zone: ZoneID, forUpdate: Bool = false, _ connection: PostgresConnection) async throws -> ZoneRow {
         guard let row = try await liveZone(databaseID, name: zone.zoneName, forUpdate: forUpdate, connection) else {
-            var error = ServerError(.zoneNotFound, "zone '\(zone.zoneName)' does not exist")
-            error.zoneID = zone
-            throw error
+            throw ZoneRules.notFound(zone)
         }
         return row
     }
@@ -256,49 +261,15 @@ package final class PostgresRecordStore: RecordStorage {
 
     package func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] {
         if scope.kind == .shared { return try await listSharedZones(scope) }
-        let databaseID = try await databaseID(scope)
-        let storeID = self.storeID
-        return try await read { connection in
-            try await connection.query(
-                "SELECT id, name, seq, purged_seq FROM zones WHERE database_id = \(databaseID) AND deleted = 0 ORDER BY name", logger: self.logger
-            ).collect().map { row in
-                let (id, name, seq, purged) = try row.decode((Int64, String, Int64, Int64).self)
-                let zone = ZoneRow(id: id, name: name, seq: seq, purgedSeq: purged)
-                return ZoneInfo(zoneID: self.zoneID(name, scope), syncToken: FeedRules.zoneToken(storeID: storeID, zone: zone))
-            }
-        }
+        return try await engine.listZones(scope)
     }
 
     package func lookupZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
-        guard scope.kind != .shared else { throw ServerError.badRequest("a shared zone is looked up with its ownerRecordName") }
-        let databaseID = try await databaseID(scope)
-        return try await read { connection in
-            let zone = try await self.requireZone(databaseID, ZoneID(zoneName: zoneName), connection)
-            return ZoneInfo(zoneID: self.zoneID(zone.name, scope), syncToken: FeedRules.zoneToken(storeID: self.storeID, zone: zone))
-        }
+        try await engine.lookupZone(scope, zoneName: zoneName)
     }
 
     package func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
-        guard scope.kind != .shared else { throw ServerError.badRequest("zones cannot be created in the shared database") }
-        try Names.validateZoneName(zoneName)
-        try ZoneRules.checkCreation(scope)
-        let databaseID = try await databaseID(scope)
-        let (info, created): (ZoneInfo, Bool) = try await write { connection in
-            try await self.lockDatabase(databaseID, connection)
-            if let existing = try await self.liveZone(databaseID, name: zoneName, connection) {
-                return (ZoneInfo(zoneID: self.zoneID(existing.name, scope), syncToken: FeedRules.zoneToken(storeID: self.storeID, zone: existing)), false)
-            }
-            let dbSeq = try await self.bumpDatabaseSequence(databaseID, connection)
-            let id = try await connection.query(
-                "INSERT INTO zones (database_id, name, db_seq) VALUES (\(databaseID), \(zoneName), \(dbSeq)) RETURNING id", logger: self.logger
-            ).collect().first?.decode(Int64.self) ?? 0
-            try await self.recordNotifications(for: [], zone: zoneName, databaseID: databaseID, scope: scope, zoneChanged: true, connection)
-            try await self.notifyCommit(databaseID, connection)
-            let zone = ZoneRow(id: id, name: zoneName, seq: 0, purgedSeq: 0)
-            return (ZoneInfo(zoneID: self.zoneID(zoneName, scope), syncToken: FeedRules.zoneToken(storeID: self.storeID, zone: zone)), true)
-        }
-        if created { committed(databaseID) }
-        return info
+        try await engine.createZone(scope, zoneName: zoneName)
     }
 
     package func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {

@@ -4,12 +4,12 @@ package enum CourierRules {
     package static let useRecordingMillis: Int64 = 3600 * 1000
 
     /// SQL on a channel `p`: the token that made it is neither revoked nor expired (unbound: its user
-    /// has a token not revoked) and it was used after the cutoff. `$1`: now, `$2`: the cutoff (ms).
+    /// has a token not revoked) and it was used after the cutoff. Its arguments: now, then the cutoff (ms).
     package static let liveCondition = """
         CASE WHEN p.auth_token_hash IS NULL
              THEN EXISTS (SELECT 1 FROM auth_tokens a WHERE a.user_id = p.user_id AND a.revoked = 0)
              ELSE EXISTS (SELECT 1 FROM auth_tokens a WHERE a.token_hash = p.auth_token_hash AND a.user_id = p.user_id
-                          AND a.revoked = 0 AND (a.expires_at IS NULL OR a.expires_at > $1)) END
-        AND COALESCE(p.last_used_at, p.created_at) > $2
+                          AND a.revoked = 0 AND (a.expires_at IS NULL OR a.expires_at > ?)) END
+        AND COALESCE(p.last_used_at, p.created_at) > ?
         """
 }

@@ -188,9 +188,14 @@ package final class SQLiteStorage: RecordStorage {
     /// The request deadline every store call runs under.
     private let runner: StoreTransactionRunner
 
+    /// The transaction scripts written once for both backends, on this store's database.
+    package let engine: StoreEngine
+
     package init(_ store: SQLiteRecordStore, requestDeadline: Duration = .seconds(10)) {
         self.store = store
         self.runner = StoreTransactionRunner(deadline: requestDeadline)
+        self.engine = StoreEngine(driver: SQLiteStoreDriver(database: store.database, requestDeadline: requestDeadline),
+                                  storeID: store.storeID, clock: store.clock, subscriptionCache: store.subscriptionCache)
         self.readPool = SQLiteStorage.sharedReadPool
         self.writePool = SQLiteStorage.sharedWritePool
     }
@@ -219,11 +224,6 @@ package final class SQLiteStorage: RecordStorage {
     /// Whether the store answers a read.
     package func checkReady() async throws { try await offload { try $0.checkReadable() } }
 
-    package func createUser(name: String, email: String?, tokenExpiresAt: Int64?) async throws -> (user: User, token: String) {
-        let answer = try await offload(write: true) { try $0.createUser(name: name, email: email, tokenExpiresAt: tokenExpiresAt) }
-        return answer
-    }
-
     package func discoverUsers(emails: [String], recordNames: [String]) async throws -> [UserIdentity] {
         try await offload { try $0.discoverUsers(emails: emails, recordNames: recordNames) }
     }
@@ -238,34 +238,17 @@ package final class SQLiteStorage: RecordStorage {
         try await offload { try $0.lookupSharedZone(scope, zone: zone) }
     }
 
-    package func issueToken(userName: String, expiresAt: Int64?) async throws -> (user: User, token: String) {
-        let answer = try await offload(write: true) { try $0.issueToken(userName: userName, expiresAt: expiresAt) }
-        return answer
+    package func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] {
+        if scope.kind == .shared { return try await offload { try $0.listSharedZones(scope) } }
+        return try await engine.listZones(scope)
     }
-
-    package func listUsers() async throws -> [User] { try await offload { try $0.listUsers() } }
-    package func createAPIToken() async throws -> String { try await offload(write: true) { try $0.createAPIToken() } }
-
-    package func authenticate(bearerToken: String) async throws -> User? {
-        try await offload { try $0.authenticate(bearerToken: bearerToken) }
-    }
-
-    package func authenticate(apiToken: String, webAuthToken: String) async throws -> User? {
-        try await offload { try $0.authenticate(apiToken: apiToken, webAuthToken: webAuthToken) }
-    }
-
-    package func isValidAPIToken(_ apiToken: String) async throws -> Bool { try await offload { try $0.isValidAPIToken(apiToken) } }
-    package func addServerKey(pem: String, name: String?) async throws -> String { try await offload { try $0.addServerKey(pem: pem, name: name) } }
-    package func serverKey(keyID: String) async throws -> ServerKey? { try await offload { try $0.serverKey(keyID: keyID) } }
-
-    package func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] { try await offload { try $0.listZones(scope) } }
 
     package func lookupZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
-        try await offload { try $0.lookupZone(scope, zoneName: zoneName) }
+        try await engine.lookupZone(scope, zoneName: zoneName)
     }
 
     package func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
-        try await offload(write: true) { try $0.createZone(scope, zoneName: zoneName) }
+        try await engine.createZone(scope, zoneName: zoneName)
     }
 
     package func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {
@@ -340,15 +323,14 @@ package final class SQLiteStorage: RecordStorage {
         try await offload { try $0.pushToken(scope, token: token) }
     }
 
-    package func courierChannel(token: String, container: String, environment: Environment) async throws -> PushToken? {
-        try await offload(write: true) { try $0.courierChannel(token: token, container: container, environment: environment) }
-    }
-
     package func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification] {
         try await offload { try $0.notifications(databaseID: databaseID, after: cursor, limit: limit) }
     }
 
-    package func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) { store.setCommitObserver(observer) }
+    package func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) {
+        store.setCommitObserver(observer)
+        engine.setCommitObserver(observer)
+    }
 
     package func purgeNotifications(olderThanMilliseconds age: Int64) async throws -> Int {
         try await offload(write: true) { try $0.purgeNotifications(olderThanMilliseconds: age) }

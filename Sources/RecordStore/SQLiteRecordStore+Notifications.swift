@@ -5,16 +5,20 @@ import Synchronization
 
 /// Each database's subscriptions, read once and kept until they change: matching runs inside
 /// every write transaction, so it must not cost a query.
-final class SubscriptionCache: Sendable {
+package final class SubscriptionCache: Sendable {
     private let byDatabase = Mutex<[Int64: [Subscription]]>([:])
 
     func subscriptions(_ databaseID: Int64, _ connection: SQLiteConnection) throws -> [Subscription] {
-        if let cached = byDatabase.withLock({ $0[databaseID] }) { return cached }
+        if let cached = cached(databaseID) { return cached }
         let loaded = try connection.map("SELECT definition FROM subscriptions WHERE database_id = ? ORDER BY subscription_id",
                                         [.int(databaseID)]) { try Subscription(json: try JSONValue.parse($0.blob(0))) }
-        byDatabase.withLock { $0[databaseID] = loaded }
+        keep(loaded, for: databaseID)
         return loaded
     }
+
+    func cached(_ databaseID: Int64) -> [Subscription]? { byDatabase.withLock { $0[databaseID] } }
+
+    func keep(_ subscriptions: [Subscription], for databaseID: Int64) { byDatabase.withLock { $0[databaseID] = subscriptions } }
 
     func invalidate(_ databaseID: Int64) {
         byDatabase.withLock { $0[databaseID] = nil }

@@ -15,9 +15,6 @@ package final class SQLiteRecordStore: Sendable {
     let clock: @Sendable () -> Int64
     private struct Caches {
         var databaseIDs: [DatabaseScope: Int64] = [:]
-        var authCache: [String: (user: User, expires: Int64)] = [:]
-        /// The store's revocation count when `authCache` was filled (`revocationCount`).
-        var authCacheRevocations: Int64 = -1
         /// Told, after each commit, which databases it changed (the push hub listens here).
         var onCommit: (@Sendable (_ databaseIDs: Set<Int64>) -> Void)?
     }
@@ -93,123 +90,6 @@ package final class SQLiteRecordStore: Sendable {
     /// The data file, for backups and integrity checks.
     package var path: String { database.path }
 
-    // MARK: Users and credentials
-
-    /// `tokenExpiresAt`: when the first token stops working (nil: never).
-    package func createUser(name: String, email: String? = nil, tokenExpiresAt: Int64? = nil) throws -> (user: User, token: String) {
-        try CredentialRules.validateUserName(name)
-        let email = try email.map(ShareRules.normalizedEmail)
-        return try database.writeSync { connection in
-            try connection.transaction {
-                if try connection.scalarInt("SELECT id FROM users WHERE name = ?", [.text(name)]) != nil {
-                    throw ServerError(.exists, "user '\(name)' already exists")
-                }
-                if let email, try connection.scalarInt("SELECT id FROM users WHERE email = ?", [.text(email)]) != nil {
-                    throw ServerError(.exists, "another user has the email \(email)")
-                }
-                let recordName = "_" + RandomToken.hex(bytes: 16)
-                try connection.run("INSERT INTO users (name, record_name, created_at, email) VALUES (?, ?, ?, ?)",
-                                   [.text(name), .text(recordName), .int(clock()), email.map { .text($0) } ?? .null])
-                let user = User(id: connection.lastInsertRowID, name: name, recordName: recordName)
-                return (user, try insertToken(for: user, expiresAt: tokenExpiresAt, connection))
-            }
-        }
-    }
-
-    package func issueToken(userName: String, expiresAt: Int64? = nil) throws -> (user: User, token: String) {
-        try database.writeSync { connection in
-            try connection.transaction {
-                let user = try requireUser(named: userName, connection)
-                return (user, try insertToken(for: user, expiresAt: expiresAt, connection))
-            }
-        }
-    }
-
-    private func insertToken(for user: User, expiresAt: Int64?, _ connection: SQLiteConnection) throws -> String {
-        let token = RandomToken.hex(bytes: 32)
-        try connection.run("INSERT INTO auth_tokens (token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                           [.text(TokenHash.hex(token)), .int(user.id), .int(clock()), expiresAt.map { .int($0) } ?? .null])
-        return token
-    }
-
-    package func listUsers() throws -> [User] {
-        try database.readSync { connection in
-            try connection.map("SELECT id, name, record_name FROM users ORDER BY name") {
-                User(id: $0.int64(0), name: $0.text(1), recordName: $0.text(2))
-            }
-        }
-    }
-
-    package func createAPIToken() throws -> String {
-        let token = RandomToken.hex(bytes: 32)
-        _ = try database.writeSync { connection in
-            try connection.run("INSERT INTO api_tokens (token_hash, created_at) VALUES (?, ?)",
-                               [.text(TokenHash.hex(token)), .int(clock())])
-        }
-        return token
-    }
-
-    /// Found tokens are cached briefly, so a request costs no hash and no token query; a token
-    /// issued by `scorebookd user token` in another process is seen at once (misses are not
-    /// cached), and one revoked by `scorebookd user revoke` is refused at once: every request
-    /// reads the store's revocation count, and a changed count empties the cache. A token is
-    /// cached no longer than it lives; an expired one is `AUTHENTICATION_FAILED` saying so.
-    package func authenticate(bearerToken: String) throws -> User? {
-        guard CredentialRules.isPlausibleBearerToken(bearerToken) else { return nil }
-        let now = clock()
-        let revocations = try revocationCount()
-        let cached = caches.withLock { caches -> User? in
-            if revocations != caches.authCacheRevocations {
-                caches.authCache.removeAll()
-                caches.authCacheRevocations = revocations
-            }
-            guard let cached = caches.authCache[bearerToken], cached.expires > now else { return nil }
-            return cached.user
-        }
-        if let cached {
-            recordUse(of: bearerToken, now: now)
-            return cached
-        }
-        let hash = TokenHash.hex(bearerToken)
-        let found = try database.readSync { connection in
-            try connection.first(
-                """
-                SELECT u.id, u.name, u.record_name, t.expires_at FROM auth_tokens t JOIN users u ON u.id = t.user_id
-                WHERE t.token_hash = ? AND t.revoked = 0
-                """, [.text(hash)]) { (User(id: $0.int64(0), name: $0.text(1), recordName: $0.text(2)), $0.optionalInt64(3)) }
-        }
-        guard let (user, expiresAt) = found else { return nil }
-        if TokenRules.isExpired(expiresAt, now: now) { throw TokenRules.expired() }
-        caches.withLock { caches in
-            if caches.authCache.count > 10_000 { caches.authCache.removeAll() }
-            // Read before the token was: a revocation since then shows as a changed count.
-            if caches.authCacheRevocations == revocations { caches.authCache[bearerToken] = (user, min(now + 30_000, expiresAt ?? .max)) }
-        }
-        recordUse(of: bearerToken, now: now)
-        return user
-    }
-
-    /// Writes the token's last use, at most once a minute (`TokenUseRecorder`); a store too busy
-    /// to take it now takes the next one.
-    private func recordUse(of bearerToken: String, now: Int64) {
-        guard tokenUses.shouldRecord(tokenHash: bearerToken, now: now) else { return }
-        _ = try? database.writeSync { connection in
-            try connection.run("UPDATE auth_tokens SET last_used_at = ? WHERE token_hash = ?", [.int(now), .text(TokenHash.hex(bearerToken))])
-        }
-    }
-
-    package func authenticate(apiToken: String, webAuthToken: String) throws -> User? {
-        guard try isValidAPIToken(apiToken) else { return nil }
-        return try authenticate(bearerToken: webAuthToken)
-    }
-
-    package func isValidAPIToken(_ apiToken: String) throws -> Bool {
-        guard CredentialRules.isWellFormedAPIToken(apiToken) else { return false }
-        return try database.readSync { connection in
-            try connection.scalarInt("SELECT 1 FROM api_tokens WHERE token_hash = ?", [.text(TokenHash.hex(apiToken.lowercased()))])
-        } != nil
-    }
-
     // MARK: Databases
 
     /// The row id of the scope's database, creating it (with its `_defaultZone`) on first use.
@@ -243,9 +123,7 @@ package final class SQLiteRecordStore: Sendable {
 
     func requireZone(_ databaseID: Int64, _ zone: ZoneID, _ connection: SQLiteConnection) throws -> ZoneRow {
         guard let row = try liveZone(databaseID, name: zone.zoneName, connection) else {
-            var error = ServerError(.zoneNotFound, "zone '\(zone.zoneName)' does not exist")
-            error.zoneID = zone
-            throw error
+            throw ZoneRules.notFound(zone)
         }
         return row
     }
@@ -265,42 +143,6 @@ package final class SQLiteRecordStore: Sendable {
     }
 
     // MARK: Zones
-
-    package func listZones(_ scope: DatabaseScope) throws -> [ZoneInfo] {
-        if scope.kind == .shared { return try listSharedZones(scope) }
-        return try database.readSync { connection in
-            let databaseID = try databaseID(scope)
-            return try connection.map("SELECT id, name, seq, purged_seq FROM zones WHERE database_id = ? AND deleted = 0 ORDER BY name",
-                                      [.int(databaseID)]) {
-                ZoneRow(id: $0.int64(0), name: $0.text(1), seq: $0.int64(2), purgedSeq: $0.int64(3))
-            }.map { ZoneInfo(zoneID: zoneID($0.name, scope), syncToken: zoneToken($0)) }
-        }
-    }
-
-    package func lookupZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo {
-        guard scope.kind != .shared else { throw ServerError.badRequest("a shared zone is looked up with its ownerRecordName") }
-        return try database.readSync { connection in
-            let zone = try requireZone(try databaseID(scope), ZoneID(zoneName: zoneName), connection)
-            return ZoneInfo(zoneID: zoneID(zone.name, scope), syncToken: zoneToken(zone))
-        }
-    }
-
-    package func createZone(_ scope: DatabaseScope, zoneName: String) throws -> ZoneInfo {
-        guard scope.kind != .shared else { throw ServerError.badRequest("zones cannot be created in the shared database") }
-        try Names.validateZoneName(zoneName)
-        try ZoneRules.checkCreation(scope)
-        return try writeTransaction(scope) { connection, databaseID in
-            if let existing = try liveZone(databaseID, name: zoneName, connection) {
-                return ZoneInfo(zoneID: zoneID(existing.name, scope), syncToken: zoneToken(existing))
-            }
-            let dbSeq = try bumpDatabaseSequence(databaseID, connection)
-            try connection.run("INSERT INTO zones (database_id, name, db_seq) VALUES (?, ?, ?)",
-                               [.int(databaseID), .text(zoneName), .int(dbSeq)])
-            let zone = ZoneRow(id: connection.lastInsertRowID, name: zoneName, seq: 0, purgedSeq: 0)
-            try recordNotifications(for: [], zone: zoneName, databaseID: databaseID, scope: scope, zoneChanged: true, connection)
-            return ZoneInfo(zoneID: zoneID(zoneName, scope), syncToken: zoneToken(zone))
-        }
-    }
 
     package func deleteZone(_ scope: DatabaseScope, zoneName: String) throws {
         guard zoneName != ZoneID.defaultZoneName else { throw ServerError.badRequest("the default zone cannot be deleted") }

@@ -298,6 +298,13 @@ package enum AccessRules {
 
 /// The rules of zones.
 package enum ZoneRules {
+    /// The answer for a zone that does not exist (or no longer does).
+    package static func notFound(_ zone: ZoneID) -> ServerError {
+        var error = ServerError(.zoneNotFound, "zone '\(zone.zoneName)' does not exist")
+        error.zoneID = zone
+        return error
+    }
+
     /// The public database has only `_defaultZone`, as in CloudKit.
     package static func checkCreation(_ scope: DatabaseScope) throws {
         guard scope.database == .private else {

@@ -62,39 +62,39 @@ package final class TokenUseRecorder: Sendable {
     }
 }
 
-/// `user list`'s query, the same on both backends: `?1` is the time now.
-package enum UserListing {
-    package static let sql = """
+/// `user list`'s query: its one argument is the time now.
+enum UserListing {
+    static let sql = """
         SELECT u.id, u.name, u.record_name, u.email,
-            (SELECT COUNT(*) FROM auth_tokens t WHERE t.user_id = u.id AND t.revoked = 0 AND (t.expires_at IS NULL OR t.expires_at > ?1)),
+            (SELECT COUNT(*) FROM auth_tokens t WHERE t.user_id = u.id AND t.revoked = 0 AND (t.expires_at IS NULL OR t.expires_at > ?)),
             (SELECT MAX(t.last_used_at) FROM auth_tokens t WHERE t.user_id = u.id)
         FROM users u ORDER BY u.name
         """
 }
 
-/// `user delete`'s statements, the same on both backends; `?1` is the user's id. Zones go with
+/// `user delete`'s statements; each one's single argument is the user's id. Zones go with
 /// everything kept per zone, then databases with what is kept per database, then the user's own
 /// rows. Asset bytes no live record refers to any more are left to the asset sweep.
-package enum UserRemoval {
-    static let databases = "SELECT id FROM databases WHERE user_id = ?1"
+enum UserRemoval {
+    static let databases = "SELECT id FROM databases WHERE user_id = ?"
     static let zones = "SELECT id FROM zones WHERE database_id IN (\(databases))"
 
-    package static let liveZoneCount = "SELECT COUNT(*) FROM zones WHERE deleted = 0 AND name != '\(ZoneID.defaultZoneName)' AND database_id IN (\(databases))"
-    package static let shareCount = "SELECT COUNT(*) FROM shares WHERE owner_user_id = ?1"
+    static let liveZoneCount = "SELECT COUNT(*) FROM zones WHERE deleted = 0 AND name != '\(ZoneID.defaultZoneName)' AND database_id IN (\(databases))"
+    static let shareCount = "SELECT COUNT(*) FROM shares WHERE owner_user_id = ?"
 
-    package static let statements: [String] =
+    static let statements: [String] =
         ["records", "refs", "query_index", "query_counts", "query_fields", "shares", "share_participants"].map {
             "DELETE FROM \($0) WHERE zone_id IN (\(zones))"
         } + [
             "DELETE FROM zones WHERE database_id IN (\(databases))",
             "DELETE FROM subscriptions WHERE database_id IN (\(databases))",
             // The subscriptions of its shared database are kept under the negated id (`ShareRules.sharedSubscriptionKey`).
-            "DELETE FROM subscriptions WHERE database_id IN (SELECT -id FROM databases WHERE user_id = ?1)",
+            "DELETE FROM subscriptions WHERE database_id IN (SELECT -id FROM databases WHERE user_id = ?)",
             "DELETE FROM notifications WHERE database_id IN (\(databases))",
-            "DELETE FROM share_participants WHERE user_id = ?1",
-            "DELETE FROM databases WHERE user_id = ?1",
-        ] + ["push_tokens", "auth_tokens", "server_keys", "asset_uploads"].map { "DELETE FROM \($0) WHERE user_id = ?1" }
-        + ["DELETE FROM users WHERE id = ?1"]
+            "DELETE FROM share_participants WHERE user_id = ?",
+            "DELETE FROM databases WHERE user_id = ?",
+        ] + ["push_tokens", "auth_tokens", "server_keys", "asset_uploads"].map { "DELETE FROM \($0) WHERE user_id = ?" }
+        + ["DELETE FROM users WHERE id = ?"]
 }
 
 /// A user and its web sign-in password hash (nil: no password set, so no sign-in).
@@ -107,10 +107,11 @@ package struct PasswordCredential: Sendable, Equatable {
         self.hash = hash
     }
 
-    /// The lookup by name, or else by email (kept in lower case), the same on both backends:
-    /// `?1` is what was typed.
-    package static let lookupSQL = """
-        SELECT id, name, record_name, password_hash FROM users WHERE name = ?1 OR email = LOWER(?1)
-        ORDER BY CASE WHEN name = ?1 THEN 0 ELSE 1 END LIMIT 1
+    /// The lookup by name, or else by email (kept in lower case): each of its
+    /// `lookupArguments` arguments is what was typed.
+    static let lookupSQL = """
+        SELECT id, name, record_name, password_hash FROM users WHERE name = ? OR email = LOWER(?)
+        ORDER BY CASE WHEN name = ? THEN 0 ELSE 1 END LIMIT 1
         """
+    static let lookupArguments = 3
 }

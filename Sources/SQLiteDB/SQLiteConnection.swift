@@ -133,6 +133,9 @@ public final class SQLiteConnection {
 
     public var lastInsertRowID: Int64 { sqlite3_last_insert_rowid(handle) }
 
+    /// Whether a transaction is open (false again after SQLite rolled one back on its own error).
+    public var isInTransaction: Bool { sqlite3_get_autocommit(handle) == 0 }
+
     /// Runs `body` in a transaction (`BEGIN IMMEDIATE`, so the write lock is taken up front);
     /// commits if it returns, rolls back if it throws.
     public func transaction<T>(_ body: () throws -> T) throws -> T {

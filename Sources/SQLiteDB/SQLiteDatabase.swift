@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// A database file shared by one writer connection and a small pool of reader connections.
@@ -10,7 +11,9 @@ import Synchronization
 public final class SQLiteDatabase: @unchecked Sendable {
     public let path: String
     private let writer: SQLiteConnection
-    private let writerLock = Mutex(())
+    /// An `NSLock`, not a `Mutex`: the group-commit writer takes it in one call and gives it back
+    /// in another (`lockWriter`/`unlockWriter`), which a `Mutex`'s scoped `withLock` cannot do.
+    private let writerLock = NSLock()
     private let readerLock = Mutex(())
     private var idleReaders: [SQLiteConnection] = []
     private let maximumIdleReaders: Int
@@ -30,7 +33,9 @@ public final class SQLiteDatabase: @unchecked Sendable {
 
     /// Runs `body` with the writer connection, blocking the calling thread until it is free.
     public func writeSync<T>(_ body: (SQLiteConnection) throws -> T) rethrows -> T {
-        try writerLock.withLock { _ in try body(writer) }
+        writerLock.lock()
+        defer { writerLock.unlock() }
+        return try body(writer)
     }
 
     /// Runs `body` with a reader connection.
@@ -40,12 +45,22 @@ public final class SQLiteDatabase: @unchecked Sendable {
         return try body(connection)
     }
 
-    private func checkOutReader() throws -> SQLiteConnection {
+    /// Takes the writer connection until `unlockWriter` (the store's group-commit writer holds it
+    /// for a whole group, on its one thread).
+    public func lockWriter() -> SQLiteConnection {
+        writerLock.lock()
+        return writer
+    }
+
+    public func unlockWriter() { writerLock.unlock() }
+
+    /// A reader connection of the caller's own until it gives it back with `checkIn`.
+    public func checkOutReader() throws -> SQLiteConnection {
         if let connection = readerLock.withLock({ _ in idleReaders.popLast() }) { return connection }
         return try SQLiteConnection(path: path, synchronous: synchronous)
     }
 
-    private func checkIn(_ connection: SQLiteConnection) {
+    public func checkIn(_ connection: SQLiteConnection) {
         readerLock.withLock { _ in
             if idleReaders.count < maximumIdleReaders { idleReaders.append(connection) }
         }

@@ -70,6 +70,19 @@ public final class SQLiteStatement {
 
     public func reset() { sqlite3_reset(handle) }
 
+    public var columnCount: Int32 { sqlite3_column_count(handle) }
+
+    /// The column's value as SQLite stored it.
+    public func value(_ column: Int32) -> SQLValue {
+        switch sqlite3_column_type(handle, column) {
+        case SQLITE_NULL: return .null
+        case SQLITE_INTEGER: return .int(int64(column))
+        case SQLITE_FLOAT: return .double(double(column))
+        case SQLITE_BLOB: return .blob(blob(column))
+        default: return .text(text(column))
+        }
+    }
+
     public func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
     public func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
     public func double(_ column: Int32) -> Double { sqlite3_column_double(handle, column) }

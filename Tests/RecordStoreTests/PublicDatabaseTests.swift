@@ -177,6 +177,22 @@ final class PublicDatabaseTests: StoreTestCase {
         XCTAssertNil(try store.serverKey(keyID: "not-hex"))
         assertThrows(.badRequest) { try store.addServerKey(pem: "-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----", name: nil) }
     }
+
+    /// Four `key add` of one key at once (four daemons' operators, say) register it once: one
+    /// key id, one user acting for it.
+    func testOneKeyAddedFourTimesAtOnceIsOneKeyWithOneUser() throws {
+        let base = store.base
+        let keyIDs = try BlockingStore.run {
+            try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<4 { group.addTask { try await base.addServerKey(pem: Self.examplePEM, name: nil) } }
+                return try await group.reduce(into: Set<String>()) { $0.insert($1) }
+            }
+        }
+        XCTAssertEqual(keyIDs.count, 1)
+        let keyID = try XCTUnwrap(keyIDs.first)
+        let user = try XCTUnwrap(try store.serverKey(keyID: keyID)).user
+        XCTAssertEqual(try store.listUsers().filter { $0.name == user.name }, [user])
+    }
 }
 
 extension JSONValue {

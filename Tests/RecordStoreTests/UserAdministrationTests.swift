@@ -55,6 +55,29 @@ final class UserAdministrationTests: StoreTestCase {
         XCTAssertGreaterThanOrEqual(later - first, 61_000)
     }
 
+    /// Four `user create` of one name at once: one user, three `EXISTS`.
+    func testOneNameCreatedFourTimesAtOnceIsOneUser() throws {
+        let base = store.base
+        let outcomes = try BlockingStore.run {
+            try await withThrowingTaskGroup(of: ServerErrorCode?.self) { group in
+                for _ in 0..<4 {
+                    group.addTask {
+                        do {
+                            _ = try await base.createUser(name: "carol")
+                            return nil
+                        } catch let error as ServerError {
+                            return error.code
+                        }
+                    }
+                }
+                return try await group.reduce(into: [ServerErrorCode?]()) { $0.append($1) }
+            }
+        }
+        XCTAssertEqual(outcomes.filter { $0 == nil }.count, 1, "\(outcomes)")
+        XCTAssertEqual(outcomes.filter { $0 == .exists }.count, 3, "\(outcomes)")
+        XCTAssertEqual(try store.listUsers().filter { $0.name == "carol" }.count, 1)
+    }
+
     func testPasswordHashesAreFoundByNameOrEmail() throws {
         _ = try store.createUser(name: "bob", email: "Bob@Example.com")
         XCTAssertEqual(try store.passwordCredential(login: "bob"), PasswordCredential(user: try XCTUnwrap(store.listUsers().first { $0.name == "bob" }), hash: nil),

@@ -24,7 +24,7 @@ final class ConcurrentEditTests: XCTestCase {
     /// Reproduced every time by holding A's SQLite write lock from a second connection while
     /// the sync builds its batch.
     func testADeletionWhileASyncBuildsItsBatchIsNotUndone() async throws {
-        let testbed = try SyncTestbed(user: "racing")
+        let testbed = try await SyncTestbed(user: "racing")
         defer { testbed.close() }
         let clock = testbed.clock
         let a = try testbed.machine(0)

@@ -25,7 +25,7 @@ final class LostAnswerTests: XCTestCase {
     /// The bug was: A resent `create` (it had no server copy), the server accepted it because the
     /// name was free again, and the Person was live on the server again.
     func testACreateWhoseAnswerWasLostDoesNotResurrectTheRecordAfterAnotherMachineDeletesIt() async throws {
-        let testbed = try SyncTestbed(user: "resurrection")
+        let testbed = try await SyncTestbed(user: "resurrection")
         defer { testbed.close() }
         let clock = testbed.clock
         let a = try testbed.machine(0)
@@ -71,7 +71,7 @@ final class LostAnswerTests: XCTestCase {
     /// against the ancestor (no last name) and its local copy (no last name); local equalled
     /// ancestor, so the merge took the server's "Lee" as a remote change.
     func testAFieldEditedBackAfterALostAnswerKeepsTheLatestEdit() async throws {
-        let testbed = try SyncTestbed(user: "aba")
+        let testbed = try await SyncTestbed(user: "aba")
         defer { testbed.close() }
         let a = try testbed.machine(0)
 
@@ -107,7 +107,7 @@ final class LostAnswerTests: XCTestCase {
     /// server ("Lee") as the merge ancestor, so B's server copy (no last name) read as a removal
     /// by B and won; A's edit was lost everywhere without a conflict reported.
     func testAnEditWhoseRequestNeverReachedTheServerSurvivesAnotherMachinesChange() async throws {
-        let testbed = try SyncTestbed(user: "lostrequest")
+        let testbed = try await SyncTestbed(user: "lostrequest")
         defer { testbed.close() }
         let a = try testbed.machine(0)
         let b = try testbed.machine(1)
@@ -143,7 +143,7 @@ final class LostAnswerTests: XCTestCase {
     /// The bug was: A took the state its refused update would have left (email set) as the merge
     /// ancestor, so the server copy's missing email read as a removal and A's edit was lost.
     func testAnEditRefusedWithALostAnswerSurvivesTheMerge() async throws {
-        let testbed = try SyncTestbed(user: "refused")
+        let testbed = try await SyncTestbed(user: "refused")
         defer { testbed.close() }
         let a = try testbed.machine(0)
         let b = try testbed.machine(1)

@@ -30,7 +30,7 @@ final class RecoveryTests: XCTestCase {
     func scorebookOnTwoMachines(user: String, file: StaticString = #filePath, line: UInt = #line) async throws
         -> (SyncTestbed, SyncMachine, SyncMachine, Int)
     {
-        let testbed = try SyncTestbed(user: user)
+        let testbed = try await SyncTestbed(user: user)
         let a = try testbed.machine(0), b = try testbed.machine(1)
         let count = try makeScorebook(on: a, clock: testbed.clock)
         try await a.engine.sync()
@@ -54,7 +54,7 @@ final class RecoveryTests: XCTestCase {
     /// accepts whole (a child sent before its parent would be VALIDATING_REFERENCE_ERROR); another
     /// machine fetches them all across several pages.
     func testALargeOutboxGoesInBatchesOfAtMost400AndArrivesWhole() async throws {
-        let testbed = try SyncTestbed(user: "large")
+        let testbed = try await SyncTestbed(user: "large")
         defer { testbed.close() }
         let a = try testbed.machine(0), b = try testbed.machine(1)
         let batchSizes = LockedBox<[Int]>([])
@@ -101,10 +101,16 @@ final class RecoveryTests: XCTestCase {
         let (testbed, a, b, count) = try await scorebookOnTwoMachines(user: "zone-reset")
         defer { testbed.close() }
 
-        let user = try XCTUnwrap(try testbed.server.authenticate(bearerToken: testbed.token))
+        let authenticated = try await testbed.storage.authenticate(bearerToken: testbed.token)
+        let user = try XCTUnwrap(authenticated)
         let scope = DatabaseScope(user: user, container: "iCloud.scorebook", environment: .production)
         try testbed.server.deleteZone(scope, zoneName: Scorebook.zoneID.zoneName)
-        XCTAssertThrowsError(try testbed.server.lookupZone(scope, zoneName: Scorebook.zoneID.zoneName), "the zone is gone")
+        do {
+            _ = try await SQLiteStorage(testbed.server).lookupZone(scope, zoneName: Scorebook.zoneID.zoneName)
+            XCTFail("the zone is gone")
+        } catch {
+            XCTAssertEqual((error as? ServerError)?.code, .zoneNotFound)
+        }
 
         let late = Person(firstName: "Late", modificationDate: testbed.clock.now())
         try a.create([late], requiring: [])

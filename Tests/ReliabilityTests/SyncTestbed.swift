@@ -11,6 +11,8 @@ import XCTest
 final class SyncTestbed {
     let root: URL
     let server: SQLiteRecordStore
+    /// The async store the API serves from `server`.
+    let storage: SQLiteStorage
     let api: InProcessTransport
     let token: String
     let clock = EditClock()
@@ -19,11 +21,12 @@ final class SyncTestbed {
     static let noFaults = FaultRates(requestLost: 0, responseLost: 0, duplicated: 0, throttled: 0, tryAgainLater: 0, pollDelayed: 0,
                                      pollReordered: 0)
 
-    init(user: String) throws {
+    init(user: String) async throws {
         root = FaultScenario.temporaryRoot()
         server = try SQLiteRecordStore(directory: root.appendingPathComponent("server").path)
-        api = InProcessTransport(api: RecordAPI(store: SQLiteStorage(server), requestsPerSecond: 1_000_000, logger: FaultScenario.quietLogger))
-        token = try server.createUser(name: user).token
+        storage = SQLiteStorage(server)
+        api = InProcessTransport(api: RecordAPI(store: storage, requestsPerSecond: 1_000_000, logger: FaultScenario.quietLogger))
+        token = try await storage.createUser(name: user).token
     }
 
     func close() {

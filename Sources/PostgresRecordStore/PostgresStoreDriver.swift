@@ -1,0 +1,162 @@
+import Logging
+import NIOCore
+import PostgresNIO
+import RecordModel
+import RecordStore
+import SQLiteDB
+
+/// The PostgreSQL driver: each transaction on a connection of the store's pool, under the request
+/// deadline; past it the transaction is abandoned and its connection closed (the server rolls
+/// it back), never reused.
+package struct PostgresStoreDriver: StoreDriver {
+    let pool: PostgresConnectionPool
+    let logger: Logger
+    let requestDeadline: Duration
+
+    package var dialect: SQLDialect { .postgres }
+
+    package func read<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> T) async throws -> T {
+        let logger = self.logger
+        return try await transaction(readOnly: true) { .commit(try await body(PostgresStoreConnection(connection: $0, logger: logger))) }
+    }
+
+    package func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> TransactionOutcome<T>)
+        async throws -> T
+    {
+        let logger = self.logger
+        return try await transaction { try await body(PostgresStoreConnection(connection: $0, logger: logger)) }
+    }
+
+    package func announceCommit(of databaseID: Int64, _ connection: any StoreConnection) async throws {
+        try await connection.execute("SELECT pg_notify(?, ?)", [.text(PostgresRecordStore.commitChannel), .text(String(databaseID))])
+    }
+
+    /// Runs `body` in one transaction within the request deadline, mapping PostgreSQL's transient
+    /// failures to `TRY_AGAIN_LATER`.
+    func transaction<T: Sendable>(readOnly: Bool = false,
+                                  _ body: @escaping @Sendable (PostgresConnection) async throws -> TransactionOutcome<T>) async throws -> T
+    {
+        let logger = self.logger
+        let pool = self.pool
+        return try await PostgresRecordStore.mapFailures {
+            try await StoreTransactionRunner(deadline: self.requestDeadline).run(unreachable: "the database did not answer in time") { abandonment in
+                try await pool.withConnection(abandonment) { connection in
+                    try await connection.query(
+                        readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN ISOLATION LEVEL READ COMMITTED", logger: logger)
+                    do {
+                        switch try await body(connection) {
+                        case .commit(let value):
+                            try await connection.query("COMMIT", logger: logger)
+                            return value
+                        case .rollback(let value):
+                            try await connection.query("ROLLBACK", logger: logger)
+                            return value
+                        }
+                    } catch {
+                        // Never a query on a closed connection: postgres-nio would never answer it.
+                        if !connection.isClosed { _ = try? await connection.query("ROLLBACK", logger: logger) }
+                        throw error
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// One PostgreSQL transaction's connection.
+struct PostgresStoreConnection: StoreConnection {
+    let connection: PostgresConnection
+    let logger: Logger
+
+    var dialect: SQLDialect { .postgres }
+
+    func rows(_ sql: String, _ arguments: [SQLValue]) async throws -> [StoreRow] {
+        var bindings = PostgresBindings(capacity: arguments.count)
+        for argument in arguments { try PostgresStoreConnection.bind(argument, to: &bindings) }
+        let query = PostgresQuery(unsafeSQL: dialect.placeholders(sql), binds: bindings)
+        return try await connection.query(query, logger: logger).collect().map(PostgresStoreConnection.row)
+    }
+
+    /// The protocol's changed count is not in postgres-nio's async interface: a data-changing
+    /// statement without its own `RETURNING` is counted by a `WITH` around it.
+    func execute(_ sql: String, _ arguments: [SQLValue]) async throws -> Int {
+        let verb = sql.drop(while: \.isWhitespace).prefix(6).uppercased()
+        guard ["INSERT", "UPDATE", "DELETE"].contains(verb), sql.range(of: "RETURNING", options: .caseInsensitive) == nil else {
+            return try await rows(sql, arguments).count
+        }
+        return Int(try await rows("WITH changed AS (\(sql) RETURNING 1) SELECT COUNT(*) FROM changed", arguments).first?.int(0) ?? 0)
+    }
+
+    /// One statement: each column bound as one array (`unnest($1::bigint[], $2::text[], …)`).
+    func insertRows(into table: String, columns: [StoreColumn], rows: [[SQLValue]], suffix: String) async throws -> [StoreRow] {
+        guard !rows.isEmpty, !columns.isEmpty else { return [] }
+        let arrays = columns.indices.map { index in
+            SQLValue.text(PostgresStoreConnection.arrayLiteral(rows.map { $0[index] }))
+        }
+        let unnest = columns.map { "?::\($0.type.rawValue)[]" }.joined(separator: ", ")
+        let names = columns.map(\.name).joined(separator: ", ")
+        let sql = "INSERT INTO \(table) (\(names)) SELECT * FROM unnest(\(unnest))" + (suffix.isEmpty ? "" : " " + suffix)
+        return try await self.rows(sql, arrays)
+    }
+
+    /// PostgreSQL's text form of an array: `{1,NULL,"a \"b\""}` (bytes as `\x…` hex).
+    static func arrayLiteral(_ values: [SQLValue]) -> String {
+        var text = "{"
+        for (index, value) in values.enumerated() {
+            if index > 0 { text += "," }
+            switch value {
+            case .null: text += "NULL"
+            case .int(let number): text += String(number)
+            case .double(let number): text += "\"\(number)\""
+            case .text(let string): quote(string, into: &text)
+            case .blob(let bytes):
+                quote("\\x" + bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined(),
+                      into: &text)
+            }
+        }
+        return text + "}"
+    }
+
+    private static func quote(_ string: String, into text: inout String) {
+        text += "\""
+        for character in string {
+            if character == "\"" || character == "\\" { text += "\\" }
+            text.append(character)
+        }
+        text += "\""
+    }
+
+    static func bind(_ value: SQLValue, to bindings: inout PostgresBindings) throws {
+        switch value {
+        case .null: bindings.appendNull()
+        case .int(let number): try bindings.append(number)
+        case .double(let number): try bindings.append(number)
+        case .text(let string): try bindings.append(string)
+        case .blob(let bytes): try bindings.append(ByteBuffer(bytes: bytes))
+        }
+    }
+
+    static func row(_ row: PostgresRow) throws -> StoreRow {
+        var values: [SQLValue] = []
+        for cell in row {
+            guard var bytes = cell.bytes else {
+                values.append(.null)
+                continue
+            }
+            switch cell.dataType {
+            case .int2, .int4, .int8: values.append(.int(try cell.decode(Int64.self)))
+            case .float4, .float8: values.append(.double(try cell.decode(Double.self)))
+            case .bool: values.append(.int(try cell.decode(Bool.self) ? 1 : 0))
+            case .bytea: values.append(.blob(bytes.readBytes(length: bytes.readableBytes) ?? []))
+            case .numeric: values.append(.int(Int64(try cell.decode(String.self)) ?? 0))
+            default:
+                if let text = try? cell.decode(String.self) {
+                    values.append(.text(text))
+                } else {
+                    values.append(.text(bytes.readString(length: bytes.readableBytes) ?? ""))
+                }
+            }
+        }
+        return StoreRow(values)
+    }
+}

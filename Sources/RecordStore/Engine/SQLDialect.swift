@@ -1,0 +1,74 @@
+import RecordModel
+
+/// What differs between SQLite's SQL and PostgreSQL's in the statements the engine writes.
+/// Scripts write `?` placeholders and standard SQL (`ON CONFLICT … DO UPDATE`, `RETURNING`);
+/// the few clauses that differ come from here.
+package struct SQLDialect: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
+        case sqlite
+        case postgres
+    }
+
+    package let kind: Kind
+
+    package static let sqlite = SQLDialect(kind: .sqlite)
+    package static let postgres = SQLDialect(kind: .postgres)
+
+    /// `sql` with its `?` placeholders written as the database expects them: unchanged for
+    /// SQLite, `$1`, `$2`, … for PostgreSQL. A `?` inside a quoted literal or identifier is text.
+    package func placeholders(_ sql: String) -> String {
+        guard kind == .postgres, sql.utf8.contains(UInt8(ascii: "?")) else { return sql }
+        var result = ""
+        result.reserveCapacity(sql.utf8.count + 16)
+        var number = 0
+        var quote: Character?
+        for character in sql {
+            if let open = quote {
+                if character == open { quote = nil }
+                result.append(character)
+            } else if character == "'" || character == "\"" {
+                quote = character
+                result.append(character)
+            } else if character == "?" {
+                number += 1
+                result += "$\(number)"
+            } else {
+                result.append(character)
+            }
+        }
+        return result
+    }
+
+    /// The clause that locks the rows a `SELECT` read until the transaction ends: PostgreSQL
+    /// only (SQLite's single writer already holds the whole database).
+    package var forUpdate: String { kind == .postgres ? " FOR UPDATE" : "" }
+
+    /// How a notification's payload is stored (bytes on SQLite, JSON text on PostgreSQL).
+    package var payloadType: StoreColumnType { kind == .postgres ? .text : .blob }
+
+    /// Whether notification ids are numbered per database (`databases.note_seq`, PostgreSQL: any
+    /// daemon may add one) rather than by the table's own row id (SQLite's one writer).
+    package var numbersNotificationsPerDatabase: Bool { kind == .postgres }
+
+    /// `ON CONFLICT (key) DO UPDATE SET c = excluded.c, …`: the same text on both, here so a
+    /// script names only the key and the columns it replaces.
+    package func upsert(conflict key: [String], update columns: [String]) -> String {
+        let target = "ON CONFLICT (\(key.joined(separator: ", ")))"
+        guard !columns.isEmpty else { return target + " DO NOTHING" }
+        return target + " DO UPDATE SET " + columns.map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
+    }
+
+    /// A condition that `column` is one of the strings of a JSON array bound to a single `?`
+    /// (`SQLDialect.jsonArray`): one statement however many names, and one cached plan.
+    package func isInJSONArray(_ column: String) -> String {
+        switch kind {
+        case .sqlite: return "\(column) IN (SELECT value FROM json_each(?))"
+        case .postgres: return "\(column) = ANY(ARRAY(SELECT jsonb_array_elements_text(?::jsonb)))"
+        }
+    }
+
+    /// The JSON array text bound for `isInJSONArray`.
+    package static func jsonArray(_ names: [String]) -> String {
+        JSONValue.array(names.map { .string($0) }).serializedString()
+    }
+}

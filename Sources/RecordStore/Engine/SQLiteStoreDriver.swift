@@ -1,0 +1,100 @@
+import SQLiteDB
+
+/// The SQLite driver: reads on pooled reader connections, writes through the group-commit
+/// writer (`GroupCommitWriter`). Every call runs under the request deadline
+/// (`StoreTransactionRunner`) and on the store's own threads (`ThreadPoolTaskExecutor`).
+package final class SQLiteStoreDriver: StoreDriver {
+    package let database: SQLiteDatabase
+    package let writer: GroupCommitWriter
+    private let runner: StoreTransactionRunner
+
+    /// Readers: as many as the database keeps idle reader connections.
+    package static let readThreads = 8
+    /// Shared by every SQLite store of the process (started once, never shut down).
+    static let readExecutor = ThreadPoolTaskExecutor(threads: readThreads)
+
+    package var dialect: SQLDialect { .sqlite }
+
+    package init(database: SQLiteDatabase, requestDeadline: Duration = .seconds(10)) {
+        self.database = database
+        self.writer = GroupCommitWriter(database: database)
+        self.runner = StoreTransactionRunner(deadline: requestDeadline)
+    }
+
+    package func read<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> T) async throws -> T {
+        let database = self.database
+        return try await runner.run { abandonment in
+            try await withTaskExecutorPreference(SQLiteStoreDriver.readExecutor) {
+                // Still queued when the deadline passed: never started.
+                if abandonment.isAbandoned { throw StoreTransactionRunner.timedOut("the store did not answer in time") }
+                let connection = try database.checkOutReader()
+                defer { database.checkIn(connection) }
+                try connection.execute("BEGIN DEFERRED")
+                defer { try? connection.execute("COMMIT") }
+                return try await body(SQLiteStoreConnection(connection: connection))
+            }
+        }
+    }
+
+    package func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> TransactionOutcome<T>)
+        async throws -> T
+    {
+        let writer = self.writer
+        return try await runner.run { abandonment in try await writer.submit(abandonment, body) }
+    }
+}
+
+/// One SQLite transaction's connection.
+struct SQLiteStoreConnection: StoreConnection {
+    let connection: SQLiteConnection
+
+    /// The most parameters one statement binds (SQLite's default limit since 3.32).
+    static let maximumParameters = 32_766
+    /// The most rows one multi-row insert carries.
+    static let maximumRowsPerInsert = 512
+
+    var dialect: SQLDialect { .sqlite }
+
+    func rows(_ sql: String, _ arguments: [SQLValue]) async throws -> [StoreRow] {
+        try connection.map(sql, arguments) { statement in
+            let count = statement.columnCount
+            var values: [SQLValue] = []
+            values.reserveCapacity(Int(count))
+            for column in 0..<count { values.append(statement.value(column)) }
+            return StoreRow(values)
+        }
+    }
+
+    func execute(_ sql: String, _ arguments: [SQLValue]) async throws -> Int { try connection.run(sql, arguments) }
+
+    /// Full statements of `rowsPerStatement` rows, the rest in halving pieces (256, 128, … 1 rows),
+    /// so a table's inserts are a handful of cached statements whatever the batch's size.
+    func insertRows(into table: String, columns: [StoreColumn], rows: [[SQLValue]], suffix: String) async throws -> [StoreRow] {
+        guard !columns.isEmpty else { return [] }
+        let rowsPerStatement = max(1, min(Self.maximumRowsPerInsert, Self.maximumParameters / columns.count))
+        var returned: [StoreRow] = []
+        var start = 0
+        while start < rows.count {
+            var count = min(rowsPerStatement, rows.count - start)
+            if count < rowsPerStatement {
+                var piece = 1
+                while piece * 2 <= count { piece *= 2 }
+                count = piece
+            }
+            let sql = Self.insertStatement(table: table, columns: columns, rowCount: count, suffix: suffix)
+            var arguments: [SQLValue] = []
+            arguments.reserveCapacity(count * columns.count)
+            for row in rows[start..<(start + count)] { arguments.append(contentsOf: row) }
+            returned += try await self.rows(sql, arguments)
+            start += count
+        }
+        return returned
+    }
+
+    static func insertStatement(table: String, columns: [StoreColumn], rowCount: Int, suffix: String) -> String {
+        let tuple = "(" + Array(repeating: "?", count: columns.count).joined(separator: ", ") + ")"
+        let values = Array(repeating: tuple, count: rowCount).joined(separator: ", ")
+        let names = columns.map(\.name).joined(separator: ", ")
+        return "INSERT INTO \(table) (\(names)) VALUES \(values)" + (suffix.isEmpty ? "" : " " + suffix)
+    }
+}

@@ -1,0 +1,41 @@
+import RecordModel
+
+/// `zones/list`, `zones/lookup` and creating a zone in a private or public database (a shared
+/// database's zones are the sharing domain's).
+extension StoreEngine {
+    package func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] {
+        let databaseID = try await databaseID(scope)
+        return try await driver.read { connection in
+            try await connection.rows("SELECT id, name, seq, purged_seq FROM zones WHERE database_id = ? AND deleted = 0 ORDER BY name",
+                                      [.int(databaseID)]).map { self.zoneInfo(ZoneRow($0), scope) }
+        }
+    }
+
+    package func lookupZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
+        guard scope.kind != .shared else { throw ServerError.badRequest("a shared zone is looked up with its ownerRecordName") }
+        let databaseID = try await databaseID(scope)
+        return try await driver.read { connection in
+            self.zoneInfo(try await self.requireZone(databaseID, ZoneID(zoneName: zoneName), connection), scope)
+        }
+    }
+
+    /// Creates the zone, or answers the live zone of that name as it is.
+    package func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
+        guard scope.kind != .shared else { throw ServerError.badRequest("zones cannot be created in the shared database") }
+        try Names.validateZoneName(zoneName)
+        try ZoneRules.checkCreation(scope)
+        let databaseID = try await databaseID(scope)
+        let (info, created) = try await driver.write { connection -> (ZoneInfo, Bool) in
+            try await self.lockDatabase(databaseID, connection)
+            if let existing = try await self.liveZone(databaseID, name: zoneName, connection) { return (self.zoneInfo(existing, scope), false) }
+            let dbSeq = try await self.bumpDatabaseSequence(databaseID, connection)
+            let id = try await connection.scalarInt("INSERT INTO zones (database_id, name, db_seq) VALUES (?, ?, ?) RETURNING id",
+                                                    [.int(databaseID), .text(zoneName), .int(dbSeq)]) ?? 0
+            try await self.recordNotifications(for: [], zone: zoneName, databaseID: databaseID, scope: scope, zoneChanged: true, connection)
+            try await self.driver.announceCommit(of: databaseID, connection)
+            return (self.zoneInfo(ZoneRow(id: id, name: zoneName, seq: 0, purgedSeq: 0), scope), true)
+        }
+        if created { committed([databaseID]) }
+        return info
+    }
+}

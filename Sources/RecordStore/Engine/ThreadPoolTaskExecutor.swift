@@ -1,0 +1,20 @@
+import NIOPosix
+
+/// A task executor whose jobs run on the threads of a `NIOThreadPool`: a transaction script run
+/// with this preference makes its blocking SQLite calls on the store's own threads, never on
+/// Swift's cooperative pool. With one thread every job of the task runs on that thread.
+package final class ThreadPoolTaskExecutor: TaskExecutor {
+    private let pool: NIOThreadPool
+    package let threads: Int
+
+    package init(threads: Int) {
+        self.threads = threads
+        self.pool = NIOThreadPool(numberOfThreads: threads)
+        pool.start()
+    }
+
+    package func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        pool.submit { _ in job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}

@@ -1,0 +1,207 @@
+import Foundation
+import PostgresRecordStore
+import RecordModel
+import RecordStore
+import SQLiteDB
+import Synchronization
+import TestSupport
+import XCTest
+
+/// The engine's driver on the backend this run tests (`StoreBackend.selected`): the dialect's
+/// clauses and the driver's row operations, and on SQLite the group commit.
+final class StoreDriverTests: XCTestCase {
+    private var directory: URL!
+    private var postgresURL: String?
+    private var postgresStore: PostgresRecordStore?
+    private var sqliteDriver: SQLiteStoreDriver?
+    private var driver: (any StoreDriver)!
+
+    override func setUpWithError() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("driver-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        switch StoreBackend.selected {
+        case .sqlite:
+            let database = try SQLiteDatabase(path: directory.appendingPathComponent("driver.sqlite").path)
+            sqliteDriver = SQLiteStoreDriver(database: database)
+            driver = sqliteDriver
+        case .postgres:
+            if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
+            let url = try PostgresTestCluster.shared().createDatabase()
+            postgresURL = url
+            let store = try BlockingStore.run { try await PostgresRecordStore.open(url: url) }
+            postgresStore = store
+            driver = store.driver
+        }
+        try run { driver in
+            try await driver.write { connection in
+                try await connection.execute("CREATE TABLE scratch (id bigint PRIMARY KEY, name text, score double precision, data bytea)")
+            }
+        }
+    }
+
+    override func tearDownWithError() throws {
+        if let postgresStore { BlockingStore(postgresStore).close() }
+        if let postgresURL, let name = postgresURL.split(separator: "/").last {
+            try? PostgresTestCluster.shared().psql("DROP DATABASE IF EXISTS \(name)")
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    private func run<T: Sendable>(_ body: @escaping @Sendable (any StoreDriver) async throws -> T) throws -> T {
+        let driver = self.driver!
+        return try BlockingStore.run { try await body(driver) }
+    }
+
+    private func names() throws -> [String] {
+        try run { driver in
+            try await driver.read { try await $0.rows("SELECT name FROM scratch ORDER BY id").map { $0.text(0) } }
+        }
+    }
+
+    func testPlaceholdersAreNumberedOnPostgreSQLOnlyAndQuotedQuestionMarksStayText() {
+        let sql = "SELECT a FROM t WHERE b = ? AND c = '?' AND d IN (?, ?)"
+        XCTAssertEqual(SQLDialect.sqlite.placeholders(sql), sql)
+        XCTAssertEqual(SQLDialect.postgres.placeholders(sql), "SELECT a FROM t WHERE b = $1 AND c = '?' AND d IN ($2, $3)")
+        XCTAssertEqual(SQLDialect.sqlite.forUpdate, "")
+        XCTAssertEqual(SQLDialect.postgres.forUpdate, " FOR UPDATE")
+    }
+
+    func testUpsertReplacesTheConflictingRowAndChangedCountCountsRows() throws {
+        let upsert = "INSERT INTO scratch (id, name) VALUES (?, ?) " + driver.dialect.upsert(conflict: ["id"], update: ["name"])
+        let changed = try run { driver in
+            try await driver.write { connection -> [Int] in
+                [try await connection.execute(upsert, [1, "ann"]), try await connection.execute(upsert, [1, "bea"]),
+                 try await connection.execute("INSERT INTO scratch (id, name) VALUES (2, 'cy')"),
+                 try await connection.execute("UPDATE scratch SET score = 1.5 WHERE id >= ?", [1])]
+            }
+        }
+        XCTAssertEqual(changed, [1, 1, 1, 2])
+        XCTAssertEqual(try names(), ["bea", "cy"])
+    }
+
+    func testReturningGivesTheRowsTheStatementWrote() throws {
+        let returned = try run { driver in
+            try await driver.write { connection in
+                try await connection.rows("INSERT INTO scratch (id, name, score) VALUES (?, ?, ?), (?, ?, ?) RETURNING id, name, score",
+                                          [7, "ann", .double(2.5), 8, nil, .double(-1)])
+            }
+        }
+        XCTAssertEqual(returned.map(\.values.count), [3, 3])
+        XCTAssertEqual(returned.map { $0.int(0) }, [7, 8])
+        XCTAssertEqual(returned.map { $0.optionalText(1) }, ["ann", nil])
+        XCTAssertEqual(returned.map { $0.double(2) }, [2.5, -1])
+    }
+
+    func testBulkInsertWritesEveryRowWithNullsQuotesAndBytesInFewStatements() throws {
+        // 1,300 rows: more than one multi-row statement on SQLite, and a remainder.
+        let rows: [[SQLValue]] = (0..<1_300).map { index -> [SQLValue] in
+            let name: SQLValue = index % 3 == 0 ? .null : .text("n\"a,m{e}\\ \(index)")
+            let bytes: [UInt8] = [UInt8(index % 256), 0, 255]
+            return [.int(Int64(index)), name, .double(Double(index) / 2), .blob(bytes)]
+        }
+        let columns = [StoreColumn("id", .integer), StoreColumn("name", .text), StoreColumn("score", .real), StoreColumn("data", .blob)]
+        let returned = try run { driver in
+            try await driver.write { connection in
+                try await connection.insertRows(into: "scratch", columns: columns, rows: rows, suffix: "RETURNING id")
+            }
+        }
+        XCTAssertEqual(returned.map { $0.int(0) }.sorted(), (0..<1_300).map(Int64.init))
+        let stored = try run { driver in
+            try await driver.read { try await $0.rows("SELECT id, name, score, data FROM scratch ORDER BY id").map(\.values) }
+        }
+        XCTAssertEqual(stored, rows)
+    }
+
+    func testNameInJSONArrayMatchesExactlyTheNamesGiven() throws {
+        let names: [String] = ["plain", "with \"quote\"", "comma, {brace}", "ünï"]
+        let found = try run { driver in
+            try await driver.write { connection -> [String] in
+                for (index, name) in (names + ["other"]).enumerated() {
+                    try await connection.execute("INSERT INTO scratch (id, name) VALUES (?, ?)", [.int(Int64(index)), .text(name)])
+                }
+                return try await connection.rows("SELECT name FROM scratch WHERE " + connection.dialect.isInJSONArray("name") + " ORDER BY id",
+                                                 [.text(SQLDialect.jsonArray(names + ["absent"]))]).map { $0.text(0) }
+            }
+        }
+        XCTAssertEqual(found, names)
+    }
+
+    func testARolledBackOrFailedWriteLeavesNothingAndTheNextWriteCommits() throws {
+        let answer = try run { driver in
+            try await driver.writeTransaction { connection -> TransactionOutcome<String> in
+                try await connection.execute("INSERT INTO scratch (id, name) VALUES (1, 'undone')")
+                return .rollback("answered")
+            }
+        }
+        XCTAssertEqual(answer, "answered")
+        XCTAssertThrowsError(try run { driver in
+            try await driver.write { connection in
+                try await connection.execute("INSERT INTO scratch (id, name) VALUES (2, 'failed')")
+                throw ServerError(.conflict, "refused")
+            }
+        }) { XCTAssertEqual(($0 as? ServerError)?.code, .conflict) }
+        try run { driver in try await driver.write { try await $0.execute("INSERT INTO scratch (id, name) VALUES (3, 'kept')") } }
+        XCTAssertEqual(try names(), ["kept"])
+    }
+
+    /// Writes queued while the writer is busy commit as one group; within it a failing
+    /// transaction and one that rolls back undo only their own writes (their savepoints).
+    func testGroupCommitUndoesOnlyTheFailedTransactionsOfAGroup() throws {
+        guard let sqliteDriver else { throw XCTSkip("group commit is the SQLite writer's") }
+        struct Refused: Error {}
+        let groupsBefore = sqliteDriver.writer.groupsCommitted.load(ordering: .relaxed)
+        let writer = sqliteDriver.database.lockWriter()
+        _ = writer
+        let driver = sqliteDriver
+        let finished = DispatchSemaphore(value: 0)
+        let outcomes = Outcomes()
+        for index in 0..<5 {
+            Task.detached {
+                do {
+                    let name = try await driver.writeTransaction { connection -> TransactionOutcome<String> in
+                        try await connection.execute("INSERT INTO scratch (id, name) VALUES (?, ?)", [.int(Int64(index)), .text("w\(index)")])
+                        if index == 1 { throw Refused() }
+                        return index == 3 ? .rollback("r\(index)") : .commit("w\(index)")
+                    }
+                    outcomes.add(name)
+                } catch {
+                    outcomes.add(error is Refused ? "refused" : "\(error)")
+                }
+                finished.signal()
+            }
+        }
+        var queued = 0
+        for _ in 0..<500 where queued < 5 {
+            queued = driver.writer.queuedCount
+            if queued < 5 { Thread.sleep(forTimeInterval: 0.01) }
+        }
+        sqliteDriver.database.unlockWriter()
+        XCTAssertEqual(queued, 5, "every write queued behind the busy writer")
+        for _ in 0..<5 { XCTAssertEqual(finished.wait(timeout: .now() + 30), .success) }
+        XCTAssertEqual(outcomes.sorted, ["r3", "refused", "w0", "w2", "w4"])
+        XCTAssertEqual(sqliteDriver.writer.groupsCommitted.load(ordering: .relaxed), groupsBefore + 1, "one COMMIT for the group")
+        XCTAssertEqual(try names(), ["w0", "w2", "w4"])
+    }
+
+    func testSQLiteScriptsRunOnTheStoresOwnThreads() throws {
+        guard sqliteDriver != nil else { throw XCTSkip("PostgreSQL's driver does not block") }
+        let threads = try run { driver in
+            let read = try await driver.read { _ in currentThreadName() }
+            let write = try await driver.write { _ in currentThreadName() }
+            return [read, write]
+        }
+        for name in threads { XCTAssertTrue(name.hasPrefix("TP-"), "\(name) is a thread of the store's pools") }
+    }
+}
+
+/// The name of the thread running the caller.
+private func currentThreadName() -> String { Thread.current.name ?? "" }
+
+/// The answers of concurrent writes, in any order.
+private final class Outcomes: Sendable {
+    private let values = Mutex<[String]>([])
+
+    func add(_ value: String) { values.withLock { $0.append(value) } }
+
+    var sorted: [String] { values.withLock { $0.sorted() } }
+}
