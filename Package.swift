@@ -118,9 +118,16 @@ let package = Package(
             name: "RecordStoreTests",
             dependencies: [
                 "RecordStore", "SQLiteDB", "PostgresRecordStore", "RecordServer", "RecordModel", "TestSupport",
-                .product(name: "CompressNIO", package: "compress-nio"),
             ]),
-        .testTarget(name: "ScorebookTests", dependencies: ["Scorebook", "SyncEngine", "RecordClient", "RecordModel"]),
+        // Unit tests are named after the module they test; ReliabilityTests and IntegrationTests
+        // cross modules (the sync engine against a real store; the real binaries on loopback).
+        .testTarget(
+            name: "RecordServerTests",
+            dependencies: ["RecordServer", "RecordModel", .product(name: "CompressNIO", package: "compress-nio"),
+                           .product(name: "NIOCore", package: "swift-nio")]),
+        .testTarget(name: "RecordClientTests", dependencies: ["RecordClient", "RecordModel", "TestSupport"]),
+        .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "RecordClient", "RecordModel"]),
+        .testTarget(name: "ScorebookTests", dependencies: ["Scorebook", "SyncEngine", "RecordClient", "RecordModel", "TestSupport"]),
         // The sync engine against a real store through a fault-injecting in-process transport.
         .testTarget(
             name: "ReliabilityTests",

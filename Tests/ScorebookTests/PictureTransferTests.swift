@@ -4,6 +4,7 @@ import RecordModel
 import Synchronization
 @testable import Scorebook
 @testable import SyncEngine
+import TestSupport
 import XCTest
 
 /// Pictures on one machine and on the wire, without the daemon: the store's picture directory
