@@ -113,12 +113,6 @@ extension LocalRecordStore {
         }
     }
 
-    func forgetSentStates(_ names: [String]) throws {
-        try transaction { connection in
-            for name in names { try Self.forgetSentState(name, in: connection) }
-        }
-    }
-
     static func forgetSentState(_ name: String, in connection: SQLiteConnection) throws {
         try connection.run("DELETE FROM sent_states WHERE book = current_book() AND name = ?", [.text(name)])
     }

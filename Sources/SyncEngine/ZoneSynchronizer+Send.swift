@@ -71,9 +71,10 @@ extension ZoneSynchronizer {
         // Pictures go up before the records that refer to them.
         sending = try await uploadPictures(sending, &summary, progress: progress)
         let results = try await modify(sending.map(\.operation), attempt: 1)
-        // An answer arrived, so every sent state is settled (applied or refused): only a lost
-        // answer leaves them as merge ancestors.
-        try guarded { try store.forgetSentStates(sending.map(\.change.recordName)) }
+        // Sent states stay until an answer settles them: a save or delete acknowledged, or a
+        // merge with the server's copy. A refusal does not: the request may have been delivered
+        // twice, the first applied and the second refused (`EXISTS` for a create), and the state
+        // it left is then the ancestor the lookup's merge needs.
         let unsent = try store.unsentRecordNames()
         var toLookUp: [PendingChange] = []
         for ((change, operation), result) in zip(sending, results) {

@@ -50,7 +50,20 @@ final class FaultyTransport: HTTPTransport {
         var pollCount = 0
         var fetchCount = 0
         var trace: (@Sendable (String) -> Void)?
+        var scripted: [ScriptedFault] = []
     }
+
+    /// A fault for the next request whose path ends with `pathSuffix`, taken before any drawn one:
+    /// for tests that need one exact exchange.
+    struct ScriptedFault: Sendable {
+        var pathSuffix: String
+        var fault: Fault
+        /// For `duplicated`: answer with the first delivery's answer instead of the second's.
+        var answerFirst = false
+    }
+
+    /// Queues faults for coming requests, in order: each strikes the next request its path matches.
+    func script(_ faults: [ScriptedFault]) { locked { $0.scripted += faults } }
 
     private let inner: any HTTPTransport
     private let state: Mutex<State>
@@ -91,12 +104,17 @@ final class FaultyTransport: HTTPTransport {
     }
 
     /// Draws the fault for one request (nil: deliver normally) and counts it.
-    private func draw(isPoll: Bool, isFetch: Bool) -> (fault: Fault?, retryAfter: Int, answerFirst: Bool, delay: Double) {
+    private func draw(path: String, isPoll: Bool, isFetch: Bool) -> (fault: Fault?, retryAfter: Int, answerFirst: Bool, delay: Double) {
         locked { state in
             state.requestCount += 1
             if isPoll { state.pollCount += 1 }
             if isFetch { state.fetchCount += 1 }
             guard state.enabled else { return (nil, 0, true, 0) }
+            if let next = state.scripted.first, path.hasSuffix(next.pathSuffix) {
+                state.scripted.removeFirst()
+                state.counts[next.fault, default: 0] += 1
+                return (next.fault, 0, next.answerFirst, 0)
+            }
             let roll = Double.random(in: 0..<1, using: &state.random)
             let retryAfter = Int.random(in: 0...1, using: &state.random)
             let answerFirst = Bool.random(using: &state.random)
@@ -125,7 +143,7 @@ final class FaultyTransport: HTTPTransport {
     func send(_ original: HTTPRequest) async throws -> HTTPResponse {
         let isPoll = original.url.path.contains("/courier/")
         let request = isPoll ? Self.shortened(original) : original
-        let (fault, retryAfter, answerFirst, delay) = draw(isPoll: isPoll, isFetch: original.url.path.hasSuffix("/changes/zone"))
+        let (fault, retryAfter, answerFirst, delay) = draw(path: original.url.path, isPoll: isPoll, isFetch: original.url.path.hasSuffix("/changes/zone"))
         if let trace, !isPoll || fault != nil { trace(Self.describe(request, fault: fault, answerFirst: answerFirst)) }
         switch fault {
         case .requestLost?:
