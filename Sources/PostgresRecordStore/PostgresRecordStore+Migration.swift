@@ -1,6 +1,7 @@
 import PostgresNIO
 import RecordModel
 import RecordStore
+import SQLiteDB
 
 extension PostgresRecordStore {
     /// Why `migrate` refused its target.
@@ -18,19 +19,12 @@ extension PostgresRecordStore {
             let used = try await connection.query("SELECT (SELECT COUNT(*) FROM users) + (SELECT COUNT(*) FROM databases)",
                                                   logger: self.logger).collect().first?.decode(Int64.self) ?? 0
             guard used == 0 else { throw MigrationRefused(description: "the PostgreSQL database already holds a store with users; migrate needs an empty one") }
+            let rows = PostgresStoreConnection(connection: connection, logger: self.logger)
+            // A bounded statement per slice of a table, however large the store.
             for table in tables {
-                let placeholders = (1...table.columns.count).map { "$\($0)" }.joined(separator: ", ")
-                let sql = "INSERT INTO \(table.name) (\(table.columns.joined(separator: ", "))) VALUES (\(placeholders))"
-                for row in table.rows {
-                    var bindings = PostgresBindings(capacity: row.count)
-                    for value in row {
-                        switch value {
-                        case .int(let number): bindings.append(number)
-                        case .text(let text): bindings.append(text)
-                        case .null: bindings.appendNull()
-                        }
-                    }
-                    try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: self.logger)
+                let values = table.values
+                for start in stride(from: 0, to: values.count, by: 10_000) {
+                    try await rows.insertRows(into: table.name, columns: table.columns, rows: Array(values[start..<min(start + 10_000, values.count)]))
                 }
             }
             // The notification cursors continue where SQLite's ids ended, per database.

@@ -1,4 +1,7 @@
 import RecordStore
 
-// Users and their credentials: the engine's scripts on this database.
-extension PostgresRecordStore: EngineUserStorage {}
+// Users and credentials, subscriptions and channels, the assets' bookkeeping and the check are
+// the engine's; the assets' bytes are chunk rows.
+extension PostgresRecordStore: EngineUserStorage, EngineSubscriptionStorage, EngineAssetStorage {
+    package var assetBytes: any AssetByteStore { PostgresAssetChunks() }
+}

@@ -365,22 +365,8 @@ package final class PostgresRecordStore: RecordStorage {
 
     // MARK: Maintenance
 
-    /// How long a daemon counts as live after its last heartbeat.
-    static let daemonLifetimeMilliseconds: Int64 = 15_000
-
     package func liveDaemonCount(heartbeatFrom daemonID: String) async throws -> Int {
-        // Wall time, not the store's clock: heartbeats of several processes are compared.
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
-        let cutoff = now - PostgresRecordStore.daemonLifetimeMilliseconds
-        return try await write { connection in
-            try await connection.query(
-                "INSERT INTO daemons (id, last_seen) VALUES (\(daemonID), \(now)) ON CONFLICT (id) DO UPDATE SET last_seen = EXCLUDED.last_seen",
-                logger: self.logger)
-            try await connection.query("DELETE FROM daemons WHERE last_seen < \(cutoff - 60_000)", logger: self.logger)
-            let count = try await connection.query("SELECT COUNT(*) FROM daemons WHERE last_seen >= \(cutoff)", logger: self.logger)
-                .collect().first?.decode(Int64.self) ?? 1
-            return max(1, Int(count))
-        }
+        try await engine.liveDaemonCount(heartbeatFrom: daemonID)
     }
 
     package func statistics() async throws -> StoreStatistics {

@@ -305,24 +305,6 @@ package final class SQLiteStorage: RecordStorage {
         try await offload { try $0.databaseChanges(scope, syncToken: syncToken, resultsLimit: resultsLimit) }
     }
 
-    package func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) async throws
-        -> [Result<Subscription?, ServerError>]
-    {
-        try await offload(write: true) { try $0.modifySubscriptions(scope, operations: operations) }
-    }
-
-    package func listSubscriptions(_ scope: DatabaseScope) async throws -> [Subscription] {
-        try await offload { try $0.listSubscriptions(scope) }
-    }
-
-    package func createPushToken(_ scope: DatabaseScope, apnsEnvironment: String, authTokenHash: String?) async throws -> PushToken {
-        try await offload(write: true) { try $0.createPushToken(scope, apnsEnvironment: apnsEnvironment, authTokenHash: authTokenHash) }
-    }
-
-    package func pushToken(_ scope: DatabaseScope, token: String) async throws -> PushToken {
-        try await offload { try $0.pushToken(scope, token: token) }
-    }
-
     package func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification] {
         try await offload { try $0.notifications(databaseID: databaseID, after: cursor, limit: limit) }
     }
@@ -346,30 +328,7 @@ package final class SQLiteStorage: RecordStorage {
 
     // MARK: Assets
 
-    package func assetSigningSecret() async throws -> [UInt8] { try await offload(write: true) { try $0.assetSigningSecret() } }
-    package func createAssetUploads(_ uploads: [AssetUpload]) async throws { try await offload(write: true) { try $0.createAssetUploads(uploads) } }
-
-    package func claimAssetUpload(id: String, createdAfter: Int64) async throws -> AssetUpload? {
-        try await offload(write: true) { try $0.claimAssetUpload(id: id, createdAfter: createdAfter) }
-    }
-
     package func assetStagingDirectory() throws -> String { try store.assetStagingDirectory() }
-
-    package func completeAssetUpload(id: String, blob: AssetBlob, stagedFile path: String, receipt: String) async throws {
-        try await offload(write: true) { try $0.completeAssetUpload(id: id, blob: blob, stagedFile: path, receipt: receipt) }
-    }
-
-    package func assetUploads(receipts: [String]) async throws -> [AssetUpload] { try await offload { try $0.assetUploads(receipts: receipts) } }
-
-    package func hasUploadedAsset(userID: Int64, scopeKey: String, checksum: String) async throws -> Bool {
-        try await offload { try $0.hasUploadedAsset(userID: userID, scopeKey: scopeKey, checksum: checksum) }
-    }
-
-    package func markAssetsAttached(receipts: [String]) async throws { try await offload(write: true) { try $0.markAssetsAttached(receipts: receipts) } }
-
-    package func assetBlob(scopeKey: String, checksum: String) async throws -> AssetBlob? {
-        try await offload { try $0.assetBlob(scopeKey: scopeKey, checksum: checksum) }
-    }
 
     /// Pieces small enough for the heap's free lists to reuse (see the allocator settings in
     /// `scorebookd`), large enough that a piece is one read and one write: downloads ran
@@ -398,10 +357,6 @@ package final class SQLiteStorage: RecordStorage {
             }
             return buffer
         }
-    }
-
-    package func sweepAssets(releasedMilliseconds: Int64) async throws -> Int {
-        try await offload(write: true) { try $0.sweepAssets(releasedMilliseconds: releasedMilliseconds) }
     }
 }
 

@@ -9,7 +9,7 @@ package final class SQLiteRecordStore: Sendable {
     package static let databaseFileName = "scorebook.sqlite"
 
     let database: SQLiteDatabase
-    let storeID: String
+    package let storeID: String
     let productionSchema: Schema
     let developmentSchemas: DevelopmentSchemaCache
     let clock: @Sendable () -> Int64

@@ -1,8 +1,8 @@
 import RecordModel
 
-// Users and credentials are the engine's (`EngineUserStorage`); `scorebookd check` on the embedded store.
-extension SQLiteStorage: EngineUserStorage {
+// Users and credentials, subscriptions and channels, the assets' bookkeeping and `scorebookd check`
+// are the engine's; the assets' bytes are files beside the database.
+extension SQLiteStorage: EngineUserStorage, EngineSubscriptionStorage, EngineAssetStorage {
     package var tokenUses: TokenUseRecorder { store.tokenUses }
-
-    package func checkIntegrity() async throws -> [String] { try await offload { try $0.checkIntegrity() } }
+    package var assetBytes: any AssetByteStore { store.assetFiles }
 }

@@ -72,7 +72,7 @@ struct Check: AsyncParsableCommand {
             do {
                 let store = try data.openStore()
                 defer { store.close() }
-                problems = try store.checkIntegrity()
+                problems = try await SQLiteStorage(store).checkIntegrity()
             } catch {
                 let reason = (error as? CommandFailure)?.message ?? "\(error)"
                 problems = ["the store cannot be read: " + (reason.split(separator: "\n").first.map(String.init) ?? reason)]

@@ -29,7 +29,12 @@ struct Migrate: AsyncParsableCommand {
             throw CommandFailure(message: "cannot open the store in \(dataDirectory): \(error)")
         }
         defer { source.close() }
-        let tables = try wrap { try source.exportTables() }
+        let tables: [ExportedTable]
+        do {
+            tables = try await SQLiteStorage(source).engine.exportTables()
+        } catch {
+            throw CommandFailure(describing: error)
+        }
         let logger = Logger(label: "scorebookd.migrate", factory: { _ in SwiftLogNoOpLogHandler() })
         let target = try await PostgresAdministration.open(url: databaseURL, create: true, logger: logger)
         // The assets' bytes follow the tables, one asset per transaction (each at most 50 MB).
@@ -38,7 +43,7 @@ struct Migrate: AsyncParsableCommand {
             return (scope, checksum, source.assetFilePath(scopeKey: scope, checksum: checksum))
         }
         try await PostgresAdministration.run(target) { store in
-            try await store.importTables(tables, storeID: source.exportedStoreID)
+            try await store.importTables(tables, storeID: source.storeID)
             for (scope, checksum, path) in assetFiles { try await store.importAssetFile(scopeKey: scope, checksum: checksum, path: path) }
         }
         var counts: [String: JSONValue] = [:]

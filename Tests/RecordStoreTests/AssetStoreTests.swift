@@ -120,7 +120,7 @@ final class AssetStoreTests: StoreTestCase {
         let sqlite = try XCTUnwrap(store.base as? SQLiteStorage).store
         let asset = try storeUpload(Array(repeating: 42, count: 1000), recordName: "p1")
         try save(dev, avatarRecord("p1", checksum: asset.checksum, size: 1000))
-        XCTAssertEqual(try sqlite.checkIntegrity(), [])
+        XCTAssertEqual(try store.checkIntegrity(), [])
 
         let backup = directory.appendingPathComponent("backup.sqlite").path
         try sqlite.backup(to: backup)
@@ -131,7 +131,7 @@ final class AssetStoreTests: StoreTestCase {
         let path = sqlite.assetFilePath(scopeKey: assetScope.key, checksum: asset.checksum)
         try FileManager.default.removeItem(atPath: path)  // a hard link in the backup keeps its bytes
         try Data(repeating: 43, count: 1000).write(to: URL(fileURLWithPath: path))
-        let problems = try sqlite.checkIntegrity()
+        let problems = try store.checkIntegrity()
         XCTAssertEqual(problems.count, 1, "\(problems)")
         XCTAssertTrue(problems.first?.contains("p1.avatar") ?? false, "\(problems)")
         XCTAssertEqual(FileManager.default.contents(atPath: copied), Data(repeating: 42, count: 1000), "the backup is unaffected")

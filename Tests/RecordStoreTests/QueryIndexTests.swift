@@ -221,7 +221,7 @@ final class QueryIndexTests: StoreTestCase {
                                  limit: 5)
         XCTAssertEqual(labelled.names, ["tally-07"], "a second field is indexed by its own first query")
         if let count = try entries() { XCTAssertEqual(count, 59, "29 live records with both fields, tally-30 with points only") }
-        if let sqlite = (store.base as? SQLiteStorage)?.store { XCTAssertEqual(try sqlite.checkIntegrity(), []) }
+        if store.base is SQLiteStorage { XCTAssertEqual(try store.checkIntegrity(), []) }
     }
 
     /// Text keys keep a bounded prefix: strings longer than it still filter exactly.
@@ -262,11 +262,11 @@ final class QueryIndexTests: StoreTestCase {
         _ = try query(["recordType": "Score", "sortBy": [["fieldName": "value"]]], limit: 1)  // indexes `value`
         try modify(dev, [(.forceDelete, record("score-010"))])
         try save(dev, .forceUpdate, record("score-011", "Score", ["value": field(.double(3), "DOUBLE")]))
-        XCTAssertEqual(try sqlite.checkIntegrity(), [])
+        XCTAssertEqual(try store.checkIntegrity(), [])
         let connection = try SQLiteConnection(path: sqlite.path)
         // An entry left behind by the deleted record: it is not live, and the counts no longer match.
         try connection.execute("INSERT INTO query_index SELECT zone_id, 'Score', 'value', 'n0', 'score-010' FROM query_index LIMIT 1")
-        let problems = try sqlite.checkIntegrity()
+        let problems = try store.checkIntegrity()
         XCTAssertTrue(problems.contains { $0.contains("query index holds 'score-010'") }, "\(problems)")
         XCTAssertTrue(problems.contains { $0.contains("240 query index entries for 'Score.value', counts say 239") }, "\(problems)")
     }

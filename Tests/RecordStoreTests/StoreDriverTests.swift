@@ -126,6 +126,38 @@ final class StoreDriverTests: XCTestCase {
         XCTAssertEqual(found, names)
     }
 
+    func testPairInJSONArrayMatchesExactlyThePairsGiven() throws {
+        let stored = [("a", "x"), ("a", "y"), ("b", "x"), ("b \"q\", {c}", "ü")]
+        let found = try run { driver in
+            try await driver.write { connection -> [String] in
+                try await connection.execute("CREATE TABLE pairs (id bigint PRIMARY KEY, first text, second text)")
+                for (index, pair) in stored.enumerated() {
+                    try await connection.execute("INSERT INTO pairs (id, first, second) VALUES (?, ?, ?)", [.int(Int64(index)), .text(pair.0), .text(pair.1)])
+                }
+                let wanted = SQLDialect.jsonPairs([("a", "x"), ("b \"q\", {c}", "ü"), ("b", "y"), ("x", "a"), ("absent", "x")])
+                return try await connection.rows("SELECT first, second FROM pairs WHERE " + connection.dialect.isPairInJSONArray("first", "second")
+                                                 + " ORDER BY id", [.text(wanted)]).map { $0.text(0) + "/" + $0.text(1) }
+            }
+        }
+        XCTAssertEqual(found, ["a/x", "b \"q\", {c}/ü"])
+    }
+
+    /// The clauses only one backend has: an advisory lock across processes and a check of the file.
+    func testExclusiveLockAndFileCheckRunWhereTheBackendHasThem() throws {
+        XCTAssertNil(SQLDialect.sqlite.exclusiveLock(7))
+        XCTAssertNil(SQLDialect.postgres.fileCheck)
+        XCTAssertEqual(SQLDialect.sqlite.jsonDocument(Array("{}".utf8)), .blob(Array("{}".utf8)))
+        XCTAssertEqual(SQLDialect.postgres.jsonDocument(Array("{}".utf8)), .text("{}"))
+        let verdict = try run { driver in
+            try await driver.write { connection -> [String] in
+                if let lock = connection.dialect.exclusiveLock(7) { try await connection.execute(lock) }
+                guard let check = connection.dialect.fileCheck else { return ["ok"] }
+                return try await connection.rows(check).map { $0.text(0) }
+            }
+        }
+        XCTAssertEqual(verdict, ["ok"])
+    }
+
     func testARolledBackOrFailedWriteLeavesNothingAndTheNextWriteCommits() throws {
         let answer = try run { driver in
             try await driver.writeTransaction { connection -> TransactionOutcome<String> in

@@ -262,6 +262,32 @@ final class SubscriptionMatchingTests: SubscriptionStoreTestCase {
         try assertNoNotification("after deleting the subscription")
     }
 
+    /// Each operation of a batch sees the ones before it (a delete finds an earlier save, a second
+    /// delete finds nothing), and the batch keeps its net effect: the last save of an id wins.
+    func testABatchAppliesItsOperationsInOrderAndKeepsTheLastSave() throws {
+        try subscribe(zoneSubscription("kept", zone: zoneA))
+        let results = try store.modifySubscriptions(dev, operations: [
+            .save(try Subscription(json: zoneSubscription("gone", zone: zoneA))),
+            .delete(subscriptionID: "gone"),
+            .delete(subscriptionID: "gone"),
+            .save(try Subscription(json: querySubscription("s", type: "Game", zone: zoneA, firesOn: ["create"]))),
+            .save(try Subscription(json: querySubscription("s", type: "Match", zone: zoneA, firesOn: ["create"]))),
+            .delete(subscriptionID: "kept"),
+            .save(try Subscription(json: querySubscription("kept", type: "Match", zone: zoneA, firesOn: ["create"]))),
+        ])
+        XCTAssertEqual(results.map { result -> Bool in
+            if case .success = result { return true }
+            return false
+        }, [true, true, false, true, true, true, true])
+        if case .failure(let error) = results[2] { XCTAssertEqual(error.code, .notFound) }
+        XCTAssertEqual(try subscriptionIDs(), ["kept", "s"])
+        try create(zoneA, newName("Game"), "Game")
+        try assertNoNotification("both subscriptions now watch Match only")
+        try create(zoneA, newName("Match"), "Match")
+        let fired = try newNotifications()
+        XCTAssertEqual(fired.compactMap { $0["qry"]?["sid"]?.stringValue }.sorted(), ["kept", "s"], "\(fired)")
+    }
+
     func testSubscriptionOperationErrors() throws {
         let results = try store.modifySubscriptions(dev, operations: [
             .save(try Subscription(json: querySubscription("nozone", type: "Game", zone: "NoSuchZone"))),

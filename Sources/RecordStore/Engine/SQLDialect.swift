@@ -1,4 +1,5 @@
 import RecordModel
+import SQLiteDB
 
 /// What differs between SQLite's SQL and PostgreSQL's in the statements the engine writes.
 /// Scripts write `?` placeholders and standard SQL (`ON CONFLICT … DO UPDATE`, `RETURNING`);
@@ -71,4 +72,36 @@ package struct SQLDialect: Sendable, Equatable {
     package static func jsonArray(_ names: [String]) -> String {
         JSONValue.array(names.map { .string($0) }).serializedString()
     }
+
+    /// A condition that the pair of columns `(first, second)` is one of the pairs of a JSON array
+    /// of two-string arrays bound to a single `?` (`SQLDialect.jsonPairs`): a batch of assets
+    /// named by scope and checksum in one statement that still uses the pair's index.
+    package func isPairInJSONArray(_ first: String, _ second: String) -> String {
+        switch kind {
+        case .sqlite: return "(\(first), \(second)) IN (SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))"
+        case .postgres: return "(\(first), \(second)) IN (SELECT e->>0, e->>1 FROM jsonb_array_elements(?::jsonb) e)"
+        }
+    }
+
+    /// The JSON array text bound for `isPairInJSONArray`.
+    package static func jsonPairs(_ pairs: [(String, String)]) -> String {
+        JSONValue.array(pairs.map { .array([.string($0.0), .string($0.1)]) }).serializedString()
+    }
+
+    /// A JSON document (a subscription's definition) as its column stores it: the same type as a
+    /// notification's payload.
+    package func jsonDocument(_ bytes: [UInt8]) -> SQLValue {
+        payloadType == .text ? .text(String(decoding: bytes, as: UTF8.self)) : .blob(bytes)
+    }
+
+    /// A statement that makes the rest of the transaction the only one holding `key` across every
+    /// process on the database (PostgreSQL's transaction-scoped advisory lock), nil where one
+    /// writer already excludes all others (SQLite).
+    package func exclusiveLock(_ key: Int64) -> String? {
+        kind == .postgres ? "SELECT pg_advisory_xact_lock(\(key))" : nil
+    }
+
+    /// The database's own check of its file, answering one row `ok` when sound (SQLite); nil
+    /// where the server keeps its files itself (PostgreSQL).
+    package var fileCheck: String? { kind == .sqlite ? "PRAGMA integrity_check" : nil }
 }
