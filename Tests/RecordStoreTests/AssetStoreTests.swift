@@ -137,6 +137,37 @@ final class AssetStoreTests: StoreTestCase {
         XCTAssertEqual(FileManager.default.contents(atPath: copied), Data(repeating: 42, count: 1000), "the backup is unaffected")
     }
 
+    /// The check reads the bytes wherever the backend keeps them (a file, chunk rows) and holds
+    /// both backends to the same invariants: damaged bytes and records left in a deleted zone are
+    /// found on either.
+    func testCheckFindsDamagedBytesAndRecordsOfADeletedZoneOnEitherBackend() throws {
+        let asset = try storeUpload(Array(repeating: 42, count: 1000), recordName: "p1")
+        try save(dev, avatarRecord("p1", checksum: asset.checksum, size: 1000))
+        XCTAssertEqual(try store.checkIntegrity(), [])
+        let engine = try XCTUnwrap((store.base as? any EngineAssetStorage)?.engine)
+        if let sqlite = (store.base as? SQLiteStorage)?.store {
+            try Data(repeating: 43, count: 1000).write(to: URL(fileURLWithPath: sqlite.assetFilePath(scopeKey: assetScope.key, checksum: asset.checksum)))
+        } else {
+            let checksum = asset.checksum
+            _ = try store.wait { _ in
+                try await engine.driver.write { connection in
+                    try await connection.execute("UPDATE asset_chunks SET data = ? WHERE checksum = ?", [.blob(Array(repeating: 43, count: 1000)), .text(checksum)])
+                }
+            }
+        }
+        var problems = try store.checkIntegrity()
+        XCTAssertEqual(problems.count, 1, "\(problems)")
+        XCTAssertTrue(problems.first?.contains("p1.avatar") ?? false, "\(problems)")
+
+        _ = try store.createZone(dev, zoneName: "Left")
+        try save(dev, zone: ZoneID(zoneName: "Left"), record("g1", "Game", ["name": field("Catan")]))
+        _ = try store.wait { _ in
+            try await engine.driver.write { connection in try await connection.execute("UPDATE zones SET deleted = 1 WHERE name = 'Left'") }
+        }
+        problems = try store.checkIntegrity()
+        XCTAssertTrue(problems.contains("1 records belong to no live zone"), "\(problems)")
+    }
+
     /// A receipt older than a day is refused by the API (the test clock runs a year behind the
     /// wall clock the API checks receipts against, so the store's upload is long expired), and one
     /// just issued is taken.
