@@ -55,7 +55,7 @@ extension StoreEngine {
         let rows = batch.saved.values.sorted { $0.subscriptionID < $1.subscriptionID }.map { subscription -> [SQLValue] in
             [.int(databaseID), .text(subscription.subscriptionID), dialect.jsonDocument(subscription.json.serialized())]
         }
-        try await connection.insertRows(
+        _ = try await connection.insertRows(
             into: "subscriptions",
             columns: [StoreColumn("database_id", .integer), StoreColumn("subscription_id", .text), StoreColumn("definition", dialect.payloadType)],
             rows: rows, suffix: dialect.upsert(conflict: ["database_id", "subscription_id"], update: ["definition"]))
@@ -171,26 +171,32 @@ private struct ZoneKey: Hashable {
 private struct SubscriptionBatch {
     /// Every stored id, and whether it counts against the caller's cap.
     private var ids: [String: Bool]
+    /// How many of `ids` count against the cap.
+    private var ownTotal: Int
     private(set) var saved: [String: Subscription] = [:]
     private(set) var deleted: Set<String> = []
 
     init(existing: [(id: String, own: Bool)]) {
         ids = Dictionary(existing.map { ($0.id, $0.own) }, uniquingKeysWith: { first, _ in first })
+        ownTotal = ids.values.filter { $0 }.count
     }
 
     /// How many of the caller's subscriptions there are besides `id`.
-    func ownCount(besides id: String) -> Int { ids.filter { $0.value && $0.key != id }.count }
+    func ownCount(besides id: String) -> Int { ownTotal - (ids[id] == true ? 1 : 0) }
 
     /// A save is the caller's own: its id carries the recipient the batch was stored under.
     mutating func save(_ subscription: Subscription) {
-        ids[subscription.subscriptionID] = true
-        saved[subscription.subscriptionID] = subscription
-        deleted.remove(subscription.subscriptionID)
+        let id = subscription.subscriptionID
+        if ids[id] != true { ownTotal += 1 }
+        ids[id] = true
+        saved[id] = subscription
+        deleted.remove(id)
     }
 
     /// False when there is no such subscription.
     mutating func delete(_ id: String) -> Bool {
-        guard ids.removeValue(forKey: id) != nil else { return false }
+        guard let own = ids.removeValue(forKey: id) else { return false }
+        if own { ownTotal -= 1 }
         saved[id] = nil
         deleted.insert(id)
         return true
