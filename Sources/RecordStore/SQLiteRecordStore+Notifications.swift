@@ -33,8 +33,8 @@ extension SQLiteRecordStore {
     package func modifySubscriptions(_ scope: DatabaseScope, operations: [SubscriptionOperation]) throws
         -> [Result<Subscription?, ServerError>]
     {
-        guard operations.count <= SQLiteRecordStore.maximumOperations else {
-            throw ServerError(.limitExceeded, "at most \(SQLiteRecordStore.maximumOperations) subscription operations per request")
+        guard operations.count <= StoreLimits.maximumOperations else {
+            throw ServerError(.limitExceeded, "at most \(StoreLimits.maximumOperations) subscription operations per request")
         }
         let recipient = try publicSubscriptionRecipient(scope)
         let operations = PublicSubscriptions.stored(operations, recipient: recipient)

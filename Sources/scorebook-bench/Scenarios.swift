@@ -1,5 +1,4 @@
 import CSQLite
-import CThreadPlacement
 import CNIOLinux
 import Foundation
 import RecordModel
