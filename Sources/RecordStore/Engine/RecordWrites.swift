@@ -18,6 +18,9 @@ struct RecordWrites {
     /// The references of each record the batch wrote whose stored ones it replaces (a record
     /// that had none and has none is absent).
     private var references: [String: [(target: String, action: StoredReferenceAction)]] = [:]
+    /// The stored references to each target read so far, by target (the table does not change
+    /// before `flush`; those of sources in `references` are stale and skipped).
+    private var storedReferences: [String: [(source: String, action: StoredReferenceAction)]] = [:]
 
     init(_ transaction: ModifyTransaction) { self.transaction = transaction }
 
@@ -128,17 +131,31 @@ struct RecordWrites {
         }
     }
 
+    /// Reads the stored references to the targets not read yet, in one statement (the batch's
+    /// deletes are read at its start, so only a cascade's deeper levels read more).
+    mutating func loadReferences(to targets: [String], _ connection: any StoreConnection) async throws {
+        let unread = targets.filter { storedReferences.index(forKey: $0) == nil }
+        guard !unread.isEmpty else { return }
+        for target in unread { storedReferences[target] = [] }
+        for row in try await connection.rows("SELECT source, target, action FROM refs WHERE zone_id = ? AND "
+                                                + connection.dialect.isInJSONArray("target"),
+                                              [.int(zoneRowID), .text(SQLDialect.jsonArray(unread))]) {
+            guard let action = StoredReferenceAction(rawValue: row.int(2)) else { continue }
+            storedReferences[row.text(1), default: []].append((row.text(0), action))
+        }
+    }
+
     /// The references to `targets` as the batch leaves them: the stored ones of records it has
     /// not rewritten, and those it wrote.
-    private func references(to targets: [String], _ connection: any StoreConnection) async throws
+    private mutating func references(to targets: [String], _ connection: any StoreConnection) async throws
         -> [(source: String, target: String, action: StoredReferenceAction)]
     {
-        var edges = try await connection.rows("SELECT source, target, action FROM refs WHERE zone_id = ? AND "
-                                                + connection.dialect.isInJSONArray("target"),
-                                              [.int(zoneRowID), .text(SQLDialect.jsonArray(targets))]
-        ).compactMap { row -> (source: String, target: String, action: StoredReferenceAction)? in
-            guard references[row.text(0)] == nil, let action = StoredReferenceAction(rawValue: row.int(2)) else { return nil }
-            return (row.text(0), row.text(1), action)
+        try await loadReferences(to: targets, connection)
+        var edges: [(source: String, target: String, action: StoredReferenceAction)] = []
+        for target in targets {
+            for stored in storedReferences[target] ?? [] where references[stored.source] == nil {
+                edges.append((stored.source, target, stored.action))
+            }
         }
         let wanted = Set(targets)
         for (source, outgoing) in references {

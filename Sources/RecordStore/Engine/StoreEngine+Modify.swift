@@ -53,6 +53,7 @@ extension StoreEngine {
         var writes = RecordWrites(ModifyTransaction(scope: ownerScope, zone: zoneRow, zoneID: addressed.zoneID, now: now, deviceID: deviceID,
                                                     sequence: zoneRow.seq, enforcer: enforcer, writer: scope.userRecordName))
         try await writes.load(operations.compactMap(\.recordName), connection)
+        try await writes.loadReferences(to: operations.filter(\.type.isDelete).compactMap(\.recordName), connection)
         writes.transaction.indexedFields = try await indexedFields(zone: zoneRow.id, connection)
         var results: [RecordOperationResult] = []
         results.reserveCapacity(operations.count)
