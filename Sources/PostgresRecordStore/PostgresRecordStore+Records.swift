@@ -4,12 +4,6 @@ import RecordModel
 import RecordStore
 
 extension PostgresRecordStore {
-    package func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
-                              deviceID: String?) async throws -> [RecordOperationResult]
-    {
-        try await engine.modifyRecords(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID)
-    }
-
     package func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws -> [Result<StoredRecord, ServerError>] {
         guard recordNames.count <= StoreLimits.maximumOperations else {
             throw ServerError(.limitExceeded, "at most \(StoreLimits.maximumOperations) records per lookup")

@@ -2,25 +2,11 @@ import PostgresNIO
 import RecordModel
 import RecordStore
 
-// Sharing is the store engine's (StoreEngine+Sharing, StoreEngine+SharedDatabase). These hand the
+// Records modify and sharing are the store engine's (`EngineWriteStorage`). These hand the
 // engine's access check and share rows to the PostgreSQL transactions not yet on the engine
 // (lookups, queries and feeds in a shared zone, a zone's deletion).
-extension PostgresRecordStore {
+extension PostgresRecordStore: EngineWriteStorage {
     func connection(_ connection: PostgresConnection) -> any StoreConnection { PostgresStoreConnection(connection: connection, logger: logger) }
-
-    package func discoverUsers(emails: [String], recordNames: [String]) async throws -> [UserIdentity] {
-        try await engine.discoverUsers(emails: emails, recordNames: recordNames)
-    }
-
-    package func resolveShares(_ scope: DatabaseScope, shortGUIDs: [String], accept: Bool) async throws -> [Result<JSONValue, ServerError>] {
-        try await engine.resolveShares(scope, shortGUIDs: shortGUIDs, accept: accept)
-    }
-
-    package func invitations(_ scope: DatabaseScope) async throws -> [JSONValue] { try await engine.invitations(scope) }
-
-    package func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) async throws -> ZoneInfo {
-        try await engine.lookupSharedZone(scope, zone: zone)
-    }
 
     func sharedAccess(_ scope: DatabaseScope, _ zone: ZoneID, lockOwner: Bool, _ connection: PostgresConnection) async throws -> SharedZoneAccess {
         try await engine.sharedAccess(scope, zone, lockOwner: lockOwner, self.connection(connection))

@@ -214,20 +214,6 @@ package final class SQLiteStorage: RecordStorage {
     /// Whether the store answers a read.
     package func checkReady() async throws { try await offload { try $0.checkReadable() } }
 
-    package func discoverUsers(emails: [String], recordNames: [String]) async throws -> [UserIdentity] {
-        try await engine.discoverUsers(emails: emails, recordNames: recordNames)
-    }
-
-    package func resolveShares(_ scope: DatabaseScope, shortGUIDs: [String], accept: Bool) async throws -> [Result<JSONValue, ServerError>] {
-        try await engine.resolveShares(scope, shortGUIDs: shortGUIDs, accept: accept)
-    }
-
-    package func invitations(_ scope: DatabaseScope) async throws -> [JSONValue] { try await engine.invitations(scope) }
-
-    package func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) async throws -> ZoneInfo {
-        try await engine.lookupSharedZone(scope, zone: zone)
-    }
-
     package func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] {
         if scope.kind == .shared { return try await engine.listSharedZones(scope) }
         return try await engine.listZones(scope)
@@ -243,12 +229,6 @@ package final class SQLiteStorage: RecordStorage {
 
     package func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {
         try await offload(write: true) { try $0.deleteZone(scope, zoneName: zoneName) }
-    }
-
-    package func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
-                              deviceID: String?) async throws -> [RecordOperationResult]
-    {
-        try await engine.modifyRecords(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID)
     }
 
     package func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws
