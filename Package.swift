@@ -48,12 +48,10 @@ let package = Package(
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "SQLiteDB", dependencies: ["CSQLite"]),
         .target(name: "RecordModel"),
-        // sched_getcpu and thread affinity, which need _GNU_SOURCE (PlansAhead's planner thread).
-        .target(name: "CThreadPlacement"),
         .target(
             name: "RecordStore",
             dependencies: [
-                "RecordModel", "SQLiteDB", "CThreadPlacement", .product(name: "NIOPosix", package: "swift-nio"),
+                "RecordModel", "SQLiteDB", .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ]),
@@ -102,7 +100,7 @@ let package = Package(
         .executableTarget(
             name: "scorebook-bench",
             dependencies: [
-                "RecordServer", "RecordStore", "RecordModel", "SQLiteDB", "CSQLite", "RecordClient", "SyncEngine", "Scorebook", "CThreadPlacement",
+                "RecordServer", "RecordStore", "RecordModel", "SQLiteDB", "CSQLite", "RecordClient", "SyncEngine", "Scorebook",
                 .product(name: "Logging", package: "swift-log"),
                 // The PostgreSQL scenarios: the backend, a raw postgres-nio baseline, a throw-away cluster.
                 .target(name: "PostgresRecordStore", condition: .when(traits: ["PostgreSQL"])),

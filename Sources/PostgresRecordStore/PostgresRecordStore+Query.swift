@@ -39,7 +39,7 @@ extension PostgresRecordStore {
     }
 
     /// The scans of a planned query, in the caller's read transaction.
-    private func runQuery(_ cursor: inout QueryCursor, _ addressed: AddressedZone, scope: DatabaseScope,
+    private func runQuery(_ cursor: inout QueryCursor, _ addressed: StoreEngine.AddressedZone, scope: DatabaseScope,
                           _ connection: PostgresConnection) async throws -> QueryPage
     {
             let zoneRow = addressed.row
@@ -181,46 +181,6 @@ extension PostgresRecordStore {
         return try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger).collect().map { row in
             (try PostgresRecordStore.storedRecord(row, zoneID: zoneID), withKey ? try row.makeRandomAccess()[12].decode(String.self) : nil)
         }
-    }
-
-    /// Notes a record's new index entries (`old`: the record as it was, nil when it was not live;
-    /// `new`: as it is now, nil when deleted) and the count changes; `writeIndex` writes them all
-    /// before commit, in a few statements whatever the batch's size.
-    func reindex(_ name: String, old oldEntries: (type: String, entries: [QueryIndex.Entry])?,
-                 new newEntries: (type: String, entries: [QueryIndex.Entry])?, _ modify: inout ModifyTransaction)
-    {
-        // Entries exist only for indexed fields: records of types with none have nothing to replace.
-        let indexed = [oldEntries?.type, newEntries?.type].contains { $0.map { modify.indexedFields[$0] != nil } ?? false }
-        if indexed { modify.indexedRecords[name] = (newEntries?.type, newEntries?.entries ?? []) }
-        QueryIndex.countChanges(old: oldEntries, new: newEntries, into: &modify.indexCounts)
-    }
-
-    /// Replaces the index entries of every record the transaction touched, and adds its counts.
-    func writeIndex(_ modify: ModifyTransaction, _ connection: PostgresConnection) async throws {
-        let zoneRowID = modify.zone.id
-        if !modify.indexedRecords.isEmpty {
-            let touched = Array(modify.indexedRecords.keys)
-            try await connection.query("DELETE FROM query_index WHERE zone_id = \(zoneRowID) AND record_name = ANY(\(touched))", logger: logger)
-            var types: [String] = [], fields: [String] = [], keys: [String] = [], names: [String] = []
-            for (name, indexed) in modify.indexedRecords {
-                guard let type = indexed.type else { continue }
-                for entry in indexed.entries {
-                    types.append(type)
-                    fields.append(entry.field)
-                    keys.append(entry.key)
-                    names.append(name)
-                }
-            }
-            if !names.isEmpty {
-                try await connection.query(
-                    """
-                    INSERT INTO query_index (zone_id, record_type, field, sort_key, record_name)
-                    SELECT \(zoneRowID), e.record_type, e.field, e.sort_key, e.record_name
-                    FROM unnest(\(types)::text[], \(fields)::text[], \(keys)::text[], \(names)::text[]) AS e(record_type, field, sort_key, record_name)
-                    """, logger: logger)
-            }
-        }
-        try await PostgresRecordStore.addIndexCounts(modify.indexCounts.filter { $0.value != 0 }, zone: zoneRowID, connection, logger: logger)
     }
 
     static func addIndexCounts(_ counts: [QueryIndex.CountKey: Int64], zone zoneRowID: Int64, _ connection: PostgresConnection,

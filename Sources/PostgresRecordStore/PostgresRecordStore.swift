@@ -102,7 +102,7 @@ package final class PostgresRecordStore: RecordStorage {
         self.logger = logger
         self.requestDeadline = .seconds(10)
         self.driver = PostgresStoreDriver(pool: pool, logger: logger, requestDeadline: requestDeadline)
-        self.engine = StoreEngine(driver: driver, storeID: storeID, clock: clock)
+        self.engine = StoreEngine(driver: driver, storeID: storeID, clock: clock, productionSchema: schema)
         let listener = Task { [weak self, pool, logger] in
             await PostgresRecordStore.listenForCommits(pool: pool, logger: logger) { [weak self] databaseIDs in
                 self?.announce(databaseIDs)
@@ -260,7 +260,7 @@ package final class PostgresRecordStore: RecordStorage {
     }
 
     package func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] {
-        if scope.kind == .shared { return try await listSharedZones(scope) }
+        if scope.kind == .shared { return try await engine.listSharedZones(scope) }
         return try await engine.listZones(scope)
     }
 

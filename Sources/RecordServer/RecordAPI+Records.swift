@@ -59,10 +59,8 @@ extension RecordAPI {
             })
         }
         if !namesAssets {
-            // No receipts to mark spent: the store writes the answer where the results are made.
-            // The task keeps no reference: the operations are freed where they are used.
-            return try await self.store.modifyRecords(scope, zone: zone, operations: OperationHandoff(consume operations),
-                                                      atomic: atomic, deviceID: deviceID, answer: answer)
+            // No receipts to mark spent.
+            return answer(try await self.store.modifyRecords(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID))
         }
         let prepared = try await prepareAssets(operations, scope, zone: zone)
         let results: [RecordOperationResult]

@@ -49,11 +49,6 @@ package protocol RecordStorage: AnyObject, Sendable {
     // Records.
     func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
                        deviceID: String?) async throws -> [RecordOperationResult]
-    /// `modifyRecords`, and `answer` made of its results where the backend has them: SQLite writes
-    /// it on another core while the transaction's commit syncs, and hands it on once the commit
-    /// is done (see the default in the extension below).
-    func modifyRecords<Answer: Sendable>(_ scope: DatabaseScope, zone: ZoneID, operations: OperationHandoff, atomic: Bool,
-                                         deviceID: String?, answer: @escaping @Sendable ([RecordOperationResult]) -> Answer) async throws -> Answer
     func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws -> [Result<StoredRecord, ServerError>]
     func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
                       continuationMarker: String?) async throws -> QueryPage
@@ -151,12 +146,6 @@ extension RecordStorage {
 
     package func issueToken(userName: String) async throws -> (user: User, token: String) { try await issueToken(userName: userName, expiresAt: nil) }
 
-    package func modifyRecords<Answer: Sendable>(_ scope: DatabaseScope, zone: ZoneID, operations: OperationHandoff, atomic: Bool,
-                                                deviceID: String?, answer: @escaping @Sendable ([RecordOperationResult]) -> Answer) async throws -> Answer
-    {
-        answer(try await modifyRecords(scope, zone: zone, operations: operations.take(), atomic: atomic, deviceID: deviceID))
-    }
-
     package func liveDaemonCount(heartbeatFrom daemonID: String) async throws -> Int { 1 }
 }
 
@@ -195,7 +184,8 @@ package final class SQLiteStorage: RecordStorage {
         self.store = store
         self.runner = StoreTransactionRunner(deadline: requestDeadline)
         self.engine = StoreEngine(driver: SQLiteStoreDriver(database: store.database, requestDeadline: requestDeadline),
-                                  storeID: store.storeID, clock: store.clock, subscriptionCache: store.subscriptionCache)
+                                  storeID: store.storeID, clock: store.clock, productionSchema: store.productionSchema,
+                                  subscriptionCache: store.subscriptionCache)
         self.readPool = SQLiteStorage.sharedReadPool
         self.writePool = SQLiteStorage.sharedWritePool
     }
@@ -224,22 +214,8 @@ package final class SQLiteStorage: RecordStorage {
     /// Whether the store answers a read.
     package func checkReady() async throws { try await offload { try $0.checkReadable() } }
 
-    package func discoverUsers(emails: [String], recordNames: [String]) async throws -> [UserIdentity] {
-        try await offload { try $0.discoverUsers(emails: emails, recordNames: recordNames) }
-    }
-
-    package func resolveShares(_ scope: DatabaseScope, shortGUIDs: [String], accept: Bool) async throws -> [Result<JSONValue, ServerError>] {
-        try await offload(write: accept) { try $0.resolveShares(scope, shortGUIDs: shortGUIDs, accept: accept) }
-    }
-
-    package func invitations(_ scope: DatabaseScope) async throws -> [JSONValue] { try await offload { try $0.invitations(scope) } }
-
-    package func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) async throws -> ZoneInfo {
-        try await offload { try $0.lookupSharedZone(scope, zone: zone) }
-    }
-
     package func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] {
-        if scope.kind == .shared { return try await offload { try $0.listSharedZones(scope) } }
+        if scope.kind == .shared { return try await engine.listSharedZones(scope) }
         return try await engine.listZones(scope)
     }
 
@@ -253,32 +229,6 @@ package final class SQLiteStorage: RecordStorage {
 
     package func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {
         try await offload(write: true) { try $0.deleteZone(scope, zoneName: zoneName) }
-    }
-
-    package func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
-                              deviceID: String?) async throws -> [RecordOperationResult]
-    {
-        try await offload(write: true) { try $0.modifyRecords(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID) }
-    }
-
-    /// The answer of a batch that wrote is written on another core while its `COMMIT` writes and
-    /// syncs the WAL, the write thread's longest wait, and is handed on once the commit is done
-    /// (a failed commit's answer is dropped). A batch that wrote nothing is answered here, after
-    /// the transaction. Either way the wait for the answer is outside the writer lock.
-    package func modifyRecords<Answer: Sendable>(_ scope: DatabaseScope, zone: ZoneID, operations: OperationHandoff, atomic: Bool,
-                                                deviceID: String?, answer: @escaping @Sendable ([RecordOperationResult]) -> Answer) async throws -> Answer
-    {
-        try await offload(write: true) { store in
-            let early = AnswerDuringCommit(answer)
-            let batch = operations.take()
-            let results = try store.modifyRecords(scope, zone: zone, operations: batch, atomic: atomic, deviceID: deviceID,
-                                                  beforeCommit: early.start)
-            let made = early.answer(for: results)
-            // The batch's drafts and saved records (thousands of strings) are freed on another
-            // thread, after the answer is on its way, not before it.
-            FreedLater.drop((consume batch, consume results))
-            return made
-        }
     }
 
     package func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws
@@ -302,7 +252,8 @@ package final class SQLiteStorage: RecordStorage {
     }
 
     package func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) async throws -> DatabaseChangesPage {
-        try await offload { try $0.databaseChanges(scope, syncToken: syncToken, resultsLimit: resultsLimit) }
+        if scope.kind == .shared { return try await engine.sharedDatabaseChanges(scope, syncToken: syncToken) }
+        return try await offload { try $0.databaseChanges(scope, syncToken: syncToken, resultsLimit: resultsLimit) }
     }
 
     package func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification] {
@@ -357,49 +308,5 @@ package final class SQLiteStorage: RecordStorage {
             }
             return buffer
         }
-    }
-}
-
-/// An answer started on another thread (`start`, called with the results before the commit) and
-/// collected after it (`answer(for:)`), or made on the spot when nothing started it.
-private final class AnswerDuringCommit<Answer: Sendable>: @unchecked Sendable {
-    private let make: @Sendable ([RecordOperationResult]) -> Answer
-    private let done = DispatchSemaphore(value: 0)
-    // Written by the helper before it signals `done`, read after waiting for it.
-    private var made: Answer?
-    private var started = false
-
-    init(_ make: @escaping @Sendable ([RecordOperationResult]) -> Answer) { self.make = make }
-
-    func start(_ results: [RecordOperationResult]) {
-        started = true
-        // On the helper thread kept off this one's CPU: a pooled thread woken here was often run
-        // on this CPU first, and the commit waited for the answer instead of beside it.
-        WriteHelperThread.shared.run {
-            self.made = self.make(results)
-            self.done.signal()
-        }
-    }
-
-    func answer(for results: [RecordOperationResult]) -> Answer {
-        guard started else { return make(results) }
-        done.wait()
-        return made!
-    }
-}
-
-/// Values released on a background thread instead of the caller's.
-enum FreedLater {
-    private final class Box: @unchecked Sendable {
-        var value: Any?
-        init(_ value: Any) { self.value = value }
-    }
-
-    private static let queue = DispatchQueue(label: "scorebook.freed-later", qos: .utility)
-
-    /// Takes `value` (the caller must hold no other reference for this to move the work).
-    static func drop(_ value: consuming Any) {
-        let box = Box(value)
-        queue.async { box.value = nil }
     }
 }

@@ -117,7 +117,6 @@ extension SQLiteRecordStore {
     }
 
     package func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) throws -> DatabaseChangesPage {
-        if scope.kind == .shared { return try sharedDatabaseChanges(scope, syncToken: syncToken) }
         let limit = SQLiteRecordStore.clampLimit(resultsLimit, maximum: SQLiteRecordStore.maximumResultsLimit)
         return try database.readSync { connection in
             try connection.readTransaction {
@@ -175,8 +174,8 @@ extension SQLiteRecordStore {
     private func readLookup(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String],
                             row handle: (String, SQLiteStatement?, ZoneID, Int64, SQLiteConnection) throws -> Void) throws
     {
-        guard recordNames.count <= SQLiteRecordStore.maximumOperations else {
-            throw ServerError(.limitExceeded, "at most \(SQLiteRecordStore.maximumOperations) records per lookup")
+        guard recordNames.count <= StoreLimits.maximumOperations else {
+            throw ServerError(.limitExceeded, "at most \(StoreLimits.maximumOperations) records per lookup")
         }
         try database.readSync { connection in
             try connection.readTransaction {

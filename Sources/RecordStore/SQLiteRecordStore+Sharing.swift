@@ -1,36 +1,14 @@
 import RecordModel
 import SQLiteDB
 
-// Sharing on the SQLite backend: the rows of `shares` and `share_participants`,
-// read and written in the request's own transaction; the rules are ShareRules'.
+// The reads of sharing's rows that the SQLite store's own transactions still make (lookups,
+// queries and feeds in a shared zone, a zone's deletion). Sharing itself, and everything that
+// writes these rows, is the store engine's (StoreEngine+Sharing, StoreEngine+SharedDatabase).
 extension SQLiteRecordStore {
     static let userColumns = "u.id, u.name, u.record_name, u.email"
 
     func userIdentity(_ row: SQLiteStatement, at start: Int32 = 0) -> UserIdentity {
         UserIdentity(id: row.int64(start), name: row.text(start + 1), recordName: row.text(start + 2), email: row.optionalText(start + 3))
-    }
-
-    // MARK: Users
-
-    package func discoverUsers(emails: [String], recordNames: [String]) throws -> [UserIdentity] {
-        try database.readSync { connection in
-            var found: [UserIdentity] = []
-            for email in emails {
-                if let user = try connection.first("SELECT \(Self.userColumns) FROM users u WHERE u.email = ?", [.text(email)], { userIdentity($0) }) {
-                    found.append(user)
-                }
-            }
-            for name in recordNames {
-                if let user = try connection.first("SELECT \(Self.userColumns) FROM users u WHERE u.record_name = ?", [.text(name)], { userIdentity($0) }) {
-                    found.append(user)
-                }
-            }
-            return found
-        }
-    }
-
-    func userIdentity(id: Int64, _ connection: SQLiteConnection) throws -> UserIdentity? {
-        try connection.first("SELECT \(Self.userColumns) FROM users u WHERE u.id = ?", [.int(id)]) { userIdentity($0) }
     }
 
     // MARK: The access check
@@ -77,10 +55,6 @@ extension SQLiteRecordStore {
         return AddressedZone(databaseID: privateDatabaseID, row: row, zoneID: zoneID(row.name, scope), access: nil)
     }
 
-    /// The private database id of a request's user: its shared database's subscriptions and its
-    /// notification outbox hang off it.
-    func callerDatabaseID(_ scope: DatabaseScope) throws -> Int64 { try databaseID(scope.privateScope) }
-
     // MARK: Share rows
 
     func loadShare(zoneRowID: Int64, _ connection: SQLiteConnection) throws -> ShareRow? {
@@ -122,108 +96,6 @@ extension SQLiteRecordStore {
         try connection.run("DELETE FROM share_participants WHERE zone_id = ?", [.int(zoneRowID)])
     }
 
-    /// The owner saves the share record: writes the record (its title), then the participant
-    /// rows (who stays keeps its acceptance, who is new is invited, who is missing loses access now).
-    func saveShare(_ operation: RecordOperation, _ transaction: inout ModifyTransaction, _ connection: SQLiteConnection) throws
-        -> RecordOperationResult
-    {
-        let name = ShareRules.recordName
-        let zoneRowID = transaction.zone.id
-        guard transaction.zone.name != ZoneID.defaultZoneName else {
-            throw ServerError.badRequest("_defaultZone cannot be shared; share a zone of your own")
-        }
-        let existing = try loadRecord(zoneRowID, name, connection)
-        let live = existing.flatMap { $0.deleted ? nil : $0 }
-        if operation.type.isDelete {
-            guard live != nil else {
-                if operation.type == .forceDelete { return .deleted(recordName: name) }
-                throw ServerError(.notFound, "record '\(name)' does not exist")
-            }
-            if operation.type == .delete, operation.record["recordChangeTag"]?.stringValue != live?.tag {
-                var error = ServerError(.conflict, "record '\(name)' was changed since the change tag sent")
-                error.serverRecord = live!.stored(name, zoneID: transaction.zoneID).json()
-                throw error
-            }
-            try deleteCascading(name, &transaction, connection)
-            try deleteShareRows(zoneRowID: zoneRowID, connection)
-            return .deleted(recordName: name)
-        }
-        switch operation.type {
-        case .create where live != nil: throw ServerError(.exists, "record '\(name)' already exists")
-        case .update, .replace:
-            guard let live else { throw ServerError(.notFound, "record '\(name)' does not exist") }
-            guard operation.record["recordChangeTag"]?.stringValue == live.tag else {
-                var error = ServerError(.conflict, "record '\(name)' was changed since the change tag sent")
-                error.serverRecord = live.stored(name, zoneID: transaction.zoneID).json()
-                throw error
-            }
-        default: break
-        }
-        let (requested, fieldsJSON) = try ShareRules.parseShareRecord(operation.record, isNew: live == nil)
-        guard let owner = try userIdentity(id: transaction.scope.userID, connection) else { throw ServerError(.internalError, "owner missing") }
-        if live == nil {
-            try connection.run("INSERT OR REPLACE INTO shares (zone_id, short_guid, owner_user_id) VALUES (?, ?, ?)",
-                               [.int(zoneRowID), .text(ShareRules.newShortGUID()), .int(owner.id)])
-        }
-        if let requested {
-            var byName: [String: UserIdentity] = [:]
-            var byEmail: [String: UserIdentity] = [:]
-            for wanted in requested {
-                if let recordName = wanted.userRecordName,
-                    let user = try connection.first("SELECT \(Self.userColumns) FROM users u WHERE u.record_name = ?", [.text(recordName)], { userIdentity($0) }) {
-                    byName[recordName] = user
-                }
-                if let email = wanted.email,
-                    let user = try connection.first("SELECT \(Self.userColumns) FROM users u WHERE u.email = ?", [.text(email)], { userIdentity($0) }) {
-                    byEmail[email] = user
-                }
-            }
-            let previous = try loadParticipants(zoneRowID: zoneRowID, connection)
-            let merged = try ShareRules.merge(existing: previous, requested: requested, owner: owner, userByRecordName: byName, userByEmail: byEmail)
-            let kept = Set(merged.map(\.participantID))
-            for row in previous where !kept.contains(row.participantID) {
-                try connection.run("DELETE FROM share_participants WHERE zone_id = ? AND participant_id = ?", [.int(zoneRowID), .text(row.participantID)])
-            }
-            for row in merged {
-                let updated = try connection.run(
-                    "UPDATE share_participants SET user_id = ?, email = ?, permission = ? WHERE zone_id = ? AND participant_id = ?",
-                    [row.user.map { .int($0.id) } ?? .null, row.email.map { .text($0) } ?? .null, .text(row.permission.rawValue),
-                     .int(zoneRowID), .text(row.participantID)])
-                if updated == 0 {
-                    try connection.run(
-                        """
-                        INSERT INTO share_participants (zone_id, participant_id, user_id, email, permission, status) VALUES (?, ?, ?, ?, ?, ?)
-                        """,
-                        [.int(zoneRowID), .text(row.participantID), row.user.map { .int($0.id) } ?? .null, row.email.map { .text($0) } ?? .null,
-                         .text(row.permission.rawValue), .text(row.status.rawValue)])
-                }
-            }
-        }
-        let sequence = transaction.nextSequence()
-        let tag = RecordRules.changeTag(zoneRowID: zoneRowID, sequence: sequence)
-        let modified = ChangeStamp(timestamp: transaction.now, userRecordName: transaction.writer, deviceID: transaction.deviceID)
-        let created = live?.created ?? modified
-        let fields = fieldsJSON ?? (operation.type.replacesFields ? Array("{}".utf8) : (live?.fieldsJSON ?? Array("{}".utf8)))
-        try connection.run(
-            """
-            INSERT OR REPLACE INTO records (zone_id, name, type, tag, seq, deleted, fields, parent, created_at, created_by,
-                created_device, modified_at, modified_by, modified_device) VALUES (?, ?, ?, ?, ?, 0, ?, NULL, ?, ?, ?, ?, ?, ?)
-            """,
-            [.int(zoneRowID), .text(name), .text(ShareRules.recordType), .text(tag), .int(sequence), .blob(fields),
-             .int(created.timestamp), .text(created.userRecordName ?? ""), created.deviceID.sqlValue,
-             .int(modified.timestamp), .text(modified.userRecordName ?? ""), modified.deviceID.sqlValue])
-        let stored = StoredRecord(recordName: name, recordType: ShareRules.recordType, changeTag: tag, fieldsJSON: fields, parent: nil,
-                                  created: created, modified: modified, zoneID: transaction.zoneID)
-        transaction.changes.append(CommittedChange(kind: live == nil ? .created : .updated, recordName: name,
-                                                   recordType: ShareRules.recordType, record: stored))
-        return .saved(stored)
-    }
-
-    /// A participant leaves: its row goes, in the request's transaction.
-    func leaveShare(_ scope: DatabaseScope, zoneRowID: Int64, _ connection: SQLiteConnection) throws {
-        try connection.run("DELETE FROM share_participants WHERE zone_id = ? AND user_id = ?", [.int(zoneRowID), .int(scope.userID)])
-    }
-
     /// The accepted participants of a shared zone, to notify.
     func participantChannels(zoneRowID: Int64, _ connection: SQLiteConnection) throws -> [ParticipantChannel] {
         try connection.map(
@@ -256,124 +128,5 @@ extension SQLiteRecordStore {
             if !firedOnce.isEmpty { subscriptionCache.invalidate(key) }
         }
         return touched
-    }
-
-    // MARK: Resolve, accept, invitations
-
-    /// The shares behind `shortGUIDs` that invite the caller; `accept` also accepts them (the
-    /// zone appears in its shared database). Anyone not invited gets `NOT_FOUND`.
-    package func resolveShares(_ scope: DatabaseScope, shortGUIDs: [String], accept: Bool) throws -> [Result<JSONValue, ServerError>] {
-        guard shortGUIDs.count <= StoreLimits.maximumOperations else {
-            throw ServerError(.limitExceeded, "at most \(StoreLimits.maximumOperations) shortGUIDs per request")
-        }
-        let privateDatabaseID = try callerDatabaseID(scope)
-        var touched = Set<Int64>()
-        let results = try database.writeSync { connection in
-            try connection.transaction { () -> [Result<JSONValue, ServerError>] in
-                guard let caller = try userIdentity(id: scope.userID, connection) else { throw ServerError(.authenticationFailed, "unknown user") }
-                return try shortGUIDs.map { guid -> Result<JSONValue, ServerError> in
-                    guard let zoneRowID = try connection.scalarInt(
-                        """
-                        SELECT s.zone_id FROM shares s JOIN zones z ON z.id = s.zone_id AND z.deleted = 0
-                        JOIN databases d ON d.id = z.database_id AND d.container = ? AND d.environment = ? WHERE s.short_guid = ?
-                        """, [.text(scope.container), .text(scope.environment.rawValue), .text(guid)]),
-                        let share = try loadShare(zoneRowID: zoneRowID, connection),
-                        var participant = try loadParticipants(zoneRowID: zoneRowID, connection).first(where: { $0.invites(caller) })
-                    else { return .failure(ShareRules.unknownShare(guid)) }
-                    if accept && participant.status != .accepted {
-                        try connection.run(
-                            "UPDATE share_participants SET user_id = ?, status = 'ACCEPTED', database_id = ? WHERE zone_id = ? AND participant_id = ?",
-                            [.int(caller.id), .int(privateDatabaseID), .int(zoneRowID), .text(participant.participantID)])
-                        participant.status = .accepted
-                        participant.user = caller
-                        if let zone = try connection.first("SELECT id, name, seq, purged_seq FROM zones WHERE id = ?", [.int(zoneRowID)], {
-                            ZoneRow(id: $0.int64(0), name: $0.text(1), seq: $0.int64(2), purgedSeq: $0.int64(3))
-                        }) {
-                            // The participant's database subscriptions learn of the zone it now has.
-                            let ownerScope = DatabaseScope(user: User(id: share.owner.id, name: share.owner.name, recordName: share.owner.recordName),
-                                                           container: scope.container, environment: scope.environment)
-                            touched.formUnion(try notifyParticipants([], zone: zone, ownerScope: ownerScope, zoneChanged: true,
-                                                                     onlyDatabase: privateDatabaseID, connection))
-                        }
-                    }
-                    let record = try connection.first(
-                        "SELECT \(SQLiteRecordStore.recordColumns) FROM records WHERE zone_id = ? AND name = ? AND deleted = 0",
-                        [.int(zoneRowID), .text(ShareRules.recordName)]) { storedRecord($0, zoneID: share.zoneID) }
-                    guard let record else { return .failure(ShareRules.unknownShare(guid)) }
-                    let shareRecord = try attachShare(record, zoneRowID: zoneRowID, caller: caller.recordName, connection)
-                    return .success(ShareRules.resolveResult(share, shareRecord: shareRecord, participant: participant, scope: scope))
-                }
-            }
-        }
-        if !touched.isEmpty { onCommit?(touched) }
-        return results
-    }
-
-    package func invitations(_ scope: DatabaseScope) throws -> [JSONValue] {
-        try database.readSync { connection in
-            try connection.readTransaction {
-                guard let caller = try userIdentity(id: scope.userID, connection) else { return [] }
-                let zoneRowIDs = try connection.map(
-                    """
-                    SELECT DISTINCT p.zone_id FROM share_participants p JOIN zones z ON z.id = p.zone_id AND z.deleted = 0
-                    JOIN databases d ON d.id = z.database_id AND d.container = ? AND d.environment = ?
-                    WHERE p.status = 'INVITED' AND (p.user_id = ? OR (p.user_id IS NULL AND p.email = ?)) ORDER BY p.zone_id
-                    """, [.text(scope.container), .text(scope.environment.rawValue), .int(caller.id), caller.email.map { .text($0.lowercased()) } ?? .null]
-                ) { $0.int64(0) }
-                return try zoneRowIDs.compactMap { zoneRowID in
-                    guard let share = try loadShare(zoneRowID: zoneRowID, connection),
-                        let participant = try loadParticipants(zoneRowID: zoneRowID, connection).first(where: { $0.invites(caller) && $0.status == .invited })
-                    else { return nil }
-                    return ShareRules.invitation(share, participant: participant)
-                }
-            }
-        }
-    }
-
-    // MARK: The shared database's zones
-
-    func sharedZoneEntries(_ scope: DatabaseScope, _ connection: SQLiteConnection) throws -> [(entry: SharedDatabaseFeed.Entry, zone: ZoneRow)] {
-        try connection.map(
-            """
-            SELECT z.id, z.name, z.seq, z.purged_seq, u.record_name FROM share_participants p
-            JOIN zones z ON z.id = p.zone_id AND z.deleted = 0
-            JOIN databases d ON d.id = z.database_id AND d.container = ? AND d.environment = ?
-            JOIN users u ON u.id = d.user_id
-            WHERE p.user_id = ? AND p.status = 'ACCEPTED' ORDER BY u.record_name, z.name
-            """, [.text(scope.container), .text(scope.environment.rawValue), .int(scope.userID)]
-        ) { row in
-            (SharedDatabaseFeed.Entry(zoneRowID: row.int64(0), seq: row.int64(2), owner: row.text(4), zoneName: row.text(1)),
-             ZoneRow(id: row.int64(0), name: row.text(1), seq: row.int64(2), purgedSeq: row.int64(3)))
-        }
-    }
-
-    func listSharedZones(_ scope: DatabaseScope) throws -> [ZoneInfo] {
-        try database.readSync { connection in
-            try connection.readTransaction {
-                try sharedZoneEntries(scope, connection).map {
-                    ZoneInfo(zoneID: ZoneID(zoneName: $0.entry.zoneName, ownerRecordName: $0.entry.owner), syncToken: zoneToken($0.zone))
-                }
-            }
-        }
-    }
-
-    package func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) throws -> ZoneInfo {
-        try database.readSync { connection in
-            try connection.readTransaction {
-                let access = try sharedAccess(scope, zone, connection)
-                var info = ZoneInfo(zoneID: access.zoneID, syncToken: zoneToken(access.zone))
-                info.readOnly = access.permission == .readOnly
-                return info
-            }
-        }
-    }
-
-    func sharedDatabaseChanges(_ scope: DatabaseScope, syncToken: String?) throws -> DatabaseChangesPage {
-        try database.readSync { connection in
-            try connection.readTransaction {
-                try SharedDatabaseFeed.page(storeID: storeID, scope: scope, syncToken: syncToken,
-                                            current: try sharedZoneEntries(scope, connection).map(\.entry))
-            }
-        }
     }
 }

@@ -11,7 +11,6 @@ package final class SQLiteRecordStore: Sendable {
     let database: SQLiteDatabase
     package let storeID: String
     let productionSchema: Schema
-    let developmentSchemas: DevelopmentSchemaCache
     let clock: @Sendable () -> Int64
     private struct Caches {
         var databaseIDs: [DatabaseScope: Int64] = [:]
@@ -52,7 +51,6 @@ package final class SQLiteRecordStore: Sendable {
         }
         self.productionSchema = schema
         self.clock = clock
-        self.developmentSchemas = DevelopmentSchemaCache()
         self.storeID = try database.writeSync { connection in
             try connection.transaction {
                 try SQLiteRecordStore.migrate(connection)

@@ -3,46 +3,6 @@ import RecordModel
 import SQLiteDB
 import Synchronization
 
-/// The just-in-time schemas of the development environment, one per container, read from the
-/// `dev_schema` table once and kept in memory.
-final class DevelopmentSchemaCache: Sendable {
-    private let schemas = Mutex<[String: Schema]>([:])
-
-    func schema(container: String, _ connection: SQLiteConnection) throws -> Schema {
-        if let cached = schemas.withLock({ $0[container] }) { return cached }
-        var schema = Schema()
-        try connection.query("SELECT record_type, field, field_type FROM dev_schema WHERE container = ?", [.text(container)]) { row in
-            let typeName = row.text(0), fieldName = row.text(1)
-            guard let type = FieldType(wireName: row.text(2)) else { return }
-            schema.recordTypes[typeName, default: RecordTypeSchema(name: typeName)].fields[fieldName] = FieldSchema(name: fieldName, type: type)
-        }
-        schemas.withLock { $0[container] = schema }
-        return schema
-    }
-
-    /// Records new types and fields (inside the caller's transaction) and in memory.
-    func add(container: String, recordType: String, fields: [(String, FieldType)], _ connection: SQLiteConnection) throws {
-        for (name, type) in fields {
-            try connection.run("INSERT OR IGNORE INTO dev_schema (container, record_type, field, field_type) VALUES (?, ?, ?, ?)",
-                               [.text(container), .text(recordType), .text(name), .text(type.wireName)])
-        }
-    }
-
-    func commit(container: String, recordType: String, fields: [(String, FieldType)]) {
-        schemas.withLock { schemas in
-            guard var schema = schemas[container] else { return }
-            var typeSchema = schema.recordTypes[recordType] ?? RecordTypeSchema(name: recordType)
-            for (name, type) in fields { typeSchema.fields[name] = FieldSchema(name: name, type: type) }
-            schema.recordTypes[recordType] = typeSchema
-            schemas[container] = schema
-        }
-    }
-
-    func forget(container: String) {
-        schemas.withLock { $0[container] = nil }
-    }
-}
-
 /// Checks records against the schema of the request's environment.
 package struct SchemaEnforcer {
     package let environment: Environment

@@ -144,18 +144,6 @@ package struct RecordOperation: Sendable {
     }
 }
 
-/// A batch's operations handed to the thread that runs it, which takes them out: the operations,
-/// and the request's drafts they hold, are then freed on that thread, right after it used them,
-/// instead of by the request's task on another core once the answer came back.
-package final class OperationHandoff: Sendable {
-    private let operations: Mutex<[RecordOperation]?>
-
-    package init(_ operations: consuming [RecordOperation]) { self.operations = Mutex(operations) }
-
-    /// The operations; empty after the first call.
-    package func take() -> [RecordOperation] { operations.withLock { $0.take() } ?? [] }
-}
-
 /// A record as stored: its system fields and its serialized fields dictionary, which responses
 /// splice in without re-encoding.
 package struct StoredRecord: Sendable {

@@ -1,4 +1,3 @@
-import CThreadPlacement
 import Foundation
 import RecordServer
 import Synchronization

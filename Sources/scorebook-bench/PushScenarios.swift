@@ -1,5 +1,4 @@
 import CSQLite
-import CThreadPlacement
 import CNIOLinux
 import Foundation
 import RecordModel
@@ -190,7 +189,8 @@ func onThreadAtNice<T>(_ nice: Int32, _ body: @escaping () throws -> T) throws -
     nonisolated(unsafe) let work = body
     let done = DispatchSemaphore(value: 0)
     let thread = Thread {
-        _ = scorebook_set_current_thread_nice(nice)
+        // Linux keeps a nice value per thread: `who` 0 is the calling thread.
+        _ = setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, nice)
         result = Result { try work() }
         done.signal()
     }

@@ -1,5 +1,4 @@
 import CSQLite
-import CThreadPlacement
 import CNIOLinux
 import Foundation
 import RecordModel
@@ -152,21 +151,27 @@ func batchWrite(_ options: BenchOptions, _ backend: BenchBackend) async throws -
     }
     await storeServer.stop()
 
-    // The same batches again over two keep-alive connections at once (new record names): one
-    // request's JSON work overlaps the other's commit, as with several devices syncing. Its
-    // baseline is a raw pass of the same size right after.
-    let secondBodies = stride(from: 0, to: records.count, by: batchSize).map { start in
-        modifyBody(zone: "Bench", records: (start..<min(start + batchSize, records.count)).map { benchRecord(records.count + $0) })
+    // The same batches again over two, then eight keep-alive connections at once (new record
+    // names): one request's JSON work overlaps another's commit, and concurrent batches share a
+    // commit, as with several devices syncing. Each pass's baseline is a raw pass of the same
+    // size right after it.
+    var concurrent: [(lanes: Int, recordsPerSecond: Double, rawRecordsPerSecond: Double)] = []
+    for (pass, lanes) in [2, 8].enumerated() {
+        let first = records.count * (pass + 1)
+        let passBodies = stride(from: 0, to: records.count, by: batchSize).map { start in
+            modifyBody(zone: "Bench", records: (start..<min(start + batchSize, records.count)).map { benchRecord(first + $0) })
+        }
+        let seconds = try runWriters(lanes: lanes, port: server.port, path: server.databasePath + "/records/modify",
+                                     tokens: Array(repeating: server.token, count: lanes), bodies: passBodies)
+        let rawSeconds = try await table.insertAll(RawRecordTable.rows(first..<(first + records.count)))
+        concurrent.append((lanes, Double(records.count) / seconds, Double(records.count) / rawSeconds))
     }
-    let twoConnectionsSeconds = try runWriters(lanes: 2, port: server.port, path: server.databasePath + "/records/modify",
-                                               tokens: [server.token, server.token], bodies: secondBodies)
     await server.stop()
-    let secondRaw = Double(records.count) / (try await table.insertAll(RawRecordTable.rows(records.count..<(2 * records.count))))
     await table.remove()
 
     let count = Double(records.count)
     let raw = count / timed.rawSeconds, store = count / storeSeconds, http = count / timed.httpSeconds
-    let twoConnections = count / twoConnectionsSeconds
+    let (twoConnections, secondRaw) = (concurrent[0].recordsPerSecond, concurrent[0].rawRecordsPerSecond)
     let stats = Stats(samples: timed.latencies)
     var figures: [String: JSONValue] = [
         "records": .int(Int64(records.count)), "rawRecordsPerSecond": .double(raw), "storeRecordsPerSecond": .double(store),
@@ -175,6 +180,9 @@ func batchWrite(_ options: BenchOptions, _ backend: BenchBackend) async throws -
         "httpTwoConnectionsRecordsPerSecond": .double(twoConnections), "secondRawRecordsPerSecond": .double(secondRaw),
         "httpTwoConnectionsToRawRatio": .double(twoConnections / secondRaw),
         "httpToRawRatioBatchMedian": .double(timed.batchRatioMedian),
+        "httpEightConnectionsRecordsPerSecond": .double(concurrent[1].recordsPerSecond),
+        "eightConnectionsRawRecordsPerSecond": .double(concurrent[1].rawRecordsPerSecond),
+        "httpEightConnectionsToRawRatio": .double(concurrent[1].recordsPerSecond / concurrent[1].rawRecordsPerSecond),
     ]
     if backend == .sqlite {  // on PostgreSQL the raw inserts' CPU is the server's, not this process's
         figures["rawCPUMicrosecondsPerRecord"] = .double((timed.rawCPU / count * 1e7).rounded() / 10)

@@ -329,14 +329,6 @@ final class RecordOperationTests: StoreTestCase {
         }
     }
 
-    /// The store's thread takes a batch's operations out of the handoff once (they are freed there).
-    func testAHandoffGivesItsOperationsOnce() {
-        let handoff = OperationHandoff([RecordOperation(type: .create, record: record("a", "Thing")),
-                                        RecordOperation(type: .forceDelete, record: record("b"))])
-        XCTAssertEqual(handoff.take().map(\.recordName), ["a", "b"])
-        XCTAssertTrue(handoff.take().isEmpty)
-    }
-
     func testAMissingZoneIsZoneNotFoundForEveryRecordOperation() throws {
         let zone = ZoneID(zoneName: "Nowhere")
         assertThrows(.zoneNotFound) { try modify(dev, zone: zone, [(.create, record("g1", "Game"))]) }

@@ -215,6 +215,50 @@ final class StoreDriverTests: XCTestCase {
         XCTAssertEqual(try names(), ["w0", "w2", "w4"])
     }
 
+    func testJSONBytesGoInTheFieldsColumnsTypeAndComeBackAsTheSameBytes() throws {
+        let json = Array(#"{"title":{"value":"Grand \"Final\" ü"}}"#.utf8)
+        let read = try run { driver in
+            try await driver.write { connection -> [UInt8] in
+                try await connection.execute("CREATE TABLE documents (id bigint PRIMARY KEY, fields \(connection.dialect.fieldsType.rawValue) NOT NULL)")
+                try await connection.insertRows(into: "documents", columns: [StoreColumn("id", .integer), StoreColumn("fields", connection.dialect.fieldsType)],
+                                                rows: [[.int(1), connection.dialect.jsonValue(json)]])
+                return try await connection.first("SELECT fields FROM documents WHERE id = 1")!.blob(0)
+            }
+        }
+        XCTAssertEqual(read, json)
+        XCTAssertEqual(driver.dialect.fieldsType, driver.dialect.kind == .postgres ? .text : .blob)
+    }
+
+    func testForUpdateOfLocksOnlyOnPostgreSQLAndKeepsTheJoinsRows() throws {
+        let dialect = driver.dialect
+        XCTAssertEqual(dialect.forUpdate(of: "a", "b"), dialect.kind == .postgres ? " FOR UPDATE OF a, b" : "")
+        let joined = try run { driver in
+            try await driver.write { connection -> [Int64] in
+                try await connection.insertRows(into: "scratch", columns: [StoreColumn("id", .integer), StoreColumn("name", .text)],
+                                                rows: [[.int(1), .text("a")], [.int(2), .text("b")]])
+                return try await connection.rows("SELECT s.id FROM scratch s JOIN scratch t ON t.id = s.id WHERE s.name = ?"
+                                                    + connection.dialect.forUpdate(of: "s"), [.text("b")]).map { $0.int(0) }
+            }
+        }
+        XCTAssertEqual(joined, [2])
+    }
+
+    func testATransactionLockIsHeldUntilTheTransactionEndsOnPostgreSQLOnly() throws {
+        guard let lock = driver.dialect.transactionLock(namespace: 7) else {
+            XCTAssertEqual(driver.dialect.kind, .sqlite, "SQLite's single writer needs no lock")
+            return
+        }
+        let advisoryLocks = "SELECT COUNT(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()"
+        let held = try run { driver in
+            try await driver.write { connection -> Int64 in
+                try await connection.execute(lock, [.text("iCloud.example")])
+                return try await connection.scalarInt(advisoryLocks) ?? 0
+            }
+        }
+        XCTAssertEqual(held, 1)
+        XCTAssertEqual(try run { driver in try await driver.write { try await $0.scalarInt(advisoryLocks) ?? 0 } }, 0, "released at commit")
+    }
+
     func testSQLiteScriptsRunOnTheStoresOwnThreads() throws {
         guard sqliteDriver != nil else { throw XCTSkip("PostgreSQL's driver does not block") }
         let threads = try run { driver in

@@ -44,8 +44,26 @@ package struct SQLDialect: Sendable, Equatable {
     /// only (SQLite's single writer already holds the whole database).
     package var forUpdate: String { kind == .postgres ? " FOR UPDATE" : "" }
 
+    /// `forUpdate` naming the tables of a join whose rows it locks (`FOR UPDATE OF d, z`).
+    package func forUpdate(of tables: String...) -> String { kind == .postgres ? " FOR UPDATE OF " + tables.joined(separator: ", ") : "" }
+
     /// How a notification's payload is stored (bytes on SQLite, JSON text on PostgreSQL).
     package var payloadType: StoreColumnType { kind == .postgres ? .text : .blob }
+
+    /// How a record's fields JSON is stored (bytes on SQLite, text on PostgreSQL).
+    package var fieldsType: StoreColumnType { payloadType }
+
+    /// JSON bytes as the column of type `payloadType`/`fieldsType` takes them.
+    package func jsonValue(_ bytes: [UInt8]) -> SQLValue {
+        kind == .postgres ? .text(String(decoding: bytes, as: UTF8.self)) : .blob(bytes)
+    }
+
+    /// A statement that makes the transaction's writers of one key (a container's development
+    /// schema) take turns until it ends: PostgreSQL's transaction advisory lock on the key's hash;
+    /// nil on SQLite, whose single writer already takes turns. Binds the key to its one `?`.
+    package func transactionLock(namespace: Int32) -> String? {
+        kind == .postgres ? "SELECT pg_advisory_xact_lock(\(namespace), hashtext(?))" : nil
+    }
 
     /// Whether notification ids are numbered per database (`databases.note_seq`, PostgreSQL: any
     /// daemon may add one) rather than by the table's own row id (SQLite's one writer).

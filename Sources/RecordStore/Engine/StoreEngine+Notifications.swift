@@ -38,13 +38,11 @@ extension StoreEngine {
     }
 
     /// Appends `payloads` to the database's notifications in one statement.
-    private func writeNotifications(_ payloads: [[UInt8]], databaseID: Int64, _ connection: any StoreConnection) async throws {
+    func writeNotifications(_ payloads: [[UInt8]], databaseID: Int64, _ connection: any StoreConnection) async throws {
         guard !payloads.isEmpty else { return }
         let now = clock()
         let dialect = connection.dialect
-        let payloadValues: [SQLValue] = payloads.map {
-            dialect.payloadType == .text ? .text(String(decoding: $0, as: UTF8.self)) : .blob($0)
-        }
+        let payloadValues = payloads.map(dialect.jsonValue)
         var columns = [StoreColumn("database_id", .integer), StoreColumn("created_at", .integer), StoreColumn("payload", dialect.payloadType)]
         var rows = payloadValues.map { [SQLValue.int(databaseID), .int(now), $0] }
         if dialect.numbersNotificationsPerDatabase {

@@ -25,6 +25,8 @@ package final class StoreEngine: Sendable {
     /// Identifies the store in sync tokens (a token from another store is rejected).
     package let storeID: String
     let clock: @Sendable () -> Int64
+    /// The production environment's schema, which every production write is checked against.
+    let productionSchema: Schema
     /// Told, after a commit, which databases it changed (the push hub listens here).
     private let observer = Mutex<(@Sendable (Set<Int64>) -> Void)?>(nil)
     private let databaseIDs = Mutex<[DatabaseScope: Int64]>([:])
@@ -32,12 +34,13 @@ package final class StoreEngine: Sendable {
     /// writer (SQLite); nil reads them in every transaction (another daemon may change them).
     let subscriptionCache: SubscriptionCache?
 
-    package init(driver: any StoreDriver, storeID: String, clock: @escaping @Sendable () -> Int64,
+    package init(driver: any StoreDriver, storeID: String, clock: @escaping @Sendable () -> Int64, productionSchema: Schema = Schema(),
                  subscriptionCache: SubscriptionCache? = nil)
     {
         self.driver = driver
         self.storeID = storeID
         self.clock = clock
+        self.productionSchema = productionSchema
         self.subscriptionCache = subscriptionCache
     }
 
