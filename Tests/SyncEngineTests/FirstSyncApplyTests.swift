@@ -8,20 +8,7 @@ import XCTest
 /// What makes a new machine's first sync fast, each kept to what it must do: fetched records
 /// stored as the server wrote them, writers remembered as they arrive, the log checkpointed off
 /// the writing thread, and pages read ahead.
-final class FirstSyncApplyTests: XCTestCase {
-    var store: LocalRecordStore!
-    var path: String!
-
-    override func setUpWithError() throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("first-sync-\(UUID().uuidString)/s.sqlite").path
-        store = try LocalRecordStore(path: path)
-    }
-
-    override func tearDown() {
-        store = nil
-        try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent)
-    }
-
+final class FirstSyncApplyTests: TemporaryStoreTestCase {
     /// A Person as the server writes it in the feed, written by `creator` and last changed by `modifier`.
     static func serverJSON(_ index: Int, creator: String = "_alice", modifier: String = "_bob") -> String {
         #"{"recordName":"Person|~|\#(index)","recordType":"Person","recordChangeTag":"t\#(index)","#
