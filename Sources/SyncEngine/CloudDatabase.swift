@@ -14,6 +14,8 @@ public protocol CloudDatabase: Sendable {
     func modifyRecords(zoneID: ZoneID, operations: [RecordOperation], atomic: Bool) async throws -> [RecordOperationResult]
     func lookupRecords(zoneID: ZoneID, recordNames: [String]) async throws -> [RecordOperationResult]
     func fetchZoneChanges(zoneID: ZoneID, syncToken: String?, resultsLimit: Int?) async throws -> ZoneChangesPage
+    /// The same page, received but not decoded yet: what the engine reads ahead with.
+    func fetchZoneChangesAnswer(zoneID: ZoneID, syncToken: String?, resultsLimit: Int?) async throws -> ZoneChangesAnswer
     func saveSubscription(_ subscription: Subscription) async throws
     func createNotificationChannel() async throws -> NotificationChannel
     func pollNotifications(_ channel: NotificationChannel, since cursor: String?, timeout: Int) async throws -> NotificationPage
@@ -52,6 +54,11 @@ extension CloudDatabase {
     public func deleteZone(_ zoneID: ZoneID) async throws {}
     public func listZones() async throws -> [ZoneID] { [] }
     public func sharedScope() -> any CloudDatabase { self }
+    /// Doubles answer decoded pages, whose next token is known only once they are read.
+    public func fetchZoneChangesAnswer(zoneID: ZoneID, syncToken: String?, resultsLimit: Int?) async throws -> ZoneChangesAnswer {
+        let page = try await fetchZoneChanges(zoneID: zoneID, syncToken: syncToken, resultsLimit: resultsLimit)
+        return ZoneChangesAnswer(nextSyncToken: nil) { page }
+    }
     public func shareParticipation(zoneID: ZoneID) async throws -> ShareParticipation? { nil }
     public func uploadAsset(zoneID: ZoneID, recordName: String, recordType: String, fieldName: String, file path: String,
                             size: Int64, progress: (@Sendable (Int64) -> Void)?) async throws -> JSONValue

@@ -92,16 +92,6 @@ extension LocalRecordStore {
         try books().first { $0.book == book }
     }
 
-    /// The users who wrote this book's records as the server last said (created and modified).
-    public func writerUserRecordNames() throws -> Set<String> {
-        try withConnection { connection in
-            Set(try connection.map("""
-                SELECT json_extract(record, '$.modified.userRecordName') FROM server_copies WHERE book = current_book()
-                UNION SELECT json_extract(record, '$.created.userRecordName') FROM server_copies WHERE book = current_book()
-                """) { $0.optionalText(0) }.compactMap { $0 })
-        }
-    }
-
     /// Whether this store's book is to be deleted on the server at the next sync.
     public func isPendingDelete() throws -> Bool {
         try withConnection { try $0.scalarInt("SELECT pending_delete FROM books WHERE id = current_book()") ?? 0 } != 0
@@ -129,7 +119,7 @@ extension LocalRecordStore {
             DELETE FROM records WHERE book = current_book(); DELETE FROM record_references WHERE book = current_book();
             DELETE FROM server_copies WHERE book = current_book(); DELETE FROM sent_states WHERE book = current_book();
             DELETE FROM outbox WHERE book = current_book(); DELETE FROM waiting_records WHERE book = current_book();
-            DELETE FROM settings WHERE book = current_book();
+            DELETE FROM settings WHERE book = current_book(); DELETE FROM server_writers WHERE book = current_book();
             """)
     }
 }

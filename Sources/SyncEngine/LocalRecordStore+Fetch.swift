@@ -40,9 +40,11 @@ extension LocalRecordStore {
                 outcome.dropped += deletion.dropped
                 outcome.deletedCount += deletion.applied.count  // the record and its local cascade: the same total whatever the feed order
             }
+            var newWriters: Set<String> = []
             for record in plan.saves {
                 guard known.contains(record.recordName) || waitingNames.contains(record.recordName) else {
-                    try Self.insertNewServerRecord(record, in: connection)
+                    try Self.insertNewServerRecord(record, serverJSON: page.serverJSON[record.recordName], in: connection)
+                    Self.collectWriters(of: record, into: &newWriters)
                     outcome.applied.append(AppliedChange(kind: .saved, record: record))
                     outcome.savedCount += 1
                     continue
@@ -62,6 +64,7 @@ extension LocalRecordStore {
                 if merge.hadConflict { outcome.conflicts += 1 }
                 outcome.conflictDetails += merge.conflicts
             }
+            try Self.rememberWriters(newWriters, in: connection)
             for entry in plan.waiting {
                 try connection.run("""
                     INSERT INTO waiting_records(book, name, record, missing) VALUES(current_book(), ?, ?, ?)
@@ -107,8 +110,7 @@ extension LocalRecordStore {
     /// server any more, so every local record is queued to be sent again.
     func resetForRecreatedZone(tokenKey: String, flagKey: String) throws {
         try transaction { connection in
-            try connection.execute("DELETE FROM server_copies WHERE book = current_book(); DELETE FROM sent_states WHERE book = current_book(); DELETE FROM waiting_records WHERE book = current_book(); DELETE FROM outbox WHERE book = current_book() AND operation = 'delete';")
-            try connection.run("UPDATE outbox SET attempts = 0, parked_reason = NULL WHERE book = current_book()")
+            try Self.forgetServerCopies(in: connection)
             let records = try connection.map("SELECT name, type FROM records WHERE book = current_book() ORDER BY rowid") { ($0.text(0), $0.text(1)) }
             for (name, type) in records { try Self.queue(name, type: type, operation: .save, in: connection) }
             try Self.setSetting(tokenKey, nil, in: connection)
@@ -120,8 +122,7 @@ extension LocalRecordStore {
     /// local records, and queues them all: for a store adopted by a new account.
     func forgetServerState(keepingSettings keep: Set<String>) throws {
         try transaction { connection in
-            try connection.execute("DELETE FROM server_copies WHERE book = current_book(); DELETE FROM sent_states WHERE book = current_book(); DELETE FROM waiting_records WHERE book = current_book(); DELETE FROM outbox WHERE book = current_book() AND operation = 'delete';")
-            try connection.run("UPDATE outbox SET attempts = 0, parked_reason = NULL WHERE book = current_book()")
+            try Self.forgetServerCopies(in: connection)
             let keys = try connection.map("SELECT key FROM settings WHERE book IN (0, current_book())") { $0.text(0) }
             for key in keys where !keep.contains(key) && key != "outboxSequence" {
                 try Self.setSetting(key, nil, in: connection)
@@ -129,5 +130,16 @@ extension LocalRecordStore {
             let records = try connection.map("SELECT name, type FROM records WHERE book = current_book() ORDER BY rowid") { ($0.text(0), $0.text(1)) }
             for (name, type) in records { try Self.queue(name, type: type, operation: .save, in: connection) }
         }
+    }
+
+    /// Drops what the server was last known to hold (copies, sent states, waiting records,
+    /// writers, queued deletions) and the outbox's attempts, keeping local records and edits.
+    static func forgetServerCopies(in connection: SQLiteConnection) throws {
+        try connection.execute("""
+            DELETE FROM server_copies WHERE book = current_book(); DELETE FROM sent_states WHERE book = current_book();
+            DELETE FROM waiting_records WHERE book = current_book(); DELETE FROM outbox WHERE book = current_book() AND operation = 'delete';
+            DELETE FROM server_writers WHERE book = current_book();
+            """)
+        try connection.run("UPDATE outbox SET attempts = 0, parked_reason = NULL WHERE book = current_book()")
     }
 }

@@ -53,7 +53,12 @@ extension LocalRecordStore {
 
     /// `fieldsBlob`: the record's fields already serialized.
     static func writeServerCopy(_ record: Record, fieldsBlob fields: [UInt8]? = nil, in connection: SQLiteConnection) throws {
-        let bytes = serverCopyBytes(record, fieldsBlob: fields ?? fieldsBlob(record.fields))
+        try storeServerCopy(record, bytes: serverCopyBytes(record, fieldsBlob: fields ?? fieldsBlob(record.fields)), in: connection)
+        try rememberWriters(writers(of: CollectionOfOne(record)), in: connection)
+    }
+
+    /// Stores `bytes` as the server copy of `record`.
+    static func storeServerCopy(_ record: Record, bytes: [UInt8], in connection: SQLiteConnection) throws {
         try connection.run("""
             INSERT INTO server_copies(book, name, type, change_tag, record, seen) VALUES(current_book(), ?, ?, ?, ?, 1)
             ON CONFLICT(book, name) DO UPDATE SET change_tag = excluded.change_tag, record = excluded.record, seen = 1

@@ -1,3 +1,4 @@
+import RecordClient
 import RecordModel
 import SQLiteDB
 
@@ -8,12 +9,15 @@ extension LocalRecordStore {
     /// page and the token it reached still commit together, and a killed process loses nothing
     /// (the write-ahead log is in the file), but a power cut may take back the last pages, which
     /// the next sync fetches again from the token then stored. Local edits keep full durability.
+    /// The log is copied into the database by `WALCheckpointer` meanwhile, not by this commit.
     func withRefetchableDurability<T>(_ body: () throws -> T) throws -> T {
-        try withConnection { connection in
-            try connection.execute("PRAGMA synchronous=NORMAL")
-            defer { try? connection.execute("PRAGMA synchronous=FULL") }
+        let result = try withConnection { connection in
+            try connection.execute("PRAGMA synchronous=NORMAL; PRAGMA wal_autocheckpoint=\(checkpointer == nil ? 1000 : 0)")
+            defer { try? connection.execute("PRAGMA synchronous=FULL; PRAGMA wal_autocheckpoint=1000") }
             return try body()
         }
+        checkpointer?.request()
+        return result
     }
 
     /// The names among `names` this book knows in any way: a local record, a server copy, an
@@ -30,11 +34,26 @@ extension LocalRecordStore {
     }
 
     /// Stores a fetched record this book did not know: the local copy, its references and the
-    /// server copy, with the fields serialized once for both.
-    static func insertNewServerRecord(_ record: Record, in connection: SQLiteConnection) throws {
+    /// server copy. `serverJSON`, the record's dictionary as fetched, is stored as the server
+    /// copy as it is, and its `fields` as the local fields; without it both are serialized once
+    /// from `record`. The writers are remembered by the caller, once for a page.
+    static func insertNewServerRecord(_ record: Record, serverJSON: [UInt8]?, in connection: SQLiteConnection) throws {
+        if let serverJSON, let fields = fieldsMember(of: serverJSON) {
+            try writeRecord(record, fieldsBlob: fields, replacingReferences: false, in: connection)
+            try storeServerCopy(record, bytes: serverJSON, in: connection)
+            return
+        }
         let fields = fieldsBlob(record.fields)
         try writeRecord(record, fieldsBlob: fields, replacingReferences: false, in: connection)
-        try writeServerCopy(record, fieldsBlob: fields, in: connection)
+        try storeServerCopy(record, bytes: serverCopyBytes(record, fieldsBlob: fields), in: connection)
+    }
+
+    /// The bytes of the `fields` member of a record dictionary, or nil.
+    static func fieldsMember(of json: [UInt8]) -> [UInt8]? {
+        json.withUnsafeBufferPointer { buffer in
+            let start = buffer.firstIndex(of: UInt8(ascii: "{")) ?? 0
+            return JSONSlices(buffer).member("fields", ofObjectAt: start).map { Array(buffer[$0]) }
+        }
     }
 
     /// The record dictionary `Record(responseJSON:)` reads back (`Record.json()`'s members, its

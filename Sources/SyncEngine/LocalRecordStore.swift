@@ -26,8 +26,10 @@ public final class LocalRecordStore: @unchecked Sendable {
     /// Transactions open on this thread's call stack (under `lock`): a transaction begun inside
     /// another joins it, so the sync engine can check its session and apply an answer in one.
     private var transactionDepth = 0
+    /// Checkpoints the log while fetched pages are written (none for an in-memory store).
+    let checkpointer: WALCheckpointer?
 
-    static let schemaVersion: Int64 = 2
+    static let schemaVersion: Int64 = 3
 
     /// The book (zone) this store object reads and edits; other books of the file are left alone.
     public let book: LocalBook
@@ -48,6 +50,7 @@ public final class LocalRecordStore: @unchecked Sendable {
             }
         }
         connection = try SQLiteConnection(path: path, synchronous: .full)
+        checkpointer = path == ":memory:" ? nil : WALCheckpointer(path: path)
         try Self.migrate(connection)
         bookID = try Self.registerBook(book, in: connection)
         try connection.defineConstantFunction("current_book", value: bookID)
@@ -84,6 +87,7 @@ public final class LocalRecordStore: @unchecked Sendable {
                     """)
             }
             if version < 2 { try migrateToBooks(connection) }
+            if version < 3 { try migrateToWriters(connection) }
             try connection.execute("PRAGMA user_version = \(Self.schemaVersion)")
         }
     }
@@ -228,7 +232,7 @@ public final class LocalRecordStore: @unchecked Sendable {
         try transaction { connection in
             try connection.execute("""
                 DELETE FROM records; DELETE FROM record_references; DELETE FROM server_copies; DELETE FROM sent_states;
-                DELETE FROM outbox; DELETE FROM waiting_records; DELETE FROM settings; DELETE FROM books WHERE id <> 1;
+                DELETE FROM outbox; DELETE FROM waiting_records; DELETE FROM settings; DELETE FROM books WHERE id <> 1; DELETE FROM server_writers;
                 """)
         }
     }

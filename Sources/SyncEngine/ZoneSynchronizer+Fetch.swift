@@ -5,8 +5,7 @@ import RecordModel
 extension ZoneSynchronizer {
     /// Reads the change feed from the stored token until `moreComing` is false, applying and
     /// storing each page as it comes, as `ZoneFetchStateMachine` directs. While one page is
-    /// applied, the next is already being fetched and parsed: on a first sync of a big book the
-    /// server's answer and the local writes take turns otherwise.
+    /// applied, the next ones are already being fetched and decoded (`PageReader`).
     func fetchChanges(_ summary: inout SyncSummary, progress: SyncProgressReporter = SyncProgressReporter(nil),
                       onChange: (AppliedChange) -> Void) async throws
     {
@@ -16,27 +15,30 @@ extension ZoneSynchronizer {
             refetchInProgress: try store.setting(SyncSettingKey.refetchInProgress) != nil,
             retryPolicy: retryPolicy)
         var action = machine.start()
-        var prefetch: PageFetch?
-        defer { prefetch?.task.cancel() }
+        var reader: PageReader?
+        defer { reader?.stop() }
         // Bounded by the machine, which gives up after its page and retry limits.
         while true {
             switch action {
             case .fetch(let token):
-                let page: ZoneChangesPage
+                var read: ZoneChangesPage?
                 do {
-                    if let ahead = prefetch, ahead.token == token {
-                        prefetch = nil
-                        page = try await ahead.task.value
-                    } else {
-                        prefetch?.task.cancel()
-                        prefetch = nil
-                        page = try await database.fetchZoneChanges(zoneID: zoneID, syncToken: token, resultsLimit: nil)
+                    read = try await reader?.page(after: token)
+                    if read == nil {
+                        // No reader yet, or one elsewhere in the feed (after a retry or a restart).
+                        reader?.stop()
+                        reader = PageReader(from: token, database: database, zoneID: zoneID)
+                        read = try await reader?.page(after: token)
                     }
                 } catch let error as RecordClientError {
+                    // The reader stops at an error; the machine decides what is fetched next.
+                    reader?.stop()
+                    reader = nil
                     action = machine.fetchFailed(error)
                     continue
                 }
-                if page.moreComing { prefetch = PageFetch(after: page.syncToken, from: database, zoneID: zoneID) }
+                // A new reader starts at the token asked for.
+                guard let page = read else { throw SyncError("the change feed was not read from the token asked for") }
                 let applyStarted = DispatchTime.now().uptimeNanoseconds
                 let outcome = try store.withRefetchableDurability {
                     try guarded { try store.applyFetchedPage(page, tokenKey: SyncSettingKey.syncToken) }
@@ -71,16 +73,5 @@ extension ZoneSynchronizer {
                 throw error
             }
         }
-    }
-}
-
-/// The fetch of the change feed's page after `token`, running while the page before is applied.
-private struct PageFetch {
-    let token: String
-    let task: Task<ZoneChangesPage, Error>
-
-    init(after token: String, from database: any CloudDatabase, zoneID: ZoneID) {
-        self.token = token
-        task = Task { try await database.fetchZoneChanges(zoneID: zoneID, syncToken: token, resultsLimit: nil) }
     }
 }

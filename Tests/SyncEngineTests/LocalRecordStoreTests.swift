@@ -3,19 +3,7 @@ import RecordModel
 @testable import SyncEngine
 import XCTest
 
-final class LocalRecordStoreTests: XCTestCase {
-    var store: LocalRecordStore!
-    var path: String!
-
-    override func setUpWithError() throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("store-\(UUID().uuidString)/s.sqlite").path
-        store = try LocalRecordStore(path: path)
-    }
-
-    override func tearDown() {
-        store = nil
-        try? FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent)
-    }
+final class LocalRecordStoreTests: TemporaryStoreTestCase {
 
     func owned(_ name: String, by owner: String?, type: String = "T") -> Record {
         var fields: [String: FieldValue] = ["n": .string(name)]
