@@ -325,91 +325,20 @@ package final class PostgresRecordStore: RecordStorage {
                             zoneID: zoneID)
     }
 
-    static func isDeleted(_ row: PostgresRow) throws -> Bool { try row.makeRandomAccess()[3].decode(Int64.self) != 0 }
-
-    /// A row of `recordColumns` as the bytes postgres-nio received (text columns are their UTF-8
-    /// in either format), valid for the time of `body`: a feed writes it without decoding a
-    /// string per column.
-    static func withRowBytes<T>(_ row: PostgresRow, _ body: (RecordRowBytes) throws -> T) throws -> T {
-        var cells: [PostgresCell] = []
-        cells.reserveCapacity(13)
-        for cell in row { cells.append(cell) }
-        guard cells.count >= 12 else { throw ServerError(.internalError, "a record row of \(cells.count) columns") }
-        let deleted = try cells[3].decode(Int64.self) != 0, createdAt = try cells[6].decode(Int64.self)
-        let modifiedAt = try cells[9].decode(Int64.self)
-        var pointers: [UnsafeRawBufferPointer?] = []
-        pointers.reserveCapacity(12)
-        return try withBytes(cells.prefix(12).map(\.bytes)[...], &pointers) { column in
-            let empty = UnsafeRawBufferPointer(start: nil, count: 0)
-            return try body(RecordRowBytes(
-                name: column[0] ?? empty, type: column[1] ?? empty, tag: column[2] ?? empty, deleted: deleted, fields: column[4] ?? empty,
-                parent: column[5], createdAt: createdAt, createdBy: column[7] ?? empty, createdDevice: column[8],
-                modifiedAt: modifiedAt, modifiedBy: column[10] ?? empty, modifiedDevice: column[11]))
-        }
-    }
-
-    /// Each buffer's readable bytes (nil for NULL), all valid at once for the time of `body`.
-    private static func withBytes<T>(_ buffers: ArraySlice<ByteBuffer?>, _ pointers: inout [UnsafeRawBufferPointer?],
-                                     _ body: ([UnsafeRawBufferPointer?]) throws -> T) throws -> T
-    {
-        guard let first = buffers.first else { return try body(pointers) }
-        guard let buffer = first else {
-            pointers.append(nil)
-            return try withBytes(buffers.dropFirst(), &pointers, body)
-        }
-        return try buffer.withUnsafeReadableBytes { bytes in
-            pointers.append(bytes)
-            return try withBytes(buffers.dropFirst(), &pointers, body)
-        }
-    }
-
     // MARK: Maintenance
 
     package func liveDaemonCount(heartbeatFrom daemonID: String) async throws -> Int {
         try await engine.liveDaemonCount(heartbeatFrom: daemonID)
     }
 
-    package func statistics() async throws -> StoreStatistics {
-        try await read { connection in
-            let row = try await connection.query(
-                """
-                SELECT (SELECT COUNT(*) FROM records WHERE deleted = 0), (SELECT COUNT(*) FROM zones WHERE deleted = 0),
-                    (SELECT COUNT(*) FROM notifications)
-                """, logger: self.logger
-            ).collect().first
-            var (records, zones, notifications): (Int64, Int64, Int64) = (0, 0, 0)
-            if let row { (records, zones, notifications) = try row.decode((Int64, Int64, Int64).self) }
-            return StoreStatistics(records: Int(records), zones: Int(zones), notifications: Int(notifications))
-        }
-    }
+    package func statistics() async throws -> StoreStatistics { try await engine.statistics() }
 
     package func purgeTombstones(olderThanMilliseconds age: Int64) async throws -> Int {
-        let cutoff = clock() - age
-        return try await write { connection in
-            // Each zone remembers the newest sequence purged: tokens older than that are expired.
-            try await connection.query(
-                """
-                UPDATE zones SET purged_seq = p.max_seq FROM (SELECT zone_id, MAX(seq) AS max_seq FROM records
-                    WHERE deleted = 1 AND modified_at < \(cutoff) GROUP BY zone_id) p WHERE zones.id = p.zone_id
-                """, logger: self.logger)
-            let removed = try await connection.query(
-                "DELETE FROM records WHERE deleted = 1 AND modified_at < \(cutoff) RETURNING 1", logger: self.logger
-            ).collect().count
-            try await connection.query(
-                """
-                UPDATE databases SET purged_seq = p.max_seq FROM (SELECT database_id, MAX(db_seq) AS max_seq FROM zones
-                    WHERE deleted = 1 AND deleted_at < \(cutoff) GROUP BY database_id) p WHERE databases.id = p.database_id
-                """, logger: self.logger)
-            try await connection.query("DELETE FROM zones WHERE deleted = 1 AND deleted_at < \(cutoff)", logger: self.logger)
-            return removed
-        }
+        try await engine.purgeTombstones(olderThanMilliseconds: age)
     }
 
     package func purgeNotifications(olderThanMilliseconds age: Int64) async throws -> Int {
-        let cutoff = clock() - age
-        return try await write { connection in
-            try await connection.query("DELETE FROM notifications WHERE created_at < \(cutoff) RETURNING 1", logger: self.logger).collect().count
-        }
+        try await engine.purgeNotifications(olderThanMilliseconds: age)
     }
 }
 

@@ -20,6 +20,11 @@ package struct PostgresStoreDriver: StoreDriver {
         return try await transaction(readOnly: true) { .commit(try await body(PostgresStoreConnection(connection: $0, logger: logger))) }
     }
 
+    package func readStatement<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> T) async throws -> T {
+        let logger = self.logger
+        return try await onConnection { try await body(PostgresStoreConnection(connection: $0, logger: logger)) }
+    }
+
     package func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> TransactionOutcome<T>)
         async throws -> T
     {
@@ -31,33 +36,38 @@ package struct PostgresStoreDriver: StoreDriver {
         try await connection.execute("SELECT pg_notify(?, ?)", [.text(PostgresRecordStore.commitChannel), .text(String(databaseID))])
     }
 
-    /// Runs `body` in one transaction within the request deadline, mapping PostgreSQL's transient
-    /// failures to `TRY_AGAIN_LATER`.
+    /// Runs `body` in one transaction within the request deadline (`onConnection`).
     func transaction<T: Sendable>(readOnly: Bool = false,
                                   _ body: @escaping @Sendable (PostgresConnection) async throws -> TransactionOutcome<T>) async throws -> T
     {
         let logger = self.logger
+        return try await onConnection { connection in
+            try await connection.query(
+                readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN ISOLATION LEVEL READ COMMITTED", logger: logger)
+            do {
+                switch try await body(connection) {
+                case .commit(let value):
+                    try await connection.query("COMMIT", logger: logger)
+                    return value
+                case .rollback(let value):
+                    try await connection.query("ROLLBACK", logger: logger)
+                    return value
+                }
+            } catch {
+                // Never a query on a closed connection: postgres-nio would never answer it.
+                if !connection.isClosed { _ = try? await connection.query("ROLLBACK", logger: logger) }
+                throw error
+            }
+        }
+    }
+
+    /// Runs `body` on a connection of the pool within the request deadline, mapping PostgreSQL's
+    /// transient failures to `TRY_AGAIN_LATER`.
+    private func onConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let pool = self.pool
         return try await PostgresRecordStore.mapFailures {
             try await StoreTransactionRunner(deadline: self.requestDeadline).run(unreachable: "the database did not answer in time") { abandonment in
-                try await pool.withConnection(abandonment) { connection in
-                    try await connection.query(
-                        readOnly ? "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY" : "BEGIN ISOLATION LEVEL READ COMMITTED", logger: logger)
-                    do {
-                        switch try await body(connection) {
-                        case .commit(let value):
-                            try await connection.query("COMMIT", logger: logger)
-                            return value
-                        case .rollback(let value):
-                            try await connection.query("ROLLBACK", logger: logger)
-                            return value
-                        }
-                    } catch {
-                        // Never a query on a closed connection: postgres-nio would never answer it.
-                        if !connection.isClosed { _ = try? await connection.query("ROLLBACK", logger: logger) }
-                        throw error
-                    }
-                }
+                try await pool.withConnection(abandonment, body)
             }
         }
     }
@@ -75,6 +85,20 @@ struct PostgresStoreConnection: StoreConnection {
         for argument in arguments { try PostgresStoreConnection.bind(argument, to: &bindings) }
         let query = PostgresQuery(unsafeSQL: dialect.placeholders(sql), binds: bindings)
         return try await connection.query(query, logger: logger).collect().map(PostgresStoreConnection.row)
+    }
+
+    func forEachRow(_ sql: String, _ arguments: [SQLValue], _ row: (any StoreCursor) throws -> Void) async throws {
+        var bindings = PostgresBindings(capacity: arguments.count)
+        for argument in arguments { try PostgresStoreConnection.bind(argument, to: &bindings) }
+        let query = PostgresQuery(unsafeSQL: dialect.placeholders(sql), binds: bindings)
+        var cells: [PostgresCell] = []
+        var pointers: [UnsafeRawBufferPointer?] = []
+        for try await received in try await connection.query(query, logger: logger) {
+            cells.removeAll(keepingCapacity: true)
+            pointers.removeAll(keepingCapacity: true)
+            for cell in received { cells.append(cell) }
+            try PostgresCursor.withBytes(cells[...], &pointers) { try row(PostgresCursor(cells: cells, bytes: $0)) }
+        }
     }
 
     /// The protocol's changed count is not in postgres-nio's async interface: a data-changing
@@ -158,5 +182,40 @@ struct PostgresStoreConnection: StoreConnection {
             }
         }
         return StoreRow(values)
+    }
+}
+
+/// A row postgres-nio received, its columns' bytes borrowed from its buffers (text columns are
+/// their UTF-8 in either format).
+struct PostgresCursor: StoreCursor {
+    let cells: [PostgresCell]
+    let bytes: [UnsafeRawBufferPointer?]
+
+    func isNull(_ column: Int) -> Bool { bytes[column] == nil }
+
+    func int(_ column: Int) -> Int64 {
+        let cell = cells[column]
+        switch cell.dataType {
+        case .bool: return (try? cell.decode(Bool.self)) == true ? 1 : 0
+        case .int2, .int4, .int8: return (try? cell.decode(Int64.self)) ?? 0
+        default: return Int64((try? cell.decode(String.self)) ?? "") ?? 0
+        }
+    }
+
+    func bytes(_ column: Int) -> UnsafeRawBufferPointer? { bytes[column] }
+
+    /// Each cell's readable bytes (nil for NULL), all valid at once for the time of `body`.
+    static func withBytes<T>(_ cells: ArraySlice<PostgresCell>, _ pointers: inout [UnsafeRawBufferPointer?],
+                             _ body: ([UnsafeRawBufferPointer?]) throws -> T) throws -> T
+    {
+        guard let first = cells.first else { return try body(pointers) }
+        guard let buffer = first.bytes else {
+            pointers.append(nil)
+            return try withBytes(cells.dropFirst(), &pointers, body)
+        }
+        return try buffer.withUnsafeReadableBytes { bytes in
+            pointers.append(bytes)
+            return try withBytes(cells.dropFirst(), &pointers, body)
+        }
     }
 }

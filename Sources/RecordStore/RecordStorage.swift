@@ -234,7 +234,7 @@ package final class SQLiteStorage: RecordStorage {
     package func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws
         -> [Result<StoredRecord, ServerError>]
     {
-        try await offload { try $0.lookupRecords(scope, zone: zone, recordNames: recordNames) }
+        try await engine.lookupRecords(scope, zone: zone, recordNames: recordNames)
     }
 
     package func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
@@ -248,12 +248,12 @@ package final class SQLiteStorage: RecordStorage {
     package func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
                             recordTypes: Set<String>?) async throws -> ZoneChangesPage
     {
-        try await offload { try $0.zoneChanges(scope, zone: zone, syncToken: syncToken, resultsLimit: resultsLimit, recordTypes: recordTypes) }
+        try await engine.zoneChanges(scope, zone: zone, syncToken: syncToken, resultsLimit: resultsLimit, recordTypes: recordTypes)
     }
 
     package func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) async throws -> DatabaseChangesPage {
         if scope.kind == .shared { return try await engine.sharedDatabaseChanges(scope, syncToken: syncToken) }
-        return try await offload { try $0.databaseChanges(scope, syncToken: syncToken, resultsLimit: resultsLimit) }
+        return try await engine.databaseChanges(scope, syncToken: syncToken, resultsLimit: resultsLimit)
     }
 
     package func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification] {
@@ -266,13 +266,13 @@ package final class SQLiteStorage: RecordStorage {
     }
 
     package func purgeNotifications(olderThanMilliseconds age: Int64) async throws -> Int {
-        try await offload(write: true) { try $0.purgeNotifications(olderThanMilliseconds: age) }
+        try await engine.purgeNotifications(olderThanMilliseconds: age)
     }
 
-    package func statistics() async throws -> StoreStatistics { try await offload { try $0.statistics() } }
+    package func statistics() async throws -> StoreStatistics { try await engine.statistics() }
 
     package func purgeTombstones(olderThanMilliseconds age: Int64) async throws -> Int {
-        try await offload(write: true) { try $0.purgeTombstones(olderThanMilliseconds: age) }
+        try await engine.purgeTombstones(olderThanMilliseconds: age)
     }
 
     package func close() async { store.close() }

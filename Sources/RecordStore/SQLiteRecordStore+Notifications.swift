@@ -21,12 +21,6 @@ extension SQLiteRecordStore {
         }
     }
 
-    package func purgeNotifications(olderThanMilliseconds age: Int64) throws -> Int {
-        try database.writeSync { connection in
-            try connection.run("DELETE FROM notifications WHERE created_at < ?", [.int(clock() - age)])
-        }
-    }
-
     /// Matches the changes of one transaction against the database's subscriptions and writes the
     /// notifications they fire, in the same transaction: a committed change always notifies and a
     /// rolled-back one never does. `zoneChanged` marks a zone created or deleted (database

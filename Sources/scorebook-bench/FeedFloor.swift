@@ -7,8 +7,7 @@ import Glibc
 #endif
 
 /// The floor under the change feed, measured in the same run on the same zone: every page read
-/// by the store's own statement and its records written as the same JSON (`zoneChangesJSON`:
-/// SQLite's called on the bench's thread, without the hop to the store's pool; PostgreSQL's as
+/// by the store's own statement and its records written as the same JSON (`zoneChangesJSON`, as
 /// the daemon calls it), then written to a loopback TCP socket and read whole from its other
 /// end, with no HTTP and no routes. What the feed takes above this is the daemon's; this is the
 /// store's and the machine's.
@@ -22,20 +21,13 @@ struct FeedFloor {
         let sending = sockets.servers[0], receiving = sockets.clients[0]
         // Written without blocking, so the one thread can read what it wrote as it goes.
         _ = fcntl(sending, F_SETFL, fcntl(sending, F_GETFL) | O_NONBLOCK)
-        let embedded = (server.storage as? SQLiteStorage)?.store
         let options = RecordJSONOptions(desiredKeys: nil, links: nil)
         var token: String?
         var records = 0
         let start = now()
         for _ in 0..<100_000 {
-            let page: SerializedRecordPage
-            if let embedded {
-                page = try embedded.zoneChangesJSON(server.scope, zone: ZoneID(zoneName: zone), syncToken: token, resultsLimit: 400,
-                                                    recordTypes: nil, options: options)
-            } else {
-                page = try await server.storage.zoneChangesJSON(server.scope, zone: ZoneID(zoneName: zone), syncToken: token,
+            let page = try await server.storage.zoneChangesJSON(server.scope, zone: ZoneID(zoneName: zone), syncToken: token,
                                                                 resultsLimit: 400, recordTypes: nil, options: options)
-            }
             try FeedFloor.pass(page.records.json, from: sending, to: receiving)
             records += page.records.count
             token = page.syncToken

@@ -116,6 +116,11 @@ struct CountingConnection: StoreConnection {
         return try await base.rows(sql, arguments)
     }
 
+    func forEachRow(_ sql: String, _ arguments: [SQLValue], _ row: (any StoreCursor) throws -> Void) async throws {
+        driver.statements.add(1, ordering: .relaxed)
+        try await base.forEachRow(sql, arguments, row)
+    }
+
     func execute(_ sql: String, _ arguments: [SQLValue]) async throws -> Int {
         driver.statements.add(1, ordering: .relaxed)
         return try await base.execute(sql, arguments)

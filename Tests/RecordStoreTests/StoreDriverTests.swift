@@ -112,6 +112,38 @@ final class StoreDriverTests: XCTestCase {
         XCTAssertEqual(stored, rows)
     }
 
+    func testForEachRowLendsEveryRowsColumnsInOrderWithNullsAndEmptyText() throws {
+        let rows: [[SQLValue]] = [[.int(3), .text("three"), .blob([1, 2, 255])], [.int(-1), .null, .null], [.int(2), .text(""), .blob([])]]
+        let read = try run { driver in
+            try await driver.write { connection in
+                try await connection.insertRows(into: "scratch", columns: [StoreColumn("id", .integer), StoreColumn("name", .text),
+                                                                           StoreColumn("data", .blob)], rows: rows)
+            }
+            return try await driver.readStatement { connection in
+                var seen: [String] = []
+                try await connection.forEachRow("SELECT id, name, data FROM scratch WHERE id > ? ORDER BY id DESC", [.int(-5)]) { row in
+                    let bytes = row.bytes(2).map { Array($0) }
+                    seen.append("\(row.int(0)) \(row.isNull(1)) '\(row.text(1))' \(row.optionalText(1) == nil) \(bytes.map { "\($0)" } ?? "nil")")
+                }
+                return seen
+            }
+        }
+        XCTAssertEqual(read, ["3 false 'three' false [1, 2, 255]", "2 false '' false []", "-1 true '' true nil"])
+    }
+
+    /// PostgreSQL: a script of one statement runs outside an explicit transaction (no `BEGIN` and
+    /// `COMMIT` round trips), where a read transaction runs in one snapshot (repeatable read).
+    func testReadStatementRunsWithoutTheReadTransactionsBegin() throws {
+        guard StoreBackend.selected == .postgres else { throw XCTSkip("SQLite's read transaction is its own connection's, without a round trip") }
+        let isolation = "SELECT current_setting('transaction_isolation')"
+        let levels = try run { driver in
+            (try await driver.readStatement { try await $0.first(isolation)?.text(0) },
+             try await driver.read { try await $0.first(isolation)?.text(0) })
+        }
+        XCTAssertEqual(levels.0, "read committed")
+        XCTAssertEqual(levels.1, "repeatable read")
+    }
+
     func testNameInJSONArrayMatchesExactlyTheNamesGiven() throws {
         let names: [String] = ["plain", "with \"quote\"", "comma, {brace}", "ünï"]
         let found = try run { driver in
@@ -156,6 +188,23 @@ final class StoreDriverTests: XCTestCase {
             }
         }
         XCTAssertEqual(verdict, ["ok"])
+    }
+
+    func testJSONArrayElementsKeepTheArraysOrderAndRepeatsJoiningRowsOrNothing() throws {
+        let asked: [String] = ["zeta", "with \"quote\"", "absent", "zeta", "ünï"]
+        let found = try run { driver in
+            try await driver.write { connection -> [String] in
+                for (index, name) in ["ünï", "zeta", "with \"quote\"", "other"].enumerated() {
+                    try await connection.execute("INSERT INTO scratch (id, name) VALUES (?, ?)", [.int(Int64(index)), .text(name)])
+                }
+                return try await connection.rows(
+                    "SELECT asked.value, s.id FROM " + connection.dialect.jsonArrayElements(as: "asked")
+                        + " LEFT JOIN scratch s ON s.name = asked.value ORDER BY asked.position",
+                    [.text(SQLDialect.jsonArray(asked))]
+                ).map { "\($0.text(0))=\($0.optionalInt(1).map(String.init) ?? "-")" }
+            }
+        }
+        XCTAssertEqual(found, ["zeta=1", "with \"quote\"=2", "absent=-", "zeta=1", "ünï=0"])
     }
 
     func testARolledBackOrFailedWriteLeavesNothingAndTheNextWriteCommits() throws {

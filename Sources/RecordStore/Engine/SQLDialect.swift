@@ -86,6 +86,16 @@ package struct SQLDialect: Sendable, Equatable {
         }
     }
 
+    /// A table `alias` of the strings of a JSON array bound to one `?` (`SQLDialect.jsonArray`):
+    /// columns `value` and `position` (increasing in the array's order), a row for each element,
+    /// repeated ones included.
+    package func jsonArrayElements(as alias: String) -> String {
+        switch kind {
+        case .sqlite: return "(SELECT value, key AS position FROM json_each(?)) \(alias)"
+        case .postgres: return "jsonb_array_elements_text(?::jsonb) WITH ORDINALITY AS \(alias)(value, position)"
+        }
+    }
+
     /// The JSON array text bound for `isInJSONArray`.
     package static func jsonArray(_ names: [String]) -> String {
         JSONValue.array(names.map { .string($0) }).serializedString()

@@ -65,6 +65,10 @@ struct SQLiteStoreConnection: StoreConnection {
         }
     }
 
+    func forEachRow(_ sql: String, _ arguments: [SQLValue], _ row: (any StoreCursor) throws -> Void) async throws {
+        try connection.query(sql, arguments) { try row(SQLiteCursor(statement: $0)) }
+    }
+
     func execute(_ sql: String, _ arguments: [SQLValue]) async throws -> Int { try connection.run(sql, arguments) }
 
     /// Full statements of `rowsPerStatement` rows, the rest in halving pieces (256, 128, … 1 rows),
@@ -97,4 +101,13 @@ struct SQLiteStoreConnection: StoreConnection {
         let names = columns.map(\.name).joined(separator: ", ")
         return "INSERT INTO \(table) (\(names)) VALUES \(values)" + (suffix.isEmpty ? "" : " " + suffix)
     }
+}
+
+/// A row of a SQLite statement, read where SQLite holds it.
+struct SQLiteCursor: StoreCursor {
+    let statement: SQLiteStatement
+
+    func isNull(_ column: Int) -> Bool { statement.isNull(Int32(column)) }
+    func int(_ column: Int) -> Int64 { statement.int64(Int32(column)) }
+    func bytes(_ column: Int) -> UnsafeRawBufferPointer? { statement.optionalBytes(Int32(column)) }
 }

@@ -72,12 +72,30 @@ package struct StoreColumn: Sendable, Equatable {
     }
 }
 
+/// One row of a statement being read, its columns borrowed from the driver's buffers: valid only
+/// for the call it is handed to. A page of records is written from it as JSON without a string or
+/// array made per column.
+package protocol StoreCursor {
+    func isNull(_ column: Int) -> Bool
+    func int(_ column: Int) -> Int64
+    /// The column's bytes (a text's UTF-8), or nil for NULL.
+    func bytes(_ column: Int) -> UnsafeRawBufferPointer?
+}
+
+extension StoreCursor {
+    package func text(_ column: Int) -> String { bytes(column).map { String(decoding: $0, as: UTF8.self) } ?? "" }
+    package func optionalText(_ column: Int) -> String? { bytes(column).map { String(decoding: $0, as: UTF8.self) } }
+    package func optionalInt(_ column: Int) -> Int64? { isNull(column) ? nil : int(column) }
+}
+
 /// One transaction's connection. It belongs to the script it is handed to and is never kept
 /// past it. Statements use `?` placeholders; the driver turns them into its own.
 package protocol StoreConnection {
     var dialect: SQLDialect { get }
     /// Every row `sql` returns.
     func rows(_ sql: String, _ arguments: [SQLValue]) async throws -> [StoreRow]
+    /// Hands each row `sql` returns to `row` as it is read (`StoreCursor`), in order.
+    func forEachRow(_ sql: String, _ arguments: [SQLValue], _ row: (any StoreCursor) throws -> Void) async throws
     /// Runs a statement that returns no rows; returns how many rows it changed.
     @discardableResult
     func execute(_ sql: String, _ arguments: [SQLValue]) async throws -> Int
@@ -126,6 +144,10 @@ package protocol StoreDriver: Sendable {
     var dialect: SQLDialect { get }
     /// Runs `body` in a read transaction that sees one snapshot.
     func read<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> T) async throws -> T
+    /// Runs `body`, whose answer is one statement, outside an explicit transaction (one statement
+    /// sees one snapshot on its own): PostgreSQL saves the `BEGIN` and `COMMIT` round trips. A
+    /// later statement of `body` sees a later snapshot.
+    func readStatement<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> T) async throws -> T
     /// Runs `body` in a write transaction; returns once its writes are durable (or undone, as
     /// the outcome asks). A script that throws leaves nothing behind.
     func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> TransactionOutcome<T>) async throws -> T
@@ -136,6 +158,10 @@ package protocol StoreDriver: Sendable {
 }
 
 extension StoreDriver {
+    package func readStatement<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> T) async throws -> T {
+        try await read(body)
+    }
+
     package func announceCommit(of databaseID: Int64, _ connection: any StoreConnection) async throws {}
 
     /// A write script that always keeps its writes.
