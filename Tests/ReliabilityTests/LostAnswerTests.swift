@@ -27,14 +27,7 @@ final class LostAnswerTests: XCTestCase {
     func testACreateWhoseAnswerWasLostDoesNotResurrectTheRecordAfterAnotherMachineDeletesIt() async throws {
         let testbed = try await SyncTestbed(user: "resurrection")
         defer { testbed.close() }
-        let clock = testbed.clock
-        let a = try testbed.machine(0)
-        let b = try testbed.machine(1)
-        try await a.engine.sync()
-        try await b.engine.sync()
-
-        let person = Person(firstName: "Ann", modificationDate: clock.now())
-        try a.create([person], requiring: [])
+        let (a, b, person) = try await testbed.pairWithUnsentPerson()
         // every answer to A is lost during this sync
         await a.syncFailing(under: \.responseLost, "the sync cannot succeed without answers")
         let afterCreate = try await testbed.serverRecords()
@@ -182,14 +175,7 @@ final class LostAnswerTests: XCTestCase {
     func testACreateDeliveredTwiceKeepsALaterEditThroughTheMerge() async throws {
         let testbed = try await SyncTestbed(user: "twice")
         defer { testbed.close() }
-        let clock = testbed.clock
-        let a = try testbed.machine(0)
-        let b = try testbed.machine(1)
-        try await a.engine.sync()
-        try await b.engine.sync()
-
-        let person = Person(firstName: "Ann", modificationDate: clock.now())
-        try a.create([person], requiring: [])
+        let (a, b, person) = try await testbed.pairWithUnsentPerson()
         a.transport.script([.init(pathSuffix: "records/modify", fault: .duplicated),
                             .init(pathSuffix: "records/lookup", fault: .requestLost)])
         do {

@@ -47,6 +47,17 @@ final class SyncTestbed {
 }
 
 extension SyncTestbed {
+    /// Machines 0 and 1, each synced once, and a Person created on machine 0 but not yet sent.
+    func pairWithUnsentPerson() async throws -> (a: SyncMachine, b: SyncMachine, person: Person) {
+        let a = try machine(0)
+        let b = try machine(1)
+        try await a.engine.sync()
+        try await b.engine.sync()
+        let person = Person(firstName: "Ann", modificationDate: clock.now())
+        try a.create([person], requiring: [])
+        return (a, b, person)
+    }
+
     /// A Person created on the first machine and synced to every one of them, in order.
     func sharedPerson(on machines: [SyncMachine]) async throws -> Person {
         let person = Person(firstName: "Ann", modificationDate: clock.now())

@@ -2,26 +2,26 @@ import Foundation
 import RecordClient
 import RecordModel
 @testable import SyncEngine
+import Synchronization
 import XCTest
 
 /// The change feed read ahead of the pages being applied.
 final class PageReaderTests: XCTestCase {
     /// Answers `changes/zone` from a script, and tells `onRequest` the number of each request.
-    final class ScriptedFeed: HTTPTransport, @unchecked Sendable {
-        private let lock = NSLock()
-        private var answers: [HTTPResponse]
-        private var count = 0
+    final class ScriptedFeed: HTTPTransport, Sendable {
+        /// The answers not yet given, and how many requests came.
+        private let script: Mutex<(answers: [HTTPResponse], count: Int)>
         let onRequest: @Sendable (Int) -> Void
 
         init(_ answers: [HTTPResponse], onRequest: @escaping @Sendable (Int) -> Void) {
-            self.answers = answers
+            self.script = Mutex((answers, 0))
             self.onRequest = onRequest
         }
 
         func send(_ request: HTTPRequest) async throws -> HTTPResponse {
-            let (number, answer) = lock.withLock { () -> (Int, HTTPResponse?) in
-                count += 1
-                return (count, answers.isEmpty ? nil : answers.removeFirst())
+            let (number, answer) = script.withLock { script -> (Int, HTTPResponse?) in
+                script.count += 1
+                return (script.count, script.answers.isEmpty ? nil : script.answers.removeFirst())
             }
             onRequest(number)
             guard let answer else { throw RecordClientError.unreachable("no scripted answer left") }
