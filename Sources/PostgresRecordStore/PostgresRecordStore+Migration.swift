@@ -1,9 +1,59 @@
+import Logging
 import PostgresNIO
 import RecordModel
 import RecordStore
 import SQLiteDB
 
 extension PostgresRecordStore {
+    /// Brings the schema to `StoreMigration.latestVersion` in the caller's transaction (which holds
+    /// the store's advisory lock): no tables is version 0, a store without a recorded version is 1.
+    static func migrate(_ connection: PostgresConnection, tablesExist: Bool, logger: Logger) async throws {
+        var version = 0
+        if tablesExist {
+            let recorded = try await connection.query("SELECT value FROM meta WHERE key = 'schema_version'", logger: logger)
+                .collect().first?.decode(String.self)
+            version = recorded.flatMap { Int($0) } ?? 1
+        }
+        let steps = try StoreMigration.pending(from: version)
+        for step in steps {
+            for statement in step.postgres { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+            if step.backfillsQueryIndex { try await backfillQueryIndex(connection, logger: logger) }
+        }
+        if !steps.isEmpty {
+            try await connection.query(
+                """
+                INSERT INTO meta (key, value) VALUES ('schema_version', \(String(StoreMigration.latestVersion)))
+                ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value
+                """, logger: logger)
+        }
+    }
+
+    /// Migration 2: the index entries and counts of every live record already stored, read in
+    /// chunks (each statement stays well under the statement timeout).
+    static func backfillQueryIndex(_ connection: PostgresConnection, logger: Logger) async throws {
+        var counts: [Int64: [QueryIndex.CountKey: Int64]] = [:]
+        var after: (zone: Int64, name: String) = (Int64.min, "")
+        while true {
+            let rows = try await connection.query(
+                """
+                SELECT zone_id, name, type, fields FROM records WHERE deleted = 0 AND (zone_id, name) > (\(after.zone), \(after.name))
+                ORDER BY zone_id, name LIMIT 1000
+                """, logger: logger
+            ).collect().map { try $0.decode((Int64, String, String, String).self) }
+            for (zone, name, type, fields) in rows {
+                let entries = QueryIndex.entries(Array(fields.utf8))
+                try await StoreEngine.insertIndexEntries(entries.map { [.int(zone), .text(type), .text($0.field), .text($0.key), .text(name)] },
+                                                         PostgresStoreConnection(connection: connection, logger: logger))
+                QueryIndex.countChanges(old: nil, new: (type, entries), into: &counts[zone, default: [:]])
+            }
+            guard let last = rows.last, rows.count == 1000 else { break }
+            after = (last.0, last.1)
+        }
+        for (zone, zoneCounts) in counts {
+            try await StoreEngine.addIndexCounts(zoneCounts, zone: zone, PostgresStoreConnection(connection: connection, logger: logger))
+        }
+    }
+
     /// Why `migrate` refused its target.
     package struct MigrationRefused: Error, CustomStringConvertible {
         package var description: String

@@ -237,14 +237,6 @@ package final class SQLiteStorage: RecordStorage {
         try await engine.lookupRecords(scope, zone: zone, recordNames: recordNames)
     }
 
-    package func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
-                             continuationMarker: String?) async throws -> QueryPage
-    {
-        try await offload {
-            try $0.queryRecords(scope, zone: zone, query: query, resultsLimit: resultsLimit, continuationMarker: continuationMarker)
-        }
-    }
-
     package func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
                             recordTypes: Set<String>?) async throws -> ZoneChangesPage
     {

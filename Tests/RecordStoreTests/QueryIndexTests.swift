@@ -236,8 +236,8 @@ final class QueryIndexTests: StoreTestCase {
     }
 
     /// On SQLite, the plan of each shape names an index and never a scan of `records` itself.
-    func testSQLitePlansUseTheIndexes() throws {
-        guard let sqlite = (store.base as? SQLiteStorage)?.store else { throw XCTSkip("SQLite's query plan") }
+    func testSQLitePlansUseTheIndexes() async throws {
+        guard let sqlite = (store.base as? SQLiteStorage)?.engine else { throw XCTSkip("SQLite's query plan") }
         let shapes: [JSONValue] = [
             ["recordType": "Score"],
             ["recordType": "Score", "filterBy": [["comparator": "EQUALS", "fieldName": "value", "fieldValue": ["value": 4]]]],
@@ -246,7 +246,7 @@ final class QueryIndexTests: StoreTestCase {
              "filterBy": [["comparator": "LESS_THAN", "fieldName": "round", "fieldValue": ["value": 2]]]],
         ]
         for shape in shapes {
-            let plan = try sqlite.queryPlan(dev, zone: .default, query: try RecordQuery(json: shape), resultsLimit: 10)
+            let plan = try await sqlite.queryPlan(dev, zone: .default, query: try RecordQuery(json: shape), resultsLimit: 10)
             XCTAssertFalse(plan.isEmpty)
             XCTAssertTrue(plan.contains { $0.contains("USING INDEX") || $0.contains("USING PRIMARY KEY") || $0.contains("USING COVERING INDEX") },
                           "\(shape.serializedString()): \(plan)")

@@ -227,15 +227,9 @@ struct RecordWrites {
                 guard let type = indexed.type else { return [] }
                 return indexed.entries.map { [zone, .text(type), .text($0.field), .text($0.key), .text(name)] }
             }
-            try await connection.insertRows(into: "query_index", columns: [StoreColumn("zone_id", .integer), StoreColumn("record_type", .text),
-                                                                           StoreColumn("field", .text), StoreColumn("sort_key", .text),
-                                                                           StoreColumn("record_name", .text)], rows: entries)
+            try await StoreEngine.insertIndexEntries(entries, connection)
         }
-        let counts = transaction.indexCounts.filter { $0.value != 0 }.map { [zone, .text($0.key.recordType), .text($0.key.field), .int($0.value)] }
-        try await connection.insertRows(into: "query_counts", columns: [StoreColumn("zone_id", .integer), StoreColumn("record_type", .text),
-                                                                        StoreColumn("field", .text), StoreColumn("entries", .integer)],
-                                        rows: counts,
-                                        suffix: "ON CONFLICT (zone_id, record_type, field) DO UPDATE SET entries = query_counts.entries + excluded.entries")
+        try await StoreEngine.addIndexCounts(transaction.indexCounts, zone: zoneRowID, connection)
     }
 }
 
