@@ -17,7 +17,9 @@ extension PostgresRecordStore {
         let steps = try StoreMigration.pending(from: version)
         for step in steps {
             for statement in step.postgres { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
-            if step.backfillsQueryIndex { try await backfillQueryIndex(connection, logger: logger) }
+            if step.backfillsQueryIndex {
+                try await StoreEngine.backfillQueryIndex(PostgresStoreConnection(connection: connection, logger: logger))
+            }
         }
         if !steps.isEmpty {
             try await connection.query(
@@ -25,32 +27,6 @@ extension PostgresRecordStore {
                 INSERT INTO meta (key, value) VALUES ('schema_version', \(String(StoreMigration.latestVersion)))
                 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value
                 """, logger: logger)
-        }
-    }
-
-    /// Migration 2: the index entries and counts of every live record already stored, read in
-    /// chunks (each statement stays well under the statement timeout).
-    static func backfillQueryIndex(_ connection: PostgresConnection, logger: Logger) async throws {
-        var counts: [Int64: [QueryIndex.CountKey: Int64]] = [:]
-        var after: (zone: Int64, name: String) = (Int64.min, "")
-        while true {
-            let rows = try await connection.query(
-                """
-                SELECT zone_id, name, type, fields FROM records WHERE deleted = 0 AND (zone_id, name) > (\(after.zone), \(after.name))
-                ORDER BY zone_id, name LIMIT 1000
-                """, logger: logger
-            ).collect().map { try $0.decode((Int64, String, String, String).self) }
-            for (zone, name, type, fields) in rows {
-                let entries = QueryIndex.entries(Array(fields.utf8))
-                try await StoreEngine.insertIndexEntries(entries.map { [.int(zone), .text(type), .text($0.field), .text($0.key), .text(name)] },
-                                                         PostgresStoreConnection(connection: connection, logger: logger))
-                QueryIndex.countChanges(old: nil, new: (type, entries), into: &counts[zone, default: [:]])
-            }
-            guard let last = rows.last, rows.count == 1000 else { break }
-            after = (last.0, last.1)
-        }
-        for (zone, zoneCounts) in counts {
-            try await StoreEngine.addIndexCounts(zoneCounts, zone: zone, PostgresStoreConnection(connection: connection, logger: logger))
         }
     }
 

@@ -87,29 +87,19 @@ package final class SQLiteRecordStore: Sendable {
 
     /// Migration 2: the index entries and counts of every live record already stored.
     static func backfillQueryIndex(_ connection: SQLiteConnection) throws {
-        var counts: [Int64: [QueryIndex.CountKey: Int64]] = [:]
-        var after: (zone: Int64, name: String) = (Int64.min, "")
+        var backfill = QueryIndexBackfill()
         while true {
-            let rows = try connection.map(
-                "SELECT zone_id, name, type, fields FROM records WHERE deleted = 0 AND (zone_id, name) > (?, ?) ORDER BY zone_id, name LIMIT 1000",
-                [.int(after.zone), .text(after.name)]
-            ) { (zone: $0.int64(0), name: $0.text(1), type: $0.text(2), fields: $0.blob(3)) }
-            for row in rows {
-                let entries = QueryIndex.entries(row.fields)
-                for entry in entries {
-                    try connection.run("INSERT INTO query_index (zone_id, record_type, field, sort_key, record_name) VALUES (?, ?, ?, ?, ?)",
-                                       [.int(row.zone), .text(row.type), .text(entry.field), .text(entry.key), .text(row.name)])
-                }
-                QueryIndex.countChanges(old: nil, new: (row.type, entries), into: &counts[row.zone, default: [:]])
+            let rows = try connection.map(QueryIndexBackfill.statement, backfill.after) {
+                (zone: $0.int64(0), name: $0.text(1), type: $0.text(2), fields: $0.blob(3))
             }
-            guard let last = rows.last, rows.count == 1000 else { break }
-            after = (last.zone, last.name)
+            let chunk = backfill.entries(of: rows)
+            for entry in chunk.entries {
+                try connection.run("INSERT INTO query_index (zone_id, record_type, field, sort_key, record_name) VALUES (?, ?, ?, ?, ?)", entry)
+            }
+            guard chunk.more else { break }
         }
-        for (zone, zoneCounts) in counts {
-            for (key, entries) in zoneCounts {
-                try connection.run("INSERT INTO query_counts (zone_id, record_type, field, entries) VALUES (?, ?, ?, ?)",
-                                   [.int(zone), .text(key.recordType), .text(key.field), .int(entries)])
-            }
+        for row in backfill.countRows {
+            try connection.run("INSERT INTO query_counts (zone_id, record_type, field, entries) VALUES (?, ?, ?, ?)", row)
         }
     }
 

@@ -183,11 +183,65 @@ extension StoreEngine {
 
     /// Adds count changes to the zone's `query_counts`.
     package static func addIndexCounts(_ counts: [QueryIndex.CountKey: Int64], zone zoneRowID: Int64, _ connection: any StoreConnection) async throws {
-        let rows = counts.filter { $0.value != 0 }.map { [SQLValue.int(zoneRowID), .text($0.key.recordType), .text($0.key.field), .int($0.value)] }
+        try await addIndexCounts(rows: counts.filter { $0.value != 0 }.map { [.int(zoneRowID), .text($0.key.recordType), .text($0.key.field), .int($0.value)] },
+                                 connection)
+    }
+
+    /// Adds `query_counts` rows (zone id, record type, field, entries) to the counts there.
+    static func addIndexCounts(rows: [[SQLValue]], _ connection: any StoreConnection) async throws {
         try await connection.insertRows(into: "query_counts", columns: [StoreColumn("zone_id", .integer), StoreColumn("record_type", .text),
                                                                         StoreColumn("field", .text), StoreColumn("entries", .integer)],
                                         rows: rows,
                                         suffix: "ON CONFLICT (zone_id, record_type, field) DO UPDATE SET entries = query_counts.entries + excluded.entries")
+    }
+
+    /// Migration 2 on PostgreSQL: the index entries and counts of every live record already
+    /// stored (`QueryIndexBackfill`).
+    package static func backfillQueryIndex(_ connection: any StoreConnection) async throws {
+        var backfill = QueryIndexBackfill()
+        while true {
+            let rows = try await connection.rows(QueryIndexBackfill.statement, backfill.after)
+            let chunk = backfill.entries(of: rows.map { (zone: $0.int(0), name: $0.text(1), type: $0.text(2), fields: $0.blob(3)) })
+            try await insertIndexEntries(chunk.entries, connection)
+            guard chunk.more else { break }
+        }
+        try await addIndexCounts(rows: backfill.countRows, connection)
+    }
+}
+
+/// The walk of migration 2 over every live record already stored, in chunks of 1000 in
+/// (zone, name) order (each statement stays small however large the store), noting the index
+/// entries of each chunk and the counts of all. SQLite runs it in its synchronous migration,
+/// PostgreSQL through the engine's `backfillQueryIndex`.
+package struct QueryIndexBackfill {
+    /// The next chunk: binds `after`.
+    package static let statement =
+        "SELECT zone_id, name, type, fields FROM records WHERE deleted = 0 AND (zone_id, name) > (?, ?) ORDER BY zone_id, name LIMIT 1000"
+    /// Where the next chunk starts.
+    package private(set) var after: [SQLValue] = [.int(Int64.min), .text("")]
+    private var counts: [Int64: [QueryIndex.CountKey: Int64]] = [:]
+
+    package init() {}
+
+    /// A chunk's `query_index` rows (zone id, record type, field, sort key, record name), and
+    /// whether another chunk may follow.
+    package mutating func entries(of rows: [(zone: Int64, name: String, type: String, fields: [UInt8])]) -> (entries: [[SQLValue]], more: Bool) {
+        var entries: [[SQLValue]] = []
+        for row in rows {
+            let recordEntries = QueryIndex.entries(row.fields)
+            entries += recordEntries.map { [.int(row.zone), .text(row.type), .text($0.field), .text($0.key), .text(row.name)] }
+            QueryIndex.countChanges(old: nil, new: (row.type, recordEntries), into: &counts[row.zone, default: [:]])
+        }
+        guard let last = rows.last, rows.count == 1000 else { return (entries, false) }
+        after = [.int(last.zone), .text(last.name)]
+        return (entries, true)
+    }
+
+    /// The `query_counts` rows (zone id, record type, field, entries) of every chunk read.
+    package var countRows: [[SQLValue]] {
+        counts.flatMap { zone, zoneCounts in
+            zoneCounts.map { [.int(zone), .text($0.key.recordType), .text($0.key.field), .int($0.value)] }
+        }
     }
 }
 
