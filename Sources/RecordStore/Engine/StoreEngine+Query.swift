@@ -175,14 +175,14 @@ extension StoreEngine {
     }
 
     /// Inserts `query_index` rows (zone id, record type, field, sort key, record name).
-    package static func insertIndexEntries(_ entries: [[SQLValue]], _ connection: any StoreConnection) async throws {
+    static func insertIndexEntries(_ entries: [[SQLValue]], _ connection: any StoreConnection) async throws {
         try await connection.insertRows(into: "query_index", columns: [StoreColumn("zone_id", .integer), StoreColumn("record_type", .text),
                                                                        StoreColumn("field", .text), StoreColumn("sort_key", .text),
                                                                        StoreColumn("record_name", .text)], rows: entries)
     }
 
     /// Adds count changes to the zone's `query_counts`.
-    package static func addIndexCounts(_ counts: [QueryIndex.CountKey: Int64], zone zoneRowID: Int64, _ connection: any StoreConnection) async throws {
+    static func addIndexCounts(_ counts: [QueryIndex.CountKey: Int64], zone zoneRowID: Int64, _ connection: any StoreConnection) async throws {
         try await addIndexCounts(rows: counts.filter { $0.value != 0 }.map { [.int(zoneRowID), .text($0.key.recordType), .text($0.key.field), .int($0.value)] },
                                  connection)
     }
@@ -213,19 +213,19 @@ extension StoreEngine {
 /// (zone, name) order (each statement stays small however large the store), noting the index
 /// entries of each chunk and the counts of all. SQLite runs it in its synchronous migration,
 /// PostgreSQL through the engine's `backfillQueryIndex`.
-package struct QueryIndexBackfill {
+struct QueryIndexBackfill {
     /// The next chunk: binds `after`.
-    package static let statement =
+    static let statement =
         "SELECT zone_id, name, type, fields FROM records WHERE deleted = 0 AND (zone_id, name) > (?, ?) ORDER BY zone_id, name LIMIT 1000"
     /// Where the next chunk starts.
-    package private(set) var after: [SQLValue] = [.int(Int64.min), .text("")]
+    private(set) var after: [SQLValue] = [.int(Int64.min), .text("")]
     private var counts: [Int64: [QueryIndex.CountKey: Int64]] = [:]
 
-    package init() {}
+    init() {}
 
     /// A chunk's `query_index` rows (zone id, record type, field, sort key, record name), and
     /// whether another chunk may follow.
-    package mutating func entries(of rows: [(zone: Int64, name: String, type: String, fields: [UInt8])]) -> (entries: [[SQLValue]], more: Bool) {
+    mutating func entries(of rows: [(zone: Int64, name: String, type: String, fields: [UInt8])]) -> (entries: [[SQLValue]], more: Bool) {
         var entries: [[SQLValue]] = []
         for row in rows {
             let recordEntries = QueryIndex.entries(row.fields)
@@ -238,7 +238,7 @@ package struct QueryIndexBackfill {
     }
 
     /// The `query_counts` rows (zone id, record type, field, entries) of every chunk read.
-    package var countRows: [[SQLValue]] {
+    var countRows: [[SQLValue]] {
         counts.flatMap { zone, zoneCounts in
             zoneCounts.map { [.int(zone), .text($0.key.recordType), .text($0.key.field), .int($0.value)] }
         }
