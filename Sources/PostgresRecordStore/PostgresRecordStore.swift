@@ -273,37 +273,7 @@ package final class PostgresRecordStore: RecordStorage {
     }
 
     package func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {
-        guard zoneName != ZoneID.defaultZoneName else { throw ServerError.badRequest("the default zone cannot be deleted") }
-        guard scope.kind != .shared else { throw ServerError(.accessDenied, "only the owner deletes a shared zone") }
-        let databaseID = try await databaseID(scope)
-        let now = clock()
-        let touched: Set<Int64> = try await write { connection in
-            try await self.lockDatabase(databaseID, connection)
-            let zone = try await self.requireZone(databaseID, ZoneID(zoneName: zoneName), forUpdate: true, connection)
-            let zoneID = self.zoneID(zone.name, scope)
-            // Every record removed with the zone notifies like a direct deletion.
-            let removed = try await connection.query(
-                "SELECT \(unescaped: PostgresRecordStore.recordColumns) FROM records WHERE zone_id = \(zone.id) AND deleted = 0", logger: self.logger
-            ).collect().map { try PostgresRecordStore.storedRecord($0, zoneID: zoneID) }.map {
-                CommittedChange(kind: .deleted, recordName: $0.recordName, recordType: $0.recordType, record: $0)
-            }
-            try await self.recordNotifications(for: removed, zone: zone.name, databaseID: databaseID, scope: scope, zoneChanged: true, connection)
-            // The participants' subscriptions hear of the deletion, then they lose the zone.
-            let touched = try await self.notifyParticipants(removed, zone: zone, ownerScope: scope, zoneChanged: true, connection)
-            try await self.deleteShareRows(zoneRowID: zone.id, connection)
-            let dbSeq = try await self.bumpDatabaseSequence(databaseID, connection)
-            try await connection.query("DELETE FROM records WHERE zone_id = \(zone.id)", logger: self.logger)
-            try await connection.query("DELETE FROM refs WHERE zone_id = \(zone.id)", logger: self.logger)
-            try await connection.query("DELETE FROM query_index WHERE zone_id = \(zone.id)", logger: self.logger)
-            try await connection.query("DELETE FROM query_counts WHERE zone_id = \(zone.id)", logger: self.logger)
-            try await connection.query("DELETE FROM query_fields WHERE zone_id = \(zone.id)", logger: self.logger)
-            try await connection.query("UPDATE zones SET deleted = 1, deleted_at = \(now), db_seq = \(dbSeq) WHERE id = \(zone.id)",
-                                       logger: self.logger)
-            try await self.notifyCommit(databaseID, connection)
-            return touched
-        }
-        committed(databaseID)
-        for participant in touched { committed(participant) }
+        try await engine.deleteZone(scope, zoneName: zoneName)
     }
 
     // MARK: Rows

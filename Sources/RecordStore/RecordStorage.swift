@@ -149,24 +149,18 @@ extension RecordStorage {
     package func liveDaemonCount(heartbeatFrom daemonID: String) async throws -> Int { 1 }
 }
 
-/// The SQLite store behind the async protocol. `SQLiteRecordStore` itself stays synchronous (the
-/// administrative commands and the benchmark call it directly); here each call runs on a thread
-/// of a bounded `NIOThreadPool`, so a blocked SQLite call never holds a thread of Swift's
-/// cooperative pool, and however many requests arrive, at most `readThreads` + `writeThreads`
-/// threads of the process block in SQLite (the rest wait in the pools' queues). Writes have their
-/// own pool: they take turns on the one writer connection anyway, and must not starve reads.
+/// The SQLite store behind the async protocol. Writes, and most reads, are the store engine's
+/// (the group-commit writer's one thread, the driver's reader threads); the few reads still made
+/// by `SQLiteRecordStore` itself run here on a thread of a bounded `NIOThreadPool`, so a blocked
+/// SQLite call never holds a thread of Swift's cooperative pool.
 package final class SQLiteStorage: RecordStorage {
     package let store: SQLiteRecordStore
     private let readPool: NIOThreadPool
-    private let writePool: NIOThreadPool
 
     /// Readers: as many as the database keeps idle reader connections.
     package static let readThreads = 8
-    /// One writer in SQLite, one ready behind it.
-    package static let writeThreads = 2
     /// Shared by every SQLite store of the process (started once, never shut down).
     static let sharedReadPool = startedPool(threads: readThreads)
-    static let sharedWritePool = startedPool(threads: writeThreads)
 
     private static func startedPool(threads: Int) -> NIOThreadPool {
         let pool = NIOThreadPool(numberOfThreads: threads)
@@ -187,25 +181,19 @@ package final class SQLiteStorage: RecordStorage {
                                   storeID: store.storeID, clock: store.clock, productionSchema: store.productionSchema,
                                   subscriptionCache: store.subscriptionCache)
         self.readPool = SQLiteStorage.sharedReadPool
-        self.writePool = SQLiteStorage.sharedWritePool
     }
-
-    /// How many threads are inside a store call right now, across the process (tests check the bound).
-    package static let threadsInStore = Atomic<Int>(0)
 
     /// Runs `body` on a pool thread under the request deadline (`StoreTransactionRunner`). Work
     /// still queued when the deadline passes never starts; work already running finishes on its
     /// thread (all or nothing, as every store transaction), its caller long answered.
-    func offload<T: Sendable>(write: Bool = false, _ body: @escaping @Sendable (SQLiteRecordStore) throws -> T) async throws -> T {
+    func offload<T: Sendable>(_ body: @escaping @Sendable (SQLiteRecordStore) throws -> T) async throws -> T {
         let store = self.store
-        let pool = write ? writePool : readPool
+        let pool = readPool
         // The pool's threads are outside the task: the request's share-link base goes along.
         let linkBase = ShareRules.requestLinkBase
         return try await runner.run { abandonment in
             try await pool.runIfActive {
                 if abandonment.isAbandoned { throw StoreTransactionRunner.timedOut("the store did not answer in time") }
-                SQLiteStorage.threadsInStore.add(1, ordering: .relaxed)
-                defer { SQLiteStorage.threadsInStore.subtract(1, ordering: .relaxed) }
                 return try ShareRules.$requestLinkBase.withValue(linkBase) { try body(store) }
             }
         }
@@ -228,7 +216,7 @@ package final class SQLiteStorage: RecordStorage {
     }
 
     package func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {
-        try await offload(write: true) { try $0.deleteZone(scope, zoneName: zoneName) }
+        try await engine.deleteZone(scope, zoneName: zoneName)
     }
 
     package func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws

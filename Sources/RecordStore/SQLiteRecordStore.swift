@@ -160,35 +160,6 @@ package final class SQLiteRecordStore: Sendable {
 
     // MARK: Zones
 
-    package func deleteZone(_ scope: DatabaseScope, zoneName: String) throws {
-        guard zoneName != ZoneID.defaultZoneName else { throw ServerError.badRequest("the default zone cannot be deleted") }
-        guard scope.kind != .shared else { throw ServerError(.accessDenied, "only the owner deletes a shared zone") }
-        var touched = Set<Int64>()
-        try writeTransaction(scope) { connection, databaseID in
-            let zone = try requireZone(databaseID, ZoneID(zoneName: zoneName), connection)
-            let zoneID = zoneID(zone.name, scope)
-            // Every record removed with the zone notifies like a direct deletion.
-            let removed = try connection.map(
-                "SELECT \(SQLiteRecordStore.recordColumns) FROM records WHERE zone_id = ? AND deleted = 0", [.int(zone.id)]
-            ) { storedRecord($0, zoneID: zoneID) }.map {
-                CommittedChange(kind: .deleted, recordName: $0.recordName, recordType: $0.recordType, record: $0)
-            }
-            try recordNotifications(for: removed, zone: zone.name, databaseID: databaseID, scope: scope, zoneChanged: true, connection)
-            // The participants' subscriptions hear of the deletion, then they lose the zone.
-            touched = try notifyParticipants(removed, zone: zone, ownerScope: scope, zoneChanged: true, connection)
-            try deleteShareRows(zoneRowID: zone.id, connection)
-            let dbSeq = try bumpDatabaseSequence(databaseID, connection)
-            try connection.run("DELETE FROM records WHERE zone_id = ?", [.int(zone.id)])
-            try connection.run("DELETE FROM refs WHERE zone_id = ?", [.int(zone.id)])
-            try connection.run("DELETE FROM query_index WHERE zone_id = ?", [.int(zone.id)])
-            try connection.run("DELETE FROM query_counts WHERE zone_id = ?", [.int(zone.id)])
-            try connection.run("DELETE FROM query_fields WHERE zone_id = ?", [.int(zone.id)])
-            try connection.run("UPDATE zones SET deleted = 1, deleted_at = ?, db_seq = ? WHERE id = ?",
-                               [.int(clock()), .int(dbSeq), .int(zone.id)])
-        }
-        if !touched.isEmpty { onCommit?(touched) }
-    }
-
     func bumpDatabaseSequence(_ databaseID: Int64, _ connection: SQLiteConnection) throws -> Int64 {
         try connection.run("UPDATE databases SET db_seq = db_seq + 1 WHERE id = ?", [.int(databaseID)])
         return try connection.scalarInt("SELECT db_seq FROM databases WHERE id = ?", [.int(databaseID)]) ?? 0

@@ -104,7 +104,7 @@ final class RecoveryTests: XCTestCase {
         let authenticated = try await testbed.storage.authenticate(bearerToken: testbed.token)
         let user = try XCTUnwrap(authenticated)
         let scope = DatabaseScope(user: user, container: "iCloud.scorebook", environment: .production)
-        try testbed.server.deleteZone(scope, zoneName: Scorebook.zoneID.zoneName)
+        try await testbed.storage.deleteZone(scope, zoneName: Scorebook.zoneID.zoneName)
         do {
             _ = try await SQLiteStorage(testbed.server).lookupZone(scope, zoneName: Scorebook.zoneID.zoneName)
             XCTFail("the zone is gone")

@@ -1,7 +1,7 @@
 import RecordModel
 
-/// `zones/list`, `zones/lookup` and creating a zone in a private or public database (a shared
-/// database's zones are the sharing domain's).
+/// `zones/list`, `zones/lookup`, creating and deleting a zone in a private or public database (a
+/// shared database's zones are the sharing domain's).
 extension StoreEngine {
     package func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] {
         let databaseID = try await databaseID(scope)
@@ -37,5 +37,38 @@ extension StoreEngine {
         }
         if created { committed([databaseID]) }
         return info
+    }
+
+    /// Deletes a zone with every record in it. Each record removed notifies like a direct
+    /// deletion; the share's participants hear of it, then lose the zone.
+    package func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {
+        guard zoneName != ZoneID.defaultZoneName else { throw ServerError.badRequest("the default zone cannot be deleted") }
+        guard scope.kind != .shared else { throw ServerError(.accessDenied, "only the owner deletes a shared zone") }
+        let databaseID = try await databaseID(scope)
+        let now = clock()
+        let changed = try await driver.write { connection -> Set<Int64> in
+            try await self.lockDatabase(databaseID, connection)
+            let zone = try await self.requireZone(databaseID, ZoneID(zoneName: zoneName), forUpdate: true, connection)
+            let zoneID = self.zoneID(zone.name, scope)
+            var removed: [CommittedChange] = []
+            try await connection.forEachRow("SELECT \(Self.recordColumns) FROM records WHERE zone_id = ? AND deleted = 0", [.int(zone.id)]) { row in
+                let record = Self.storedRecord(row, zoneID: zoneID, shareJSON: nil)
+                removed.append(CommittedChange(kind: .deleted, recordName: record.recordName, recordType: record.recordType, record: record))
+            }
+            var changed: Set<Int64> = [databaseID]
+            changed.formUnion(try await self.recordNotifications(for: removed, zone: zone.name, databaseID: databaseID, scope: scope,
+                                                                 zoneChanged: true, connection))
+            changed.formUnion(try await self.notifyParticipants(removed, zone: zone, ownerScope: scope, zoneChanged: true, connection))
+            try await self.deleteShareRows(zoneRowID: zone.id, connection)
+            let dbSeq = try await self.bumpDatabaseSequence(databaseID, connection)
+            for table in ["records", "refs", "query_index", "query_counts", "query_fields"] {
+                _ = try await connection.execute("DELETE FROM \(table) WHERE zone_id = ?", [.int(zone.id)])
+            }
+            _ = try await connection.execute("UPDATE zones SET deleted = 1, deleted_at = ?, db_seq = ? WHERE id = ?",
+                                         [.int(now), .int(dbSeq), .int(zone.id)])
+            try await self.driver.announceCommit(of: databaseID, connection)
+            return changed
+        }
+        committed(changed)
     }
 }
