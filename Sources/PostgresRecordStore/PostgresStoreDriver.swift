@@ -86,10 +86,9 @@ struct PostgresStoreConnection: StoreConnection {
     }
 
     /// The statement's rows, all received on the connection's event loop before the caller resumes.
-    /// postgres-nio's async row sequence hands rows over in small batches, each a hop between the
-    /// event loop and the caller's thread (and a wait for the next read); a page of 400 rows took
-    /// tens of such hops, several milliseconds on a loaded machine. A statement's rows are bounded
-    /// by its `LIMIT` (a page) everywhere the store reads, so holding them at once costs little.
+    /// postgres-nio's async row sequence hands rows over in batches under back-pressure, each a
+    /// hop between the event loop and the caller's thread; here there is one hop a statement. The
+    /// store's reads are bounded by their `LIMIT` (a page), so holding a statement's rows costs little.
     private func received(_ sql: String, _ arguments: [SQLValue]) async throws -> [PostgresRow] {
         var bindings = PostgresBindings(capacity: arguments.count)
         for argument in arguments { try PostgresStoreConnection.bind(argument, to: &bindings) }
