@@ -68,6 +68,11 @@ package final class PostgresRecordStore: RecordStorage {
         configuration.options.additionalStartupParameters = [
             ("statement_timeout", "15000"), ("lock_timeout", "10000"), ("idle_in_transaction_session_timeout", "60000"),
             ("application_name", "scorebookd"),
+            // Pages are read by index order under a LIMIT; at the default 4 a table without
+            // statistics yet (a zone just filled, before autovacuum's ANALYZE) is planned as a
+            // bitmap scan of every record after the token and a sort: ~50 ms for a page of 400
+            // in a zone of 100,000 instead of 0.3 ms. 1.1 is the usual cost for data in memory or on SSD.
+            ("random_page_cost", "1.1"),
         ]
         configuration.options.maximumConnections = 20
         return configuration

@@ -4,6 +4,7 @@ import PostgresNIO
 import RecordModel
 import RecordStore
 import SQLiteDB
+import Synchronization
 
 /// The PostgreSQL driver: each transaction on a connection of the store's pool, under the request
 /// deadline; past it the transaction is abandoned and its connection closed (the server rolls
@@ -81,19 +82,26 @@ struct PostgresStoreConnection: StoreConnection {
     var dialect: SQLDialect { .postgres }
 
     func rows(_ sql: String, _ arguments: [SQLValue]) async throws -> [StoreRow] {
+        return try await received(sql, arguments).map(PostgresStoreConnection.row)
+    }
+
+    /// The statement's rows, all received on the connection's event loop before the caller resumes.
+    /// postgres-nio's async row sequence hands rows over in batches under back-pressure, each a
+    /// hop between the event loop and the caller's thread; here there is one hop a statement. The
+    /// store's reads are bounded by their `LIMIT` (a page), so holding a statement's rows costs little.
+    private func received(_ sql: String, _ arguments: [SQLValue]) async throws -> [PostgresRow] {
         var bindings = PostgresBindings(capacity: arguments.count)
         for argument in arguments { try PostgresStoreConnection.bind(argument, to: &bindings) }
         let query = PostgresQuery(unsafeSQL: dialect.placeholders(sql), binds: bindings)
-        return try await connection.query(query, logger: logger).collect().map(PostgresStoreConnection.row)
+        let rows = ReceivedRows()
+        _ = try await connection.query(query, logger: logger) { row in rows.list.withLock { $0.append(row) } }.get()
+        return rows.list.withLock { $0 }
     }
 
     func forEachRow(_ sql: String, _ arguments: [SQLValue], _ row: (any StoreCursor) throws -> Void) async throws {
-        var bindings = PostgresBindings(capacity: arguments.count)
-        for argument in arguments { try PostgresStoreConnection.bind(argument, to: &bindings) }
-        let query = PostgresQuery(unsafeSQL: dialect.placeholders(sql), binds: bindings)
         var cells: [PostgresCell] = []
         var pointers: [UnsafeRawBufferPointer?] = []
-        for try await received in try await connection.query(query, logger: logger) {
+        for received in try await received(sql, arguments) {
             cells.removeAll(keepingCapacity: true)
             pointers.removeAll(keepingCapacity: true)
             for cell in received { cells.append(cell) }
@@ -183,6 +191,11 @@ struct PostgresStoreConnection: StoreConnection {
         }
         return StoreRow(values)
     }
+}
+
+/// The rows of one statement, appended on the connection's event loop.
+private final class ReceivedRows: Sendable {
+    let list = Mutex<[PostgresRow]>([])
 }
 
 /// A row postgres-nio received, its columns' bytes borrowed from its buffers (text columns are

@@ -144,6 +144,25 @@ final class StoreDriverTests: XCTestCase {
         XCTAssertEqual(levels.1, "repeatable read")
     }
 
+    /// PostgreSQL: a zone's page is read along `records_seq` even before the table has statistics
+    /// (a zone just filled): never a scan of every later record and a sort.
+    func testZonePageIsPlannedAlongTheSequenceIndexWithoutStatistics() throws {
+        guard StoreBackend.selected == .postgres else { throw XCTSkip("SQLite plans the page along the index by itself") }
+        let plan = try run { driver in
+            try await driver.write { connection -> [String] in
+                let zone = try await connection.rows("INSERT INTO zones (database_id, name, seq) VALUES (1, 'Big', 100000) RETURNING id")[0].int(0)
+                try await connection.execute("""
+                    INSERT INTO records (zone_id, name, type, tag, seq, fields, created_at, created_by, modified_at, modified_by)
+                    SELECT ?, 'record-' || i, 'Score', 'tag', i, '{}', 0, '_u', 0, '_u' FROM generate_series(1, 100000) i
+                    """, [.int(zone)])
+                return try await connection.rows("EXPLAIN " + StoreEngine.zonePageStatement,
+                                                 [.int(1), .text("Big"), .int(1), .text("Big"), .int(0), .int(401)]).map { $0.text(0) }
+            }
+        }.joined(separator: "\n")
+        XCTAssertTrue(plan.contains("Index Scan using records_seq on records"), plan)
+        XCTAssertFalse(plan.contains("Sort"), plan)
+    }
+
     func testNameInJSONArrayMatchesExactlyTheNamesGiven() throws {
         let names: [String] = ["plain", "with \"quote\"", "comma, {brace}", "ünï"]
         let found = try run { driver in

@@ -16,7 +16,7 @@ extension StoreEngine {
     /// The zone's row (the row whose column 13 is its id: sequence in 12, purged sequence in 14)
     /// and, in sequence order, the records after a sequence (their sequence in 12). Arguments:
     /// database id, zone name, twice; the sequence; the most rows.
-    static let zonePageStatement = """
+    package static let zonePageStatement = """
         SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, seq, id, purged_seq
         FROM zones WHERE database_id = ? AND name = ? AND deleted = 0
         UNION ALL
