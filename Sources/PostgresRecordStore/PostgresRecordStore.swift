@@ -207,63 +207,6 @@ package final class PostgresRecordStore: RecordStorage {
 
     // MARK: Databases and zones
 
-    /// The row id of the scope's database, creating it (with its `_defaultZone`) on first use.
-    func databaseID(_ scope: DatabaseScope) async throws -> Int64 {
-        if let cached = state.withLock({ $0.databaseIDs[scope.databaseKey] }) { return cached }
-        let user = scope.databaseOwnerID, container = scope.container, environment = scope.environment.rawValue
-        let id: Int64 = try await write { connection in
-            let inserted = try await connection.query(
-                """
-                INSERT INTO databases (user_id, container, environment) VALUES (\(user), \(container), \(environment))
-                ON CONFLICT (user_id, container, environment) DO NOTHING RETURNING id
-                """, logger: self.logger
-            ).collect()
-            if let id = try inserted.first?.decode(Int64.self) {
-                try await connection.query("INSERT INTO zones (database_id, name) VALUES (\(id), \(ZoneID.defaultZoneName))", logger: self.logger)
-                return id
-            }
-            // Another transaction created it: ON CONFLICT waited for it to commit, so a new
-            // statement sees it.
-            guard let existing = try await connection.query(
-                "SELECT id FROM databases WHERE user_id = \(user) AND container = \(container) AND environment = \(environment)",
-                logger: self.logger
-            ).collect().first?.decode(Int64.self) else { throw ServerError(.internalError, "database row vanished") }
-            return existing
-        }
-        state.withLock { $0.databaseIDs[scope.databaseKey] = id }
-        return id
-    }
-
-    /// Locks the database's row for the rest of the transaction: every write of one database is
-    /// serialized here, so its sequences follow commit order across daemons.
-    func lockDatabase(_ databaseID: Int64, _ connection: PostgresConnection) async throws {
-        try await connection.query("SELECT 1 FROM databases WHERE id = \(databaseID) FOR UPDATE", logger: logger)
-    }
-
-    func liveZone(_ databaseID: Int64, name: String, forUpdate: Bool = false, _ connection: PostgresConnection) async throws -> ZoneRow? {
-        let lock = forUpdate ? " FOR UPDATE" : ""
-        guard let row = try await connection.query(
-            "SELECT id, name, seq, purged_seq FROM zones WHERE database_id = \(databaseID) AND name = \(name) AND deleted = 0\(unescaped: lock)",
-            logger: logger
-        ).collect().first else { return nil }
-        let (id, zoneName, seq, purged) = try row.decode((Int64, String, Int64, Int64).self)
-        return ZoneRow(id: id, name: zoneName, seq: seq, purgedSeq: purged)
-    }
-
-    func requireZone(_ databaseID: Int64, _ zone: ZoneID, forUpdate: Bool = false, _ connection: PostgresConnection) async throws -> ZoneRow {
-        guard let row = try await liveZone(databaseID, name: zone.zoneName, forUpdate: forUpdate, connection) else {
-            throw ZoneRules.notFound(zone)
-        }
-        return row
-    }
-
-    func zoneID(_ name: String, _ scope: DatabaseScope) -> ZoneID { ZoneID(zoneName: name, ownerRecordName: scope.zoneOwnerRecordName) }
-
-    func bumpDatabaseSequence(_ databaseID: Int64, _ connection: PostgresConnection) async throws -> Int64 {
-        try await connection.query("UPDATE databases SET db_seq = db_seq + 1 WHERE id = \(databaseID) RETURNING db_seq", logger: logger)
-            .collect().first?.decode(Int64.self) ?? 0
-    }
-
     package func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] {
         if scope.kind == .shared { return try await engine.listSharedZones(scope) }
         return try await engine.listZones(scope)
@@ -279,25 +222,6 @@ package final class PostgresRecordStore: RecordStorage {
 
     package func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {
         try await engine.deleteZone(scope, zoneName: zoneName)
-    }
-
-    // MARK: Rows
-
-    static let recordColumns = """
-        name, type, tag, deleted, fields, parent, created_at, created_by, created_device, modified_at, modified_by, modified_device
-        """
-
-    static func storedRecord(_ row: PostgresRow, zoneID: ZoneID) throws -> StoredRecord {
-        let (name, type, tag, _, fields, parent, createdAt, createdBy, createdDevice) =
-            try row.decode((String, String, String, Int64, String, String?, Int64, String, String?).self)
-        let columns = row.makeRandomAccess()
-        let modifiedAt = try columns[9].decode(Int64.self)
-        let modifiedBy = try columns[10].decode(String.self)
-        let modifiedDevice = try columns[11].decode(String?.self)
-        return StoredRecord(recordName: name, recordType: type, changeTag: tag, fieldsJSON: Array(fields.utf8), parent: parent,
-                            created: ChangeStamp(timestamp: createdAt, userRecordName: createdBy, deviceID: createdDevice),
-                            modified: ChangeStamp(timestamp: modifiedAt, userRecordName: modifiedBy, deviceID: modifiedDevice),
-                            zoneID: zoneID)
     }
 
     // MARK: Maintenance

@@ -105,65 +105,6 @@ package final class SQLiteRecordStore: Sendable {
 
     /// The data file, for backups and integrity checks.
     package var path: String { database.path }
-
-    // MARK: Databases
-
-    /// The row id of the scope's database, creating it (with its `_defaultZone`) on first use.
-    /// It uses connections of its own, so callers must not hold the writer; a caller's read
-    /// transaction that has not read yet still sees a database created here.
-    func databaseID(_ scope: DatabaseScope) throws -> Int64 {
-        if let cached = caches.withLock({ $0.databaseIDs[scope.databaseKey] }) { return cached }
-        let arguments: [SQLValue] = [.int(scope.databaseOwnerID), .text(scope.container), .text(scope.environment.rawValue)]
-        let select = "SELECT id FROM databases WHERE user_id = ? AND container = ? AND environment = ?"
-        var id = try database.readSync { try $0.scalarInt(select, arguments) }
-        if id == nil {
-            id = try database.writeSync { writer -> Int64 in
-                try writer.transaction {
-                    if let existing = try writer.scalarInt(select, arguments) { return existing }
-                    try writer.run("INSERT INTO databases (user_id, container, environment) VALUES (?, ?, ?)", arguments)
-                    let databaseID = writer.lastInsertRowID
-                    try writer.run("INSERT INTO zones (database_id, name) VALUES (?, ?)", [.int(databaseID), .text(ZoneID.defaultZoneName)])
-                    return databaseID
-                }
-            }
-        }
-        let found = id!
-        caches.withLock { $0.databaseIDs[scope.databaseKey] = found }
-        return found
-    }
-
-    func liveZone(_ databaseID: Int64, name: String, _ connection: SQLiteConnection) throws -> ZoneRow? {
-        try connection.first("SELECT id, name, seq, purged_seq FROM zones WHERE database_id = ? AND name = ? AND deleted = 0",
-                             [.int(databaseID), .text(name)]) { ZoneRow(id: $0.int64(0), name: $0.text(1), seq: $0.int64(2), purgedSeq: $0.int64(3)) }
-    }
-
-    func requireZone(_ databaseID: Int64, _ zone: ZoneID, _ connection: SQLiteConnection) throws -> ZoneRow {
-        guard let row = try liveZone(databaseID, name: zone.zoneName, connection) else {
-            throw ZoneRules.notFound(zone)
-        }
-        return row
-    }
-
-    func zoneID(_ name: String, _ scope: DatabaseScope) -> ZoneID { ZoneID(zoneName: name, ownerRecordName: scope.zoneOwnerRecordName) }
-
-    func zoneToken(_ zone: ZoneRow) -> String { FeedRules.zoneToken(storeID: storeID, zone: zone) }
-
-    /// Runs a write transaction for `scope`, then tells observers the database changed.
-    func writeTransaction<T>(_ scope: DatabaseScope, _ body: (SQLiteConnection, Int64) throws -> T) throws -> T {
-        let databaseID = try self.databaseID(scope)
-        let result = try database.writeSync { connection in
-            try connection.transaction { try body(connection, databaseID) }
-        }
-        onCommit?([databaseID])
-        return result
-    }
-
-    // MARK: Zones
-
-    func bumpDatabaseSequence(_ databaseID: Int64, _ connection: SQLiteConnection) throws -> Int64 {
-        try connection.run("UPDATE databases SET db_seq = db_seq + 1 WHERE id = ?", [.int(databaseID)])
-        return try connection.scalarInt("SELECT db_seq FROM databases WHERE id = ?", [.int(databaseID)]) ?? 0
-    }
 }
 
 /// Why the store could not be opened (a user-facing one-liner).
