@@ -3,7 +3,7 @@ import RecordModel
 
 /// Orders fetched changes so that each record is applied after the records it cannot exist
 /// without; a record whose required record is neither local nor arriving is kept waiting
-/// (DESIGN: "a child whose parent has not arrived yet is kept, not dropped").
+/// (a child whose parent has not arrived yet is kept, not dropped).
 public enum ChangeApplyPlanner {
     public struct Plan: Equatable, Sendable {
         /// Tombstones, in feed order.

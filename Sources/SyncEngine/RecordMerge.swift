@@ -1,6 +1,6 @@
 import RecordModel
 
-/// The three-way field merge (DESIGN "Merging is deterministic"): fields changed on one side
+/// The three-way field merge, deterministic on every machine: fields changed on one side
 /// only are kept; a field changed on both sides goes to the record with the newer
 /// `modificationDate`, ties broken by comparing the values' canonical JSON, so every machine
 /// that merges the same three copies picks the same result.

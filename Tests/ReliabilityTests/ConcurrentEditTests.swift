@@ -17,7 +17,7 @@ final class ConcurrentEditTests: XCTestCase {
     /// another process; the deletion sees a record never sent (no server copy, `attempts` 0), so
     /// it drops the outbox entry and queues no deletion.
     /// Expected: the Person stays deleted, on A and on the server ("nothing is
-    /// lost"; DESIGN "the client's outbox is durable").
+    /// lost"; the client's outbox is durable).
     /// The bug: the sync sent the `create` it had built and the fetch that followed brought the
     /// Person back everywhere. Now `markAttempted` sends only entries still queued as built (a
     /// deletion committed after it sees the attempt and queues its own `delete`).

@@ -19,9 +19,9 @@ final class LostAnswerTests: XCTestCase {
     /// `records/modify` `create` but the answer never reaches A (A's outbox keeps the entry,
     /// with no server copy). Machine B syncs (gets the Person), deletes it and syncs (the server
     /// deletes it; its change feed now holds a tombstone). A syncs again.
-    /// Expected: the Person stays deleted everywhere — DESIGN: "A record deleted on the server
-    /// stays deleted unless the user recreates it": "nothing is lost and nothing
-    /// is duplicated, even if the process is killed mid-sync".
+    /// Expected: the Person stays deleted everywhere: a record deleted on the server stays
+    /// deleted unless the user recreates it, and nothing is lost or duplicated, even if the
+    /// process is killed mid-sync.
     /// The bug was: A resent `create` (it had no server copy), the server accepted it because the
     /// name was free again, and the Person was live on the server again.
     func testACreateWhoseAnswerWasLostDoesNotResurrectTheRecordAfterAnotherMachineDeletesIt() async throws {
@@ -57,7 +57,7 @@ final class LostAnswerTests: XCTestCase {
     /// answer never reaches A (A's server copy, the merge ancestor, still has no last name). A
     /// then clears `lastName` again (its latest edit) and syncs with no more faults.
     /// Expected: the Person has no last name on the server and on A — only A ever edited the
-    /// field, and its latest edit wins (DESIGN "Merging is deterministic": fields changed on one
+    /// field, and its latest edit wins (the merge is deterministic: fields changed on one
     /// side only are kept; "nothing is lost … even if the process is killed
     /// mid-sync", which loses the answer the same way).
     /// The bug was: A merged the server copy, whose `lastName` is "Lee" (A's own lost write),
@@ -94,7 +94,7 @@ final class LostAnswerTests: XCTestCase {
     /// before sending: connection refused, DNS, the request lost). B sets `emailAddress` and
     /// syncs. A syncs again with no more faults.
     /// Expected: the Person has `lastName` "Lee" (A's edit, the only edit of that field) and B's
-    /// email, on the server and on both machines (DESIGN "Merging is deterministic": fields
+    /// email, on the server and on both machines (the merge is deterministic: fields
     /// changed on one side only are kept; "nothing is lost").
     /// The bug was (5240a5b to 6b989fc): A took the state its lost request would have left on the
     /// server ("Lee") as the merge ancestor, so B's server copy (no last name) read as a removal
