@@ -31,7 +31,6 @@ package final class PostgresRecordStore: RecordStorage {
     package let engine: StoreEngine
 
     private struct State {
-        var databaseIDs: [DatabaseScope: Int64] = [:]
         var onCommit: (@Sendable (Set<Int64>) -> Void)?
         var listener: Task<Void, Never>?
     }
@@ -121,12 +120,6 @@ package final class PostgresRecordStore: RecordStorage {
         observer?(databaseIDs)
     }
 
-    /// Announces, when the caller's transaction commits, that `databaseID` changed (to every
-    /// daemon listening, this one included).
-    func notifyCommit(_ databaseID: Int64, _ connection: PostgresConnection) async throws {
-        try await connection.query("SELECT pg_notify(\(PostgresRecordStore.commitChannel), \(String(databaseID)))", logger: logger)
-    }
-
     /// Creates the tables or brings them to `StoreMigration.latestVersion` (under an advisory
     /// lock, so daemons starting together do not race) and returns the store's identity.
     private static func prepare(_ pool: PostgresConnectionPool, create: Bool, logger: Logger, url: String, deadline: Duration,
@@ -189,11 +182,6 @@ package final class PostgresRecordStore: RecordStorage {
     package func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) {
         state.withLock { $0.onCommit = observer }
         engine.setCommitObserver(observer)
-    }
-
-    func committed(_ databaseID: Int64) {
-        let observer = state.withLock { $0.onCommit }
-        observer?([databaseID])
     }
 
     package func close() async {

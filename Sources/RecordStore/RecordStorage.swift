@@ -241,7 +241,6 @@ package final class SQLiteStorage: RecordStorage {
     }
 
     package func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) {
-        store.setCommitObserver(observer)
         engine.setCommitObserver(observer)
     }
 

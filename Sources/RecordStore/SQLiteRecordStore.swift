@@ -12,23 +12,12 @@ package final class SQLiteRecordStore: Sendable {
     package let storeID: String
     let productionSchema: Schema
     let clock: @Sendable () -> Int64
-    private struct Caches {
-        var databaseIDs: [DatabaseScope: Int64] = [:]
-        /// Told, after each commit, which databases it changed (the push hub listens here).
-        var onCommit: (@Sendable (_ databaseIDs: Set<Int64>) -> Void)?
-    }
-
-    private let caches = Mutex(Caches())
-
-    var onCommit: (@Sendable (_ databaseIDs: Set<Int64>) -> Void)? { caches.withLock { $0.onCommit } }
     let subscriptionCache = SubscriptionCache()
     let tokenUses = TokenUseRecorder()
 
     /// How long a write waits for a lock held by another process (a `scorebookd user` command, a
     /// backup) before the request is answered `TRY_AGAIN_LATER`.
     package func setBusyTimeout(milliseconds: Int32) { database.setWriterBusyTimeout(milliseconds: milliseconds) }
-
-    package func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) { caches.withLock { $0.onCommit = observer } }
 
     /// Opens (creating if needed) the store in `directory`.
     package init(directory: String, schema: Schema = BuiltinSchema.scorebook,
