@@ -98,6 +98,8 @@ extension PostgresRecordStore {
             return try await body()
         } catch let error as ServerError {
             throw error
+        } catch let error as any ScriptSignal {
+            throw error
         } catch let error as PSQLError {
             if error.code == .server {
                 let state = error.serverInfo?[.sqlState] ?? ""

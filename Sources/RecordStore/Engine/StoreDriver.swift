@@ -139,6 +139,10 @@ package enum TransactionOutcome<Value: Sendable>: Sendable {
     }
 }
 
+/// An error a script throws for the engine itself to catch (to run the script again another
+/// way): a driver rolls the transaction back and passes it on unchanged, never as a database failure.
+package protocol ScriptSignal: Error {}
+
 /// A database the engine runs transactions on, each under the request deadline.
 package protocol StoreDriver: Sendable {
     var dialect: SQLDialect { get }

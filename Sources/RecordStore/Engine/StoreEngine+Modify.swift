@@ -8,7 +8,7 @@ import SQLiteDB
 /// batch needs no savepoints; an atomic one that failed rolls back (only share rows were written).
 extension StoreEngine {
     /// Where the container's development schema is locked for a writer (PostgreSQL's advisory-lock namespace).
-    static let developmentSchemaLock: Int32 = 7_270_002
+    package static let developmentSchemaLock: Int32 = 7_270_002
 
     package func modifyRecords(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool,
                                deviceID: String?) async throws -> [RecordOperationResult]
@@ -19,15 +19,29 @@ extension StoreEngine {
         // The script may run on the writer's thread, outside the request's task: the share links
         // it writes keep the request's address.
         let linkBase = ShareRules.requestLinkBase
-        let outcome = try await driver.writeTransaction { connection in
-            try await ShareRules.$requestLinkBase.withValue(linkBase) {
-                try await self.modifyScript(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID, now: now,
-                                            privateDatabaseID: privateDatabaseID, connection)
+        func attempt(lockingSchemaFirst: Bool) async throws -> ModifyOutcome {
+            try await driver.writeTransaction { connection in
+                try await ShareRules.$requestLinkBase.withValue(linkBase) {
+                    try await self.modifyScript(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID, now: now,
+                                                privateDatabaseID: privateDatabaseID, lockingSchemaFirst: lockingSchemaFirst, connection)
+                }
             }
+        }
+        let outcome: ModifyOutcome
+        do {
+            outcome = try await attempt(lockingSchemaFirst: false)
+        } catch is DevelopmentSchemaRace {
+            // Another writer gave one of this batch's new fields another type meanwhile: plan the
+            // batch again against the schema as it now stands, holding the schema's lock throughout.
+            outcome = try await attempt(lockingSchemaFirst: true)
         }
         committed(outcome.changed)
         return outcome.results
     }
+
+    /// A field this batch adds was added with another type by a writer that committed after the
+    /// batch read the schema (PostgreSQL, several writers of one container at once).
+    private struct DevelopmentSchemaRace: ScriptSignal {}
 
     private struct ModifyOutcome: Sendable {
         var results: [RecordOperationResult]
@@ -36,8 +50,8 @@ extension StoreEngine {
     }
 
     private func modifyScript(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool, deviceID: String?,
-                              now: Int64, privateDatabaseID: Int64, _ connection: any StoreConnection) async throws
-        -> TransactionOutcome<ModifyOutcome>
+                              now: Int64, privateDatabaseID: Int64, lockingSchemaFirst: Bool, _ connection: any StoreConnection)
+        async throws -> TransactionOutcome<ModifyOutcome>
     {
         // The database's row, then the zone's: writers of one database take turns, so a zone's
         // sequence numbers commit in the order they are taken. A shared zone's access is checked
@@ -49,7 +63,7 @@ extension StoreEngine {
         let leaving = scope.kind == .shared && operations.allSatisfy { $0.recordName == ShareRules.recordName && $0.type.isDelete }
         if addressed.access?.permission == .readOnly, !leaving { throw ShareRules.readOnly(addressed.zoneID) }
         let enforcer = SchemaEnforcer(environment: scope.environment, production: productionSchema,
-                                      development: try await developmentSchema(scope, connection))
+                                      development: try await developmentSchema(scope, locking: lockingSchemaFirst, connection))
         var writes = RecordWrites(ModifyTransaction(scope: ownerScope, zone: zoneRow, zoneID: addressed.zoneID, now: now, deviceID: deviceID,
                                                     sequence: zoneRow.seq, enforcer: enforcer, writer: scope.userRecordName))
         try await writes.load(operations.compactMap(\.recordName), connection)
@@ -86,7 +100,8 @@ extension StoreEngine {
             let dbSeq = try await bumpDatabaseSequence(databaseID, connection)
             try await connection.execute("UPDATE zones SET seq = ?, db_seq = ? WHERE id = ?",
                                          [.int(transaction.sequence), .int(dbSeq), .int(zoneRow.id)])
-            try await addDevelopmentFields(transaction.enforcer.additions, container: scope.container, connection)
+            try await addDevelopmentFields(transaction.enforcer.additions, container: scope.container,
+                                           schemaLocked: lockingSchemaFirst, connection)
             changed = [databaseID]
             changed.formUnion(try await recordNotifications(for: transaction.changes, zone: zoneRow.name, databaseID: databaseID,
                                                             scope: ownerScope, zoneChanged: false, connection))
@@ -105,29 +120,52 @@ extension StoreEngine {
 
     // MARK: Schema
 
-    /// The container's development schema (empty in production), read in the writer's
-    /// transaction: writers of one container take turns, so two cannot add one field with two types.
-    func developmentSchema(_ scope: DatabaseScope, _ connection: any StoreConnection) async throws -> Schema {
+    /// The container's development schema (empty in production), read in the writer's transaction.
+    /// Writers of one container take turns on the schema (PostgreSQL's advisory lock) only to add
+    /// to it, so two cannot add one field with two types, yet batches that add nothing, nearly all
+    /// of them, never wait for each other: `locking` takes the turn from the start.
+    func developmentSchema(_ scope: DatabaseScope, locking: Bool, _ connection: any StoreConnection) async throws -> Schema {
         guard scope.environment == .development else { return Schema() }
-        if let lock = connection.dialect.transactionLock(namespace: Self.developmentSchemaLock) {
-            try await connection.execute(lock, [.text(scope.container)])
-        }
+        if locking { try await lockDevelopmentSchema(container: scope.container, connection) }
+        return try await readDevelopmentSchema(container: scope.container, connection)
+    }
+
+    private func readDevelopmentSchema(container: String, _ connection: any StoreConnection) async throws -> Schema {
         var schema = Schema()
-        for row in try await connection.rows("SELECT record_type, field, field_type FROM dev_schema WHERE container = ?", [.text(scope.container)]) {
+        for row in try await connection.rows("SELECT record_type, field, field_type FROM dev_schema WHERE container = ?", [.text(container)]) {
             guard let type = FieldType(wireName: row.text(2)) else { continue }
             schema.recordTypes[row.text(0), default: RecordTypeSchema(name: row.text(0))].fields[row.text(1)] = FieldSchema(name: row.text(1), type: type)
         }
         return schema
     }
 
-    /// Records the types and fields a development batch added, in one statement.
-    private func addDevelopmentFields(_ additions: [String: [String: FieldType]], container: String, _ connection: any StoreConnection)
-        async throws
+    /// Waits for the container's schema turn (held to the transaction's end); a no-op where one
+    /// writer writes at a time (SQLite).
+    private func lockDevelopmentSchema(container: String, _ connection: any StoreConnection) async throws {
+        if let lock = connection.dialect.transactionLock(namespace: Self.developmentSchemaLock) {
+            try await connection.execute(lock, [.text(container)])
+        }
+    }
+
+    /// Records the types and fields a development batch added, in one statement. Unless the batch
+    /// held the schema's turn from the start, it takes it now and checks that no writer added one
+    /// of these fields with another type since the batch read the schema (`DevelopmentSchemaRace`).
+    private func addDevelopmentFields(_ additions: [String: [String: FieldType]], container: String, schemaLocked: Bool,
+                                      _ connection: any StoreConnection) async throws
     {
         let rows: [[SQLValue]] = additions.flatMap { type, fields in
             fields.map { field, fieldType in [.text(container), .text(type), .text(field), .text(fieldType.wireName)] }
         }
         guard !rows.isEmpty else { return }
+        if !schemaLocked, connection.dialect.transactionLock(namespace: Self.developmentSchemaLock) != nil {
+            try await lockDevelopmentSchema(container: container, connection)
+            let current = try await readDevelopmentSchema(container: container, connection)
+            for (type, fields) in additions {
+                for (field, fieldType) in fields {
+                    if let committed = current.fieldType(recordType: type, field: field), committed != fieldType { throw DevelopmentSchemaRace() }
+                }
+            }
+        }
         try await connection.insertRows(into: "dev_schema", columns: [StoreColumn("container", .text), StoreColumn("record_type", .text),
                                                                       StoreColumn("field", .text), StoreColumn("field_type", .text)],
                                         rows: rows, suffix: "ON CONFLICT DO NOTHING")
