@@ -28,7 +28,7 @@ package final class StoreEngine: Sendable {
     /// The production environment's schema, which every production write is checked against.
     let productionSchema: Schema
     /// Told, after a commit, which databases it changed (the push hub listens here).
-    private let observer = Mutex<(@Sendable (Set<Int64>) -> Void)?>(nil)
+    private let observer = Mutex<CommitObserver?>(nil)
     private let databaseIDs = Mutex<[DatabaseScope: Int64]>([:])
     /// Each database's subscriptions kept between transactions, where one process is the only
     /// writer (SQLite); nil reads them in every transaction (another daemon may change them).
@@ -44,12 +44,22 @@ package final class StoreEngine: Sendable {
         self.subscriptionCache = subscriptionCache
     }
 
-    package func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) { self.observer.withLock { $0 = observer } }
+    package func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) {
+        self.observer.withLock { $0 = CommitObserver(notify: observer) }
+    }
 
     /// Tells the observer that these databases changed (after the write returned).
-    func committed(_ databaseIDs: Set<Int64>) {
+    package func committed(_ databaseIDs: Set<Int64>) {
         guard !databaseIDs.isEmpty, let observer = observer.withLock({ $0 }) else { return }
-        observer(databaseIDs)
+        observer.notify(databaseIDs)
+    }
+
+    /// The observer in a struct, not as the mutex's value itself: a closure that is a generic
+    /// container's value is rewrapped in a conversion thunk by every `inout` access, so reading
+    /// it in `withLock` once a commit grew a chain of thunks that each later call walked (500
+    /// deep after a minute of batch writes) and that would in the end overflow the stack.
+    private struct CommitObserver: Sendable {
+        let notify: @Sendable (Set<Int64>) -> Void
     }
 
     // MARK: Databases and zones
