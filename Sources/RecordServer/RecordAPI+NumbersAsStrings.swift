@@ -4,15 +4,14 @@ import RecordModel
 /// lists) come back as strings, for JavaScript clients that would lose a 64-bit integer's digits.
 extension RecordAPI {
     static let numberFieldTypes: Set<String> = ["INT64", "DOUBLE", "INT64_LIST", "DOUBLE_LIST"]
+    private static let numbersAsStringsKey = Array(#""numbersAsStrings""#.utf8)
 
     /// Whether the request asks for it. A `records/modify` body is not parsed as a whole (it is
     /// read into drafts), so its bytes are looked at first and parsed only when they name the key.
     static func asksNumbersAsStrings(_ body: JSONValue, request: APIRequest, operation: String) -> Bool {
         if operation != "records/modify" { return body["numbersAsStrings"]?.boolValue == true }
-        let key = Array("\"numbersAsStrings\"".utf8)
-        guard request.body.count >= key.count,
-              request.body.indices.dropLast(key.count - 1).contains(where: { request.body[$0..<$0 + key.count].elementsEqual(key) })
-        else { return false }
+        let named = request.body.withUnsafeBufferPointer { ByteSearch.offset(past: numbersAsStringsKey, in: $0, from: 0) != nil }
+        guard named else { return false }
         return (try? JSONValue.parse(request.body))?["numbersAsStrings"]?.boolValue == true
     }
 
