@@ -27,6 +27,7 @@ struct RecordWrites {
     private var zoneRowID: Int64 { transaction.zone.id }
 
     static let columns = "type, tag, deleted, fields, parent, created_at, created_by, created_device, modified_at, modified_by, modified_device, name"
+    static let columnsOfR = columns.split(separator: ",").map { "r." + $0.filter { !$0.isWhitespace } }.joined(separator: ", ")
 
     /// Reads the named records the batch does not know yet, in one statement.
     mutating func load(_ names: [String], _ connection: any StoreConnection) async throws {
@@ -34,8 +35,8 @@ struct RecordWrites {
         guard !unknown.isEmpty else { return }
         known.reserveCapacity(known.count + unknown.count)
         for name in unknown { known[name] = .some(nil) }
-        for row in try await connection.rows("SELECT \(Self.columns) FROM records WHERE zone_id = ? AND " + connection.dialect.isInJSONArray("name"),
-                                             [.int(zoneRowID), .text(SQLDialect.jsonArray(unknown))]) {
+        for row in try await connection.rows("SELECT \(Self.columnsOfR) " + connection.dialect.recordsNamed(left: false, liveOnly: false),
+                                             [.text(SQLDialect.jsonArray(unknown)), .int(zoneRowID)]) {
             known[row.text(11)] = ExistingRecord(row)
         }
     }

@@ -96,6 +96,26 @@ package struct SQLDialect: Sendable, Equatable {
         }
     }
 
+    /// `FROM` the strings of a JSON array bound to the first `?` (table `asked`, as
+    /// `jsonArrayElements`) joined to their `records` rows in the zone bound to the second `?`
+    /// (table `r`; `left`: a name without a row still gives a row, `r`'s columns NULL). Each name
+    /// is one probe of the records' primary key on both databases. On PostgreSQL the probe is a
+    /// `LATERAL` subquery the planner cannot turn into a join: with the zone's statistics out of
+    /// date, as they are while a first batch fills it, it otherwise scanned the whole zone and
+    /// compared every row with every name (17 ms for a 400-record batch in a zone of 1,600).
+    /// (`liveOnly`: tombstones count as absent. The condition stays outside the probe, where it
+    /// cannot steer PostgreSQL to the partial index of live records, which has no name to probe.)
+    package func recordsNamed(left: Bool, liveOnly: Bool) -> String {
+        let join = "FROM \(jsonArrayElements(as: "asked")) \(left ? "LEFT JOIN" : "JOIN")"
+        let live = liveOnly ? "r.deleted = 0" : "true"
+        switch kind {
+        case .sqlite:
+            return "\(join) records r ON r.zone_id = ? AND r.name = asked.value AND \(live)"
+        case .postgres:
+            return "\(join) LATERAL (SELECT * FROM records WHERE zone_id = ? AND name = asked.value LIMIT 1) r ON \(live)"
+        }
+    }
+
     /// The JSON array text bound for `isInJSONArray`.
     package static func jsonArray(_ names: [String]) -> String {
         JSONValue.array(names.map { .string($0) }).serializedString()

@@ -55,8 +55,8 @@ extension StoreEngine {
             var builder = start()
             try await connection.forEachRow(
                 """
-                SELECT \(Self.recordColumnsOfR), asked.value FROM \(connection.dialect.jsonArrayElements(as: "asked"))
-                LEFT JOIN records r ON r.zone_id = ? AND r.name = asked.value AND r.deleted = 0 ORDER BY asked.position
+                SELECT \(Self.recordColumnsOfR), asked.value \(connection.dialect.recordsNamed(left: true, liveOnly: true))
+                ORDER BY asked.position
                 """, [.text(names), .int(addressed.row.id)]
             ) { row in
                 add(&builder, row.text(12), row.isNull(0) ? nil : row, addressed.zoneID, shareJSON)
