@@ -131,31 +131,43 @@ struct PostgresStoreConnection: StoreConnection {
         return try await self.rows(sql, arrays)
     }
 
-    /// PostgreSQL's text form of an array: `{1,NULL,"a \"b\""}` (bytes as `\x…` hex).
+    /// PostgreSQL's text form of an array: `{1,NULL,"a \"b\""}` (bytes as `\x…` hex). Built as
+    /// UTF-8 bytes: a batch's columns are hundreds of kilobytes, and appending them to a `String`
+    /// a character at a time took a third of the CPU of a PostgreSQL bulk load in a profile.
+    /// Quotes and backslashes are ASCII, so escaping the UTF-8 bytes escapes the characters.
     static func arrayLiteral(_ values: [SQLValue]) -> String {
-        var text = "{"
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(values.count * 16)
+        bytes.append(UInt8(ascii: "{"))
         for (index, value) in values.enumerated() {
-            if index > 0 { text += "," }
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
             switch value {
-            case .null: text += "NULL"
-            case .int(let number): text += String(number)
-            case .double(let number): text += "\"\(number)\""
-            case .text(let string): quote(string, into: &text)
-            case .blob(let bytes):
-                quote("\\x" + bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined(),
-                      into: &text)
+            case .null: bytes.append(contentsOf: "NULL".utf8)
+            case .int(let number): bytes.append(contentsOf: String(number).utf8)
+            case .double(let number): quote(String(number).utf8, into: &bytes)
+            case .text(let string): quote(string.utf8, into: &bytes)
+            case .blob(let data):
+                bytes.append(contentsOf: #""\\x"#.utf8)
+                for byte in data {
+                    bytes.append(hexDigits[Int(byte >> 4)])
+                    bytes.append(hexDigits[Int(byte & 0x0F)])
+                }
+                bytes.append(UInt8(ascii: "\""))
             }
         }
-        return text + "}"
+        bytes.append(UInt8(ascii: "}"))
+        return String(decoding: bytes, as: UTF8.self)
     }
 
-    private static func quote(_ string: String, into text: inout String) {
-        text += "\""
-        for character in string {
-            if character == "\"" || character == "\\" { text += "\\" }
-            text.append(character)
+    private static let hexDigits = Array("0123456789abcdef".utf8)
+
+    private static func quote(_ utf8: String.UTF8View, into bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in utf8 {
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") { bytes.append(UInt8(ascii: "\\")) }
+            bytes.append(byte)
         }
-        text += "\""
+        bytes.append(UInt8(ascii: "\""))
     }
 
     static func bind(_ value: SQLValue, to bindings: inout PostgresBindings) throws {

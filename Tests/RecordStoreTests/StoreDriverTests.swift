@@ -95,7 +95,9 @@ final class StoreDriverTests: XCTestCase {
     func testBulkInsertWritesEveryRowWithNullsQuotesAndBytesInFewStatements() throws {
         // 1,300 rows: more than one multi-row statement on SQLite, and a remainder.
         let rows: [[SQLValue]] = (0..<1_300).map { index -> [SQLValue] in
-            let name: SQLValue = index % 3 == 0 ? .null : .text("n\"a,m{e}\\ \(index)")
+            // Quotes, backslashes, the array syntax's own characters, and multi-byte characters
+            // (an accent combined with its letter, an emoji with a skin tone) next to them.
+            let name: SQLValue = index % 3 == 0 ? .null : .text("n\"a,m{e}\\ e\u{301}\"👍🏽\\ ü \(index)")
             let bytes: [UInt8] = [UInt8(index % 256), 0, 255]
             return [.int(Int64(index)), name, .double(Double(index) / 2), .blob(bytes)]
         }
