@@ -168,7 +168,7 @@ final class StoreDriverTests: XCTestCase {
     /// A batch's read of its records and a lookup probe the primary key once a name, even in a
     /// zone PostgreSQL has no statistics for yet (filled a moment ago): never a scan of the zone.
     func testRecordsNamedProbeThePrimaryKeyWithoutStatistics() throws {
-        guard StoreBackend.selected == .postgres else { throw XCTSkip("SQLite probes the primary key by itself") }
+        guard StoreBackend.selected == .postgres else { return try recordsNamedProbeThePrimaryKeyOnSQLite() }
         let plans = try run { driver in
             try await driver.write { connection -> [String] in
                 let zone = try await connection.rows("INSERT INTO zones (database_id, name, seq) VALUES (1, 'Filled', 100000) RETURNING id")[0].int(0)
@@ -189,6 +189,35 @@ final class StoreDriverTests: XCTestCase {
             XCTAssertTrue(plan.contains("using records_pkey on records"), plan)
             XCTAssertFalse(plan.contains("Hash"), plan)
             XCTAssertFalse(plan.contains("records_seq"), plan)
+        }
+    }
+
+    /// SQLite's plan of the same join in a zone of 20,000 records: the names outside, a search of
+    /// the records' primary key inside, never a scan of the records.
+    private func recordsNamedProbeThePrimaryKeyOnSQLite() throws {
+        let plans = try run { driver in
+            try await driver.write { connection -> [String] in
+                try await connection.execute("""
+                    CREATE TABLE records (zone_id INTEGER NOT NULL, name TEXT NOT NULL, seq INTEGER NOT NULL, deleted INTEGER NOT NULL,
+                                          PRIMARY KEY (zone_id, name)) WITHOUT ROWID
+                    """)
+                try await connection.execute("CREATE UNIQUE INDEX records_seq ON records (zone_id, seq)")
+                try await connection.execute("""
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+                    INSERT INTO records SELECT 1, 'record-' || i, i, 0 FROM n
+                    """)
+                let names = SQLDialect.jsonArray((0..<400).map { "record-\($0 * 7)" })
+                var plans: [String] = []
+                for left in [false, true] {
+                    let sql = "EXPLAIN QUERY PLAN SELECT r.name, asked.value " + connection.dialect.recordsNamed(left: left, liveOnly: left)
+                    plans.append(try await connection.rows(sql, [.text(names), .int(1)]).map { $0.text(3) }.joined(separator: "\n"))
+                }
+                return plans
+            }
+        }
+        for plan in plans {
+            XCTAssertTrue(plan.contains("SEARCH r USING PRIMARY KEY"), plan)
+            XCTAssertFalse(plan.contains("SCAN r"), plan)
         }
     }
 

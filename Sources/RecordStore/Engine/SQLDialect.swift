@@ -106,13 +106,16 @@ package struct SQLDialect: Sendable, Equatable {
     /// (`liveOnly`: tombstones count as absent. The condition stays outside the probe, where it
     /// cannot steer PostgreSQL to the partial index of live records, which has no name to probe.)
     package func recordsNamed(left: Bool, liveOnly: Bool) -> String {
-        let join = "FROM \(jsonArrayElements(as: "asked")) \(left ? "LEFT JOIN" : "JOIN")"
         let live = liveOnly ? "r.deleted = 0" : "true"
         switch kind {
         case .sqlite:
-            return "\(join) records r ON r.zone_id = ? AND r.name = asked.value AND \(live)"
+            // CROSS JOIN keeps the names as the outer loop: SQLite never reorders it, where an
+            // inner JOIN let it scan the zone and compare each row with every name.
+            return "FROM \(jsonArrayElements(as: "asked")) \(left ? "LEFT JOIN" : "CROSS JOIN") records r "
+                + "ON r.zone_id = ? AND r.name = asked.value AND \(live)"
         case .postgres:
-            return "\(join) LATERAL (SELECT * FROM records WHERE zone_id = ? AND name = asked.value LIMIT 1) r ON \(live)"
+            return "FROM \(jsonArrayElements(as: "asked")) \(left ? "LEFT JOIN" : "JOIN") LATERAL "
+                + "(SELECT * FROM records WHERE zone_id = ? AND name = asked.value LIMIT 1) r ON \(live)"
         }
     }
 
