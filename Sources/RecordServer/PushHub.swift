@@ -104,6 +104,8 @@ package final class PushHub: Sendable {
         /// already pending after its cursor (a catch-up of the new streams only, not a wake of
         /// every stream of the database: 10,000 streams opening were 10,000 wakes of all of them).
         var pendingCatchUps: [Int64: [StreamRegistration]] = [:]
+        /// The wake task took work and has not yet found the queue empty.
+        var working = false
         var closed = false
         var wakeTask: Task<Void, Never>?
         var heartbeatTask: Task<Void, Never>?
@@ -156,6 +158,12 @@ package final class PushHub: Sendable {
 
     package var isClosed: Bool { state.withLock { $0.closed } }
 
+    /// Whether a wake or a catch-up is queued or being read and written (tests wait for false
+    /// before a commit whose delivery they examine).
+    package var isBusy: Bool {
+        state.withLock { $0.working || !$0.pendingWakes.isEmpty || !$0.pendingCatchUps.isEmpty }
+    }
+
     /// How many deliveries are waiting right now, long-polls and event streams (for metrics and tests).
     package var waiterCount: Int {
         state.withLock { state in
@@ -181,7 +189,11 @@ package final class PushHub: Sendable {
 
     private func takePendingWakes() -> (Set<Int64>, [Int64: [StreamRegistration]], heartbeatDue: Bool)? {
         state.withLock { state in
-            guard !state.pendingWakes.isEmpty || !state.pendingCatchUps.isEmpty || state.heartbeatDue else { return nil }
+            guard !state.pendingWakes.isEmpty || !state.pendingCatchUps.isEmpty || state.heartbeatDue else {
+                state.working = false
+                return nil
+            }
+            state.working = true
             defer {
                 state.pendingWakes.removeAll(keepingCapacity: true)
                 state.pendingCatchUps.removeAll()

@@ -76,6 +76,11 @@ final class PushHubTests: SubscriptionStoreTestCase {
         for sink in streams { XCTAssertTrue(hub.register(sink, parking: 1, databaseID: databaseID, after: cursor, answersOnce: false)) }
         for sink in polls { XCTAssertTrue(hub.register(sink, parking: 7, databaseID: databaseID, after: cursor, answersOnce: true)) }
         XCTAssertEqual(hub.waiterCount, 10)
+        // The registrations' catch-ups read first: one still reading when the commit lands would
+        // deliver it to its streams with buffers of its own.
+        let idleBy = Date().addingTimeInterval(10)
+        while hub.isBusy, Date() < idleBy { usleep(1_000) }
+        XCTAssertFalse(hub.isBusy)
 
         let thing = newName("Thing")
         try create(ZoneID.defaultZoneName, thing, "Thing")
