@@ -99,6 +99,7 @@ struct Scenario: Sendable {
         Scenario(name: "cli-memory", run: cliMemory),
         Scenario(name: "first-sync", run: firstSync),
         Scenario(name: "assets", backends: [.sqlite, .postgres], run: assetTransfers),
+        Scenario(name: "query-paging", backends: [.sqlite, .postgres], run: queryPaging),
     ]
 }
 
