@@ -319,6 +319,34 @@ final class StoreDriverTests: XCTestCase {
         XCTAssertEqual(found, ["zeta=1", "with \"quote\"=2", "absent=-", "zeta=1", "ünï=0"])
     }
 
+    /// The commit hook hears of a kept transaction, with its answer, by the time the caller has
+    /// it, and of nothing else: not a rollback, not a failure.
+    func testTheCommitHookHearsOfKeptTransactionsOnly() throws {
+        let heard = LockedBox<[String]>([])
+        let answers = try run { driver -> [String] in
+            var answers: [String] = []
+            let kept = try await driver.writeTransaction({ connection -> TransactionOutcome<String> in
+                try await connection.execute("INSERT INTO scratch (id, name) VALUES (1, 'kept')")
+                return .commit("kept")
+            }, committed: { answer in heard.withLock { $0.append(answer) } })
+            answers.append(kept + " heard " + heard.value.joined(separator: ","))
+            answers.append(try await driver.writeTransaction({ connection -> TransactionOutcome<String> in
+                try await connection.execute("INSERT INTO scratch (id, name) VALUES (2, 'undone')")
+                return .rollback("undone")
+            }, committed: { answer in heard.withLock { $0.append(answer) } }))
+            do {
+                _ = try await driver.writeTransaction({ _ -> TransactionOutcome<String> in throw ServerError(.conflict, "refused") },
+                                                      committed: { answer in heard.withLock { $0.append(answer) } })
+            } catch {
+                answers.append("threw")
+            }
+            return answers
+        }
+        XCTAssertEqual(answers, ["kept heard kept", "undone", "threw"])
+        XCTAssertEqual(heard.value, ["kept"])
+        XCTAssertEqual(try names(), ["kept"])
+    }
+
     func testARolledBackOrFailedWriteLeavesNothingAndTheNextWriteCommits() throws {
         let answer = try run { driver in
             try await driver.writeTransaction { connection -> TransactionOutcome<String> in

@@ -44,9 +44,11 @@ package final class GroupCommitWriter: Sendable {
     /// Transactions waiting for their group.
     package var queuedCount: Int { queue.withLock { $0.pending.count } }
 
-    /// Queues `body` and returns its answer once its group committed.
+    /// Queues `body` and returns its answer once its group committed; `committed` is called with
+    /// a kept answer on the writer's thread right after the group's `COMMIT`, before the caller resumes.
     func submit<T: Sendable>(_ abandonment: TransactionAbandonment,
-                             _ body: @escaping @Sendable (any StoreConnection) async throws -> TransactionOutcome<T>) async throws -> T
+                             _ body: @escaping @Sendable (any StoreConnection) async throws -> TransactionOutcome<T>,
+                             committed: (@Sendable (T) -> Void)? = nil) async throws -> T
     {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let pending = Pending(abandonment: abandonment, run: { connection in
@@ -54,7 +56,9 @@ package final class GroupCommitWriter: Sendable {
                     switch try await body(connection) {
                     case .commit(let value):
                         return Step(keeps: true, error: nil) { error in
-                            if let error { continuation.resume(throwing: error) } else { continuation.resume(returning: value) }
+                            if let error { return continuation.resume(throwing: error) }
+                            committed?(value)
+                            continuation.resume(returning: value)
                         }
                     case .rollback(let value):
                         return Step(keeps: false, error: nil) { _ in continuation.resume(returning: value) }

@@ -42,6 +42,13 @@ package final class SQLiteStoreDriver: StoreDriver {
         let writer = self.writer
         return try await runner.run { abandonment in try await writer.submit(abandonment, body) }
     }
+
+    package func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> TransactionOutcome<T>,
+                                               committed: @escaping @Sendable (T) -> Void) async throws -> T
+    {
+        let writer = self.writer
+        return try await runner.run { abandonment in try await writer.submit(abandonment, body, committed: committed) }
+    }
 }
 
 /// One SQLite transaction's connection.

@@ -155,6 +155,12 @@ package protocol StoreDriver: Sendable {
     /// Runs `body` in a write transaction; returns once its writes are durable (or undone, as
     /// the outcome asks). A script that throws leaves nothing behind.
     func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> TransactionOutcome<T>) async throws -> T
+    /// `writeTransaction`, calling `committed` with the answer the moment the commit is durable (a
+    /// rolled-back outcome calls nothing), before the caller resumes: on SQLite on the writer's
+    /// own thread, so what a commit sets off (the push hub's wake) does not wait for the caller's
+    /// task to be scheduled again.
+    func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> TransactionOutcome<T>,
+                                       committed: @escaping @Sendable (T) -> Void) async throws -> T
     /// Tells every daemon on the database, when the caller's transaction commits, that
     /// `databaseID` changed (PostgreSQL's `NOTIFY`; nothing on SQLite, whose one process hears
     /// its own commits).
@@ -167,6 +173,19 @@ extension StoreDriver {
     }
 
     package func announceCommit(of databaseID: Int64, _ connection: any StoreConnection) async throws {}
+
+    package func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> TransactionOutcome<T>,
+                                               committed: @escaping @Sendable (T) -> Void) async throws -> T
+    {
+        let (value, kept) = try await writeTransaction { connection -> TransactionOutcome<(T, Bool)> in
+            switch try await body(connection) {
+            case .commit(let value): return .commit((value, true))
+            case .rollback(let value): return .rollback((value, false))
+            }
+        }
+        if kept { committed(value) }
+        return value
+    }
 
     /// A write script that always keeps its writes.
     package func write<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> T) async throws -> T {

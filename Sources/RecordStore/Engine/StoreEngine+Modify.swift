@@ -20,12 +20,13 @@ extension StoreEngine {
         // it writes keep the request's address.
         let linkBase = ShareRules.requestLinkBase
         func attempt(lockingSchemaFirst: Bool) async throws -> ModifyOutcome {
-            try await driver.writeTransaction { connection in
+            // The push hub hears of the commit from the writer, while the answer goes back.
+            try await driver.writeTransaction({ connection in
                 try await ShareRules.$requestLinkBase.withValue(linkBase) {
                     try await self.modifyScript(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID, now: now,
                                                 privateDatabaseID: privateDatabaseID, lockingSchemaFirst: lockingSchemaFirst, connection)
                 }
-            }
+            }, committed: { self.committed($0.changed) })
         }
         let outcome: ModifyOutcome
         do {
@@ -35,7 +36,6 @@ extension StoreEngine {
             // batch again against the schema as it now stands, holding the schema's lock throughout.
             outcome = try await attempt(lockingSchemaFirst: true)
         }
-        committed(outcome.changed)
         return outcome.results
     }
 
