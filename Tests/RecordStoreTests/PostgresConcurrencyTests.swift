@@ -125,16 +125,22 @@ final class PostgresConcurrencyTests: XCTestCase {
         RecordOperation(type: .create, record: ["recordName": .string(name), "recordType": .string(type), "fields": .object(fields)])
     }
 
+    /// A fresh PostgreSQL store with alice's zone "Games" in the development environment.
+    private static func developmentZone() async throws -> (PostgresRecordStore, DatabaseScope, ZoneID) {
+        let store = try await PostgresRecordStore.open(url: try PostgresTestCluster.shared().createDatabase())
+        let scope = DatabaseScope(user: try await store.createUser(name: "alice").user, container: "iCloud.scorebook.tests",
+                                  environment: .development)
+        _ = try await store.createZone(scope, zoneName: "Games")
+        return (store, scope, ZoneID(zoneName: "Games"))
+    }
+
     /// Batches that add nothing to the container's development schema, nearly all of them, never
     /// wait for a writer that is adding to it (several users of one container write at once); a
     /// batch that adds a field waits its turn.
     func testOnlyABatchAddingToTheDevelopmentSchemaWaitsForItsTurn() async throws {
         if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
-        let store = try await PostgresRecordStore.open(url: try PostgresTestCluster.shared().createDatabase())
-        let container = "iCloud.scorebook.tests"
-        let scope = DatabaseScope(user: try await store.createUser(name: "alice").user, container: container, environment: .development)
-        let zone = ZoneID(zoneName: "Games")
-        _ = try await store.createZone(scope, zoneName: "Games")
+        let (store, scope, zone) = try await Self.developmentZone()
+        let container = scope.container
         _ = try await store.modifyRecords(scope, zone: zone, operations: [Self.record("a", type: "Game", ["v": ["value": 1, "type": "INT64"]])],
                                           atomic: true, deviceID: nil)
 
@@ -160,11 +166,8 @@ final class PostgresConcurrencyTests: XCTestCase {
     /// now stands: the record is refused for its field's type, and the field keeps one type.
     func testAFieldAddedWithAnotherTypeMeanwhileRefusesTheBatchThatRead() async throws {
         if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
-        let store = try await PostgresRecordStore.open(url: try PostgresTestCluster.shared().createDatabase())
-        let container = "iCloud.scorebook.tests"
-        let scope = DatabaseScope(user: try await store.createUser(name: "alice").user, container: container, environment: .development)
-        let zone = ZoneID(zoneName: "Games")
-        _ = try await store.createZone(scope, zoneName: "Games")
+        let (store, scope, zone) = try await Self.developmentZone()
+        let container = scope.container
 
         // Another writer holds the turn and has added Game.score as a STRING, not yet committed.
         let holder = try await SchemaTurnHolder(store, container: container, alsoWriting: ("Game", "score", "STRING"))

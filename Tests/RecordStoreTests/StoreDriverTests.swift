@@ -152,11 +152,7 @@ final class StoreDriverTests: XCTestCase {
         guard StoreBackend.selected == .postgres else { throw XCTSkip("SQLite plans the page along the index by itself") }
         let plan = try run { driver in
             try await driver.write { connection -> [String] in
-                let zone = try await connection.rows("INSERT INTO zones (database_id, name, seq) VALUES (1, 'Big', 100000) RETURNING id")[0].int(0)
-                try await connection.execute("""
-                    INSERT INTO records (zone_id, name, type, tag, seq, fields, created_at, created_by, modified_at, modified_by)
-                    SELECT ?, 'record-' || i, 'Score', 'tag', i, '{}', 0, '_u', 0, '_u' FROM generate_series(1, 100000) i
-                    """, [.int(zone)])
+                _ = try await Self.fillZoneWithoutStatistics("Big", connection)
                 return try await connection.rows("EXPLAIN " + StoreEngine.zonePageStatement,
                                                  [.int(1), .text("Big"), .int(1), .text("Big"), .int(0), .int(401)]).map { $0.text(0) }
             }
@@ -171,18 +167,8 @@ final class StoreDriverTests: XCTestCase {
         guard StoreBackend.selected == .postgres else { return try recordsNamedProbeThePrimaryKeyOnSQLite() }
         let plans = try run { driver in
             try await driver.write { connection -> [String] in
-                let zone = try await connection.rows("INSERT INTO zones (database_id, name, seq) VALUES (1, 'Filled', 100000) RETURNING id")[0].int(0)
-                try await connection.execute("""
-                    INSERT INTO records (zone_id, name, type, tag, seq, fields, created_at, created_by, modified_at, modified_by)
-                    SELECT ?, 'record-' || i, 'Score', 'tag', i, '{}', 0, '_u', 0, '_u' FROM generate_series(1, 100000) i
-                    """, [.int(zone)])
-                let names = SQLDialect.jsonArray((0..<400).map { "record-\($0 * 7)" })
-                var plans: [String] = []
-                for left in [false, true] {
-                    let sql = "EXPLAIN SELECT r.name, asked.value " + connection.dialect.recordsNamed(left: left, liveOnly: left)
-                    plans.append(try await connection.rows(sql, [.text(names), .int(zone)]).map { $0.text(0) }.joined(separator: "\n"))
-                }
-                return plans
+                let zone = try await Self.fillZoneWithoutStatistics("Filled", connection)
+                return try await Self.recordsNamedPlans(explain: "EXPLAIN", zone: zone, planColumn: 0, connection)
             }
         }
         for plan in plans {
@@ -206,19 +192,38 @@ final class StoreDriverTests: XCTestCase {
                     WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
                     INSERT INTO records SELECT 1, 'record-' || i, i, 0 FROM n
                     """)
-                let names = SQLDialect.jsonArray((0..<400).map { "record-\($0 * 7)" })
-                var plans: [String] = []
-                for left in [false, true] {
-                    let sql = "EXPLAIN QUERY PLAN SELECT r.name, asked.value " + connection.dialect.recordsNamed(left: left, liveOnly: left)
-                    plans.append(try await connection.rows(sql, [.text(names), .int(1)]).map { $0.text(3) }.joined(separator: "\n"))
-                }
-                return plans
+                return try await Self.recordsNamedPlans(explain: "EXPLAIN QUERY PLAN", zone: 1, planColumn: 3, connection)
             }
         }
         for plan in plans {
             XCTAssertTrue(plan.contains("SEARCH r USING PRIMARY KEY"), plan)
             XCTAssertFalse(plan.contains("SCAN r"), plan)
         }
+    }
+
+    /// A PostgreSQL zone of 100,000 records inserted in one statement, so the table has no
+    /// statistics yet (as a zone just filled); its row id.
+    private static func fillZoneWithoutStatistics(_ name: String, _ connection: any StoreConnection) async throws -> Int64 {
+        let zone = try await connection.rows("INSERT INTO zones (database_id, name, seq) VALUES (1, ?, 100000) RETURNING id", [.text(name)])[0].int(0)
+        try await connection.execute("""
+            INSERT INTO records (zone_id, name, type, tag, seq, fields, created_at, created_by, modified_at, modified_by)
+            SELECT ?, 'record-' || i, 'Score', 'tag', i, '{}', 0, '_u', 0, '_u' FROM generate_series(1, 100000) i
+            """, [.int(zone)])
+        return zone
+    }
+
+    /// The plans of `recordsNamed` for 400 names of `zone`, inner and left (live only): each
+    /// plan's `planColumn` joined by lines.
+    private static func recordsNamedPlans(explain: String, zone: Int64, planColumn: Int, _ connection: any StoreConnection) async throws
+        -> [String]
+    {
+        let names = SQLDialect.jsonArray((0..<400).map { "record-\($0 * 7)" })
+        var plans: [String] = []
+        for left in [false, true] {
+            let sql = "\(explain) SELECT r.name, asked.value " + connection.dialect.recordsNamed(left: left, liveOnly: left)
+            plans.append(try await connection.rows(sql, [.text(names), .int(zone)]).map { $0.text(planColumn) }.joined(separator: "\n"))
+        }
+        return plans
     }
 
     func testRecordsNamedFindsTheNamedRecordsOfTheZoneInTheirOrder() throws {
