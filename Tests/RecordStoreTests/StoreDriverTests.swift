@@ -330,17 +330,17 @@ final class StoreDriverTests: XCTestCase {
         let heard = LockedBox<[String]>([])
         let answers = try run { driver -> [String] in
             var answers: [String] = []
-            let kept = try await driver.writeTransaction({ connection -> TransactionOutcome<String> in
+            let kept = try await driver.writeTransaction(size: 1, { connection -> TransactionOutcome<String> in
                 try await connection.execute("INSERT INTO scratch (id, name) VALUES (1, 'kept')")
                 return .commit("kept")
             }, committed: { answer in heard.withLock { $0.append(answer) } })
             answers.append(kept + " heard " + heard.value.joined(separator: ","))
-            answers.append(try await driver.writeTransaction({ connection -> TransactionOutcome<String> in
+            answers.append(try await driver.writeTransaction(size: 1, { connection -> TransactionOutcome<String> in
                 try await connection.execute("INSERT INTO scratch (id, name) VALUES (2, 'undone')")
                 return .rollback("undone")
             }, committed: { answer in heard.withLock { $0.append(answer) } }))
             do {
-                _ = try await driver.writeTransaction({ _ -> TransactionOutcome<String> in throw ServerError(.conflict, "refused") },
+                _ = try await driver.writeTransaction(size: 1, { _ -> TransactionOutcome<String> in throw ServerError(.conflict, "refused") },
                                                       committed: { answer in heard.withLock { $0.append(answer) } })
             } catch {
                 answers.append("threw")
@@ -407,6 +407,35 @@ final class StoreDriverTests: XCTestCase {
         XCTAssertEqual(outcomes.sorted, ["r3", "refused", "w0", "w2", "w4"])
         XCTAssertEqual(sqliteDriver.writer.groupsCommitted.load(ordering: .relaxed), groupsBefore + 1, "one COMMIT for the group")
         XCTAssertEqual(try names(), ["w0", "w2", "w4"])
+    }
+
+    /// A group carries at most `maximumGroupSize` rows: five queued batches of 40 % of it each
+    /// commit in three groups (two, two, one), in the order they queued.
+    func testAGroupCarriesAtMostTheMaximumGroupSize() throws {
+        guard let sqliteDriver else { throw XCTSkip("group commit is the SQLite writer's") }
+        let groupsBefore = sqliteDriver.writer.groupsCommitted.load(ordering: .relaxed)
+        let transactionsBefore = sqliteDriver.writer.transactionsCommitted.load(ordering: .relaxed)
+        let size = GroupCommitWriter.maximumGroupSize * 2 / 5
+        _ = sqliteDriver.database.lockWriter()
+        let driver = sqliteDriver
+        let finished = DispatchSemaphore(value: 0)
+        for index in 0..<5 {
+            Task.detached {
+                _ = try? await driver.writeTransaction(size: size, { connection -> TransactionOutcome<Int> in
+                    try await connection.execute("INSERT INTO scratch (id, name) VALUES (?, ?)", [.int(Int64(index)), .text("w\(index)")])
+                    return .commit(index)
+                }, committed: { _ in })
+                finished.signal()
+            }
+            // Queued one after another, so the groups' order is known.
+            for _ in 0..<500 where driver.writer.queuedCount <= index { Thread.sleep(forTimeInterval: 0.01) }
+        }
+        XCTAssertEqual(driver.writer.queuedCount, 5, "every write queued behind the busy writer")
+        sqliteDriver.database.unlockWriter()
+        for _ in 0..<5 { XCTAssertEqual(finished.wait(timeout: .now() + 30), .success) }
+        XCTAssertEqual(sqliteDriver.writer.transactionsCommitted.load(ordering: .relaxed), transactionsBefore + 5)
+        XCTAssertEqual(sqliteDriver.writer.groupsCommitted.load(ordering: .relaxed), groupsBefore + 3, "groups of two, two and one")
+        XCTAssertEqual(try names(), ["w0", "w1", "w2", "w3", "w4"])
     }
 
     func testJSONBytesGoInTheFieldsColumnsTypeAndComeBackAsTheSameBytes() throws {

@@ -4,16 +4,23 @@ import Synchronization
 
 /// The one writer of an SQLite store, committing transactions in groups.
 ///
-/// Write transactions queue here. The writer takes every transaction queued, `BEGIN`s once, runs
+/// Write transactions queue here. The writer takes the transactions queued, `BEGIN`s once, runs
 /// each in its own `SAVEPOINT` (one that fails or asks to roll back undoes only itself and is
 /// answered at once), then `COMMIT`s once and answers the others only after that returned: one
 /// WAL sync carries the whole group. It runs on one thread of its own, holding the database's
 /// writer connection for the group; a transaction abandoned at the deadline before its turn is
 /// answered without running.
+///
+/// A group carries at most `maximumGroupSize` rows (however many small transactions that is):
+/// every batch of a group waits for the last one's work, so an unbounded group of large batches
+/// holds the first answers back while their clients could be preparing their next batch, and the
+/// writer then idles while they do.
 package final class GroupCommitWriter: Sendable {
     /// A queued transaction: `run` executes it inside its savepoint, `fail` answers it unrun.
     struct Pending: Sendable {
         let abandonment: TransactionAbandonment
+        /// The rows the transaction is about to write (1 when it did not say).
+        let size: Int
         let run: @Sendable (SQLiteStoreConnection) async -> Step
         let fail: @Sendable (any Error) -> Void
     }
@@ -31,6 +38,11 @@ package final class GroupCommitWriter: Sendable {
         var draining = false
     }
 
+    /// The most rows one group carries (a transaction larger than this goes alone): two batches
+    /// of 400, or hundreds of small writes. Eight connections sending 400-record batches wrote
+    /// about a tenth faster with groups of two than of all queued, and no slower than alone.
+    package static let maximumGroupSize = 800
+
     private let queue = Mutex(Queue())
     private let database: SQLiteDatabase
     private let executor = ThreadPoolTaskExecutor(threads: 1)
@@ -46,12 +58,12 @@ package final class GroupCommitWriter: Sendable {
 
     /// Queues `body` and returns its answer once its group committed; `committed` is called with
     /// a kept answer on the writer's thread right after the group's `COMMIT`, before the caller resumes.
-    func submit<T: Sendable>(_ abandonment: TransactionAbandonment,
+    func submit<T: Sendable>(_ abandonment: TransactionAbandonment, size: Int = 1,
                              _ body: @escaping @Sendable (any StoreConnection) async throws -> TransactionOutcome<T>,
                              committed: (@Sendable (T) -> Void)? = nil) async throws -> T
     {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            let pending = Pending(abandonment: abandonment, run: { connection in
+            let pending = Pending(abandonment: abandonment, size: max(1, size), run: { connection in
                 do {
                     switch try await body(connection) {
                     case .commit(let value):
@@ -87,9 +99,14 @@ package final class GroupCommitWriter: Sendable {
             // synchronous caller) held the writer goes in one group.
             let writer = database.lockWriter()
             let group = queue.withLock { queue -> [Pending] in
-                defer { queue.pending.removeAll() }
                 if queue.pending.isEmpty { queue.draining = false }
-                return queue.pending
+                var count = 0, size = 0
+                while count < queue.pending.count, count == 0 || size + queue.pending[count].size <= Self.maximumGroupSize {
+                    size += queue.pending[count].size
+                    count += 1
+                }
+                defer { queue.pending.removeFirst(count) }
+                return Array(queue.pending.prefix(count))
             }
             if !group.isEmpty { await commit(group, SQLiteStoreConnection(connection: writer)) }
             database.unlockWriter()

@@ -43,11 +43,11 @@ package final class SQLiteStoreDriver: StoreDriver {
         return try await runner.run { abandonment in try await writer.submit(abandonment, body) }
     }
 
-    package func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> TransactionOutcome<T>,
+    package func writeTransaction<T: Sendable>(size: Int, _ body: @escaping @Sendable (any StoreConnection) async throws -> TransactionOutcome<T>,
                                                committed: @escaping @Sendable (T) -> Void) async throws -> T
     {
         let writer = self.writer
-        return try await runner.run { abandonment in try await writer.submit(abandonment, body, committed: committed) }
+        return try await runner.run { abandonment in try await writer.submit(abandonment, size: size, body, committed: committed) }
     }
 }
 

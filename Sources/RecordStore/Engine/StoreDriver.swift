@@ -158,8 +158,9 @@ package protocol StoreDriver: Sendable {
     /// `writeTransaction`, calling `committed` with the answer the moment the commit is durable (a
     /// rolled-back outcome calls nothing), before the caller resumes: on SQLite on the writer's
     /// own thread, so what a commit sets off (the push hub's wake) does not wait for the caller's
-    /// task to be scheduled again.
-    func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> TransactionOutcome<T>,
+    /// task to be scheduled again. `size` is how many rows the script is about to write (a
+    /// modify batch's operations), for a writer that commits transactions in groups.
+    func writeTransaction<T: Sendable>(size: Int, _ body: @escaping @Sendable (any StoreConnection) async throws -> TransactionOutcome<T>,
                                        committed: @escaping @Sendable (T) -> Void) async throws -> T
     /// Tells every daemon on the database, when the caller's transaction commits, that
     /// `databaseID` changed (PostgreSQL's `NOTIFY`; nothing on SQLite, whose one process hears
@@ -174,7 +175,7 @@ extension StoreDriver {
 
     package func announceCommit(of databaseID: Int64, _ connection: any StoreConnection) async throws {}
 
-    package func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> TransactionOutcome<T>,
+    package func writeTransaction<T: Sendable>(size: Int, _ body: @escaping @Sendable (any StoreConnection) async throws -> TransactionOutcome<T>,
                                                committed: @escaping @Sendable (T) -> Void) async throws -> T
     {
         let (value, kept) = try await writeTransaction { connection -> TransactionOutcome<(T, Bool)> in

@@ -21,7 +21,7 @@ extension StoreEngine {
         let linkBase = ShareRules.requestLinkBase
         func attempt(lockingSchemaFirst: Bool) async throws -> ModifyOutcome {
             // The push hub hears of the commit from the writer, while the answer goes back.
-            try await driver.writeTransaction({ connection in
+            try await driver.writeTransaction(size: operations.count, { connection in
                 try await ShareRules.$requestLinkBase.withValue(linkBase) {
                     try await self.modifyScript(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID, now: now,
                                                 privateDatabaseID: privateDatabaseID, lockingSchemaFirst: lockingSchemaFirst, connection)
