@@ -12,9 +12,9 @@ struct RecordWrites {
     var transaction: ModifyTransaction
     /// Each record read or written so far as the batch leaves it (nil inside: no row).
     private(set) var known: [String: ExistingRecord?] = [:]
-    /// The rows to write, by record name, in the order first written.
-    private var rows: [String: [SQLValue]] = [:]
-    private var order: [String] = []
+    /// The rows to write, in the order first written, and where each record's row is.
+    private var rows: [[SQLValue]] = []
+    private var rowIndex: [String: Int] = [:]
     /// The references of each record the batch wrote whose stored ones it replaces (a record
     /// that had none and has none is absent).
     private var references: [String: [(target: String, action: StoredReferenceAction)]] = [:]
@@ -43,7 +43,8 @@ struct RecordWrites {
 
     /// The record's live state (nil: none or a tombstone), read if the batch does not know it.
     mutating func live(_ name: String, _ connection: any StoreConnection) async throws -> ExistingRecord? {
-        if known.index(forKey: name) == nil { try await load([name], connection) }
+        if let index = known.index(forKey: name) { return known.values[index].flatMap { $0.deleted ? nil : $0 } }
+        try await load([name], connection)
         return known[name]!.flatMap { $0.deleted ? nil : $0 }
     }
 
@@ -167,14 +168,19 @@ struct RecordWrites {
     }
 
     private mutating func write(_ name: String, _ state: ExistingRecord, sequence: Int64) {
-        if rows[name] == nil { order.append(name) }
         known[name] = state
-        rows[name] = [
+        let row: [SQLValue] = [
             .int(zoneRowID), .text(name), .text(state.type), .text(state.tag), .int(sequence), .int(state.deleted ? 1 : 0),
             .blob(state.fieldsJSON), state.parent.sqlValue, .int(state.created.timestamp), .text(state.created.userRecordName ?? ""),
             state.created.deviceID.sqlValue, .int(state.modified.timestamp), .text(state.modified.userRecordName ?? ""),
             state.modified.deviceID.sqlValue,
         ]
+        if let index = rowIndex[name] {
+            rows[index] = row
+        } else {
+            rowIndex[name] = rows.count
+            rows.append(row)
+        }
     }
 
     /// Notes a record's new index entries (`old`: as it was, nil when not live; `new`: as it is,
@@ -201,13 +207,12 @@ struct RecordWrites {
     func flush(_ connection: any StoreConnection) async throws {
         let dialect = connection.dialect
         let zone = SQLValue.int(zoneRowID)
-        if !order.isEmpty {
+        if !rows.isEmpty {
             var columns = Self.recordColumns
             columns[6].type = dialect.fieldsType
-            let fieldsToText = dialect.fieldsType != .blob
-            let values = order.map { name -> [SQLValue] in
-                var row = rows[name]!
-                if fieldsToText, case .blob(let bytes) = row[6] { row[6] = dialect.jsonValue(bytes) }
+            let values = dialect.fieldsType == .blob ? rows : rows.map { row -> [SQLValue] in
+                var row = row
+                if case .blob(let bytes) = row[6] { row[6] = dialect.jsonValue(bytes) }
                 return row
             }
             try await connection.insertRows(into: "records", columns: columns, rows: values,
