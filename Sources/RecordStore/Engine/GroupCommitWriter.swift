@@ -96,7 +96,7 @@ package final class GroupCommitWriter: Sendable {
     private func drain() async {
         while true {
             // The writer first, then the queue: whatever queued while another process (or a
-            // synchronous caller) held the writer goes in one group.
+            // synchronous caller) held the writer goes in the next groups.
             let writer = database.lockWriter()
             let group = queue.withLock { queue -> [Pending] in
                 if queue.pending.isEmpty { queue.draining = false }
