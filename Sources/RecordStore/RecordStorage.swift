@@ -237,7 +237,7 @@ package final class SQLiteStorage: RecordStorage {
     }
 
     package func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification] {
-        try await offload { try $0.notifications(databaseID: databaseID, after: cursor, limit: limit) }
+        try await engine.notifications(databaseID: databaseID, after: cursor, limit: limit)
     }
 
     package func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) {

@@ -54,4 +54,14 @@ extension StoreEngine {
         }
         try await connection.insertRows(into: "notifications", columns: columns, rows: rows)
     }
+
+    /// The database's notifications after `cursor`, oldest first, at most `limit`: what the push
+    /// hub and the couriers deliver. One statement, so no transaction around it.
+    package func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification] {
+        try await driver.readStatement { connection in
+            try await connection.rows("SELECT id, payload FROM notifications WHERE database_id = ? AND id > ? ORDER BY id LIMIT ?",
+                                      [.int(databaseID), .int(cursor), .int(Int64(limit))])
+                .map { StoredNotification(id: $0.int(0), payload: $0.blob(1)) }
+        }
+    }
 }
