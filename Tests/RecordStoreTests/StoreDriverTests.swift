@@ -376,37 +376,43 @@ final class StoreDriverTests: XCTestCase {
         guard let sqliteDriver else { throw XCTSkip("group commit is the SQLite writer's") }
         struct Refused: Error {}
         let groupsBefore = sqliteDriver.writer.groupsCommitted.load(ordering: .relaxed)
-        let writer = sqliteDriver.database.lockWriter()
-        _ = writer
-        let driver = sqliteDriver
-        let finished = DispatchSemaphore(value: 0)
         let outcomes = Outcomes()
-        for index in 0..<5 {
-            Task.detached {
-                do {
-                    let name = try await driver.writeTransaction { connection -> TransactionOutcome<String> in
-                        try await connection.execute("INSERT INTO scratch (id, name) VALUES (?, ?)", [.int(Int64(index)), .text("w\(index)")])
-                        if index == 1 { throw Refused() }
-                        return index == 3 ? .rollback("r\(index)") : .commit("w\(index)")
-                    }
-                    outcomes.add(name)
-                } catch {
-                    outcomes.add(error is Refused ? "refused" : "\(error)")
+        try queueBehindTheBusyWriter(sqliteDriver, count: 5) { driver, index in
+            do {
+                let name = try await driver.writeTransaction { connection -> TransactionOutcome<String> in
+                    try await connection.execute("INSERT INTO scratch (id, name) VALUES (?, ?)", [.int(Int64(index)), .text("w\(index)")])
+                    if index == 1 { throw Refused() }
+                    return index == 3 ? .rollback("r\(index)") : .commit("w\(index)")
                 }
-                finished.signal()
+                outcomes.add(name)
+            } catch {
+                outcomes.add(error is Refused ? "refused" : "\(error)")
             }
         }
-        var queued = 0
-        for _ in 0..<500 where queued < 5 {
-            queued = driver.writer.queuedCount
-            if queued < 5 { Thread.sleep(forTimeInterval: 0.01) }
-        }
-        sqliteDriver.database.unlockWriter()
-        XCTAssertEqual(queued, 5, "every write queued behind the busy writer")
-        for _ in 0..<5 { XCTAssertEqual(finished.wait(timeout: .now() + 30), .success) }
         XCTAssertEqual(outcomes.sorted, ["r3", "refused", "w0", "w2", "w4"])
         XCTAssertEqual(sqliteDriver.writer.groupsCommitted.load(ordering: .relaxed), groupsBefore + 1, "one COMMIT for the group")
         XCTAssertEqual(try names(), ["w0", "w2", "w4"])
+    }
+
+    /// Holds the writer while `count` writes (`write(driver, index)`, each in a task of its own)
+    /// queue behind it one after another, so their order in the queue is known; then lets the
+    /// writer go and waits for every write to end.
+    private func queueBehindTheBusyWriter(_ driver: SQLiteStoreDriver, count: Int,
+                                          _ write: @escaping @Sendable (SQLiteStoreDriver, Int) async -> Void) throws
+    {
+        _ = driver.database.lockWriter()
+        let finished = DispatchSemaphore(value: 0)
+        for index in 0..<count {
+            Task.detached {
+                await write(driver, index)
+                finished.signal()
+            }
+            for _ in 0..<500 where driver.writer.queuedCount <= index { Thread.sleep(forTimeInterval: 0.01) }
+        }
+        let queued = driver.writer.queuedCount
+        driver.database.unlockWriter()
+        XCTAssertEqual(queued, count, "every write queued behind the busy writer")
+        for _ in 0..<count { XCTAssertEqual(finished.wait(timeout: .now() + 30), .success) }
     }
 
     /// A group carries at most `maximumGroupSize` rows: five queued batches of 40 % of it each
@@ -416,23 +422,12 @@ final class StoreDriverTests: XCTestCase {
         let groupsBefore = sqliteDriver.writer.groupsCommitted.load(ordering: .relaxed)
         let transactionsBefore = sqliteDriver.writer.transactionsCommitted.load(ordering: .relaxed)
         let size = GroupCommitWriter.maximumGroupSize * 2 / 5
-        _ = sqliteDriver.database.lockWriter()
-        let driver = sqliteDriver
-        let finished = DispatchSemaphore(value: 0)
-        for index in 0..<5 {
-            Task.detached {
-                _ = try? await driver.writeTransaction(size: size, { connection -> TransactionOutcome<Int> in
-                    try await connection.execute("INSERT INTO scratch (id, name) VALUES (?, ?)", [.int(Int64(index)), .text("w\(index)")])
-                    return .commit(index)
-                }, committed: { _ in })
-                finished.signal()
-            }
-            // Queued one after another, so the groups' order is known.
-            for _ in 0..<500 where driver.writer.queuedCount <= index { Thread.sleep(forTimeInterval: 0.01) }
+        try queueBehindTheBusyWriter(sqliteDriver, count: 5) { driver, index in
+            _ = try? await driver.writeTransaction(size: size, { connection -> TransactionOutcome<Int> in
+                try await connection.execute("INSERT INTO scratch (id, name) VALUES (?, ?)", [.int(Int64(index)), .text("w\(index)")])
+                return .commit(index)
+            }, committed: { _ in })
         }
-        XCTAssertEqual(driver.writer.queuedCount, 5, "every write queued behind the busy writer")
-        sqliteDriver.database.unlockWriter()
-        for _ in 0..<5 { XCTAssertEqual(finished.wait(timeout: .now() + 30), .success) }
         XCTAssertEqual(sqliteDriver.writer.transactionsCommitted.load(ordering: .relaxed), transactionsBefore + 5)
         XCTAssertEqual(sqliteDriver.writer.groupsCommitted.load(ordering: .relaxed), groupsBefore + 3, "groups of two, two and one")
         XCTAssertEqual(try names(), ["w0", "w1", "w2", "w3", "w4"])

@@ -115,7 +115,7 @@ extension StoreEngine {
     package func courierChannel(token: String, container: String, environment: Environment) async throws -> PushToken? {
         let now = clock()
         // One statement: on PostgreSQL without the BEGIN and COMMIT round trips of a transaction,
-        // which every request's sign-in paid.
+        // which every poll of a courier paid.
         let found = try await driver.readStatement { connection in
             try await connection.first(
                 """
