@@ -137,6 +137,12 @@ if options.backends.contains(.postgres) && !BenchPostgres.available {
     FileHandle.standardError.write(Data("scorebook-bench: built without PostgreSQL (package trait PostgreSQL); --backend sqlite only\n".utf8))
     exit(2)
 }
+// A scenario named on the command line that none of the chosen backends runs is an error, not silence.
+for scenario in selected where !options.scenarios.isEmpty && scenario.backends.isDisjoint(with: options.backends) {
+    let backends = scenario.backends.map { "--backend \($0.rawValue)" }.sorted().joined(separator: " or ")
+    FileHandle.standardError.write(Data("scorebook-bench: \(scenario.name) runs only with \(backends)\n".utf8))
+    exit(2)
+}
 for scenario in selected {
     for backend in options.backends where scenario.backends.contains(backend) {
         do {
