@@ -4,20 +4,10 @@ import RecordModel
 import RecordStore
 
 extension PostgresRecordStore {
-    package func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws -> [Result<StoredRecord, ServerError>] {
-        try await engine.lookupRecords(scope, zone: zone, recordNames: recordNames)
-    }
-
     package func lookupRecordsJSON(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String], options: RecordJSONOptions) async throws
         -> SerializedRecords
     {
         try await engine.lookupRecordsJSON(scope, zone: zone, recordNames: recordNames, options: options)
-    }
-
-    package func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
-                            recordTypes: Set<String>?) async throws -> ZoneChangesPage
-    {
-        try await engine.zoneChanges(scope, zone: zone, syncToken: syncToken, resultsLimit: resultsLimit, recordTypes: recordTypes)
     }
 
     package func zoneChangesJSON(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
@@ -25,10 +15,5 @@ extension PostgresRecordStore {
     {
         try await engine.zoneChangesJSON(scope, zone: zone, syncToken: syncToken, resultsLimit: resultsLimit, recordTypes: recordTypes,
                                          options: options)
-    }
-
-    package func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) async throws -> DatabaseChangesPage {
-        if scope.kind == .shared { return try await engine.sharedDatabaseChanges(scope, syncToken: syncToken) }
-        return try await engine.databaseChanges(scope, syncToken: syncToken, resultsLimit: resultsLimit)
     }
 }

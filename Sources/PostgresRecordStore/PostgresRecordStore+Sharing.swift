@@ -2,6 +2,6 @@ import PostgresNIO
 import RecordModel
 import RecordStore
 
-// Records modify, sharing and queries are the store engine's (`EngineWriteStorage`,
-// `EngineQueryStorage`).
-extension PostgresRecordStore: EngineWriteStorage, EngineQueryStorage {}
+// Zones, records, the feeds, sharing, notifications and queries are the store engine's
+// (`EngineStorage`, `EngineQueryStorage`).
+extension PostgresRecordStore: EngineStorage, EngineQueryStorage {}

@@ -193,39 +193,10 @@ package final class PostgresRecordStore: RecordStorage {
         try? FileManager.default.removeItem(atPath: PostgresRecordStore.stagingDirectoryPath)
     }
 
-    // MARK: Databases and zones
-
-    package func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] {
-        if scope.kind == .shared { return try await engine.listSharedZones(scope) }
-        return try await engine.listZones(scope)
-    }
-
-    package func lookupZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
-        try await engine.lookupZone(scope, zoneName: zoneName)
-    }
-
-    package func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
-        try await engine.createZone(scope, zoneName: zoneName)
-    }
-
-    package func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {
-        try await engine.deleteZone(scope, zoneName: zoneName)
-    }
-
     // MARK: Maintenance
 
     package func liveDaemonCount(heartbeatFrom daemonID: String) async throws -> Int {
         try await engine.liveDaemonCount(heartbeatFrom: daemonID)
-    }
-
-    package func statistics() async throws -> StoreStatistics { try await engine.statistics() }
-
-    package func purgeTombstones(olderThanMilliseconds age: Int64) async throws -> Int {
-        try await engine.purgeTombstones(olderThanMilliseconds: age)
-    }
-
-    package func purgeNotifications(olderThanMilliseconds age: Int64) async throws -> Int {
-        try await engine.purgeNotifications(olderThanMilliseconds: age)
     }
 }
 

@@ -202,56 +202,8 @@ package final class SQLiteStorage: RecordStorage {
     /// Whether the store answers a read.
     package func checkReady() async throws { try await offload { try $0.checkReadable() } }
 
-    package func listZones(_ scope: DatabaseScope) async throws -> [ZoneInfo] {
-        if scope.kind == .shared { return try await engine.listSharedZones(scope) }
-        return try await engine.listZones(scope)
-    }
-
-    package func lookupZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
-        try await engine.lookupZone(scope, zoneName: zoneName)
-    }
-
-    package func createZone(_ scope: DatabaseScope, zoneName: String) async throws -> ZoneInfo {
-        try await engine.createZone(scope, zoneName: zoneName)
-    }
-
-    package func deleteZone(_ scope: DatabaseScope, zoneName: String) async throws {
-        try await engine.deleteZone(scope, zoneName: zoneName)
-    }
-
-    package func lookupRecords(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String]) async throws
-        -> [Result<StoredRecord, ServerError>]
-    {
-        try await engine.lookupRecords(scope, zone: zone, recordNames: recordNames)
-    }
-
-    package func zoneChanges(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
-                            recordTypes: Set<String>?) async throws -> ZoneChangesPage
-    {
-        try await engine.zoneChanges(scope, zone: zone, syncToken: syncToken, resultsLimit: resultsLimit, recordTypes: recordTypes)
-    }
-
-    package func databaseChanges(_ scope: DatabaseScope, syncToken: String?, resultsLimit: Int) async throws -> DatabaseChangesPage {
-        if scope.kind == .shared { return try await engine.sharedDatabaseChanges(scope, syncToken: syncToken) }
-        return try await engine.databaseChanges(scope, syncToken: syncToken, resultsLimit: resultsLimit)
-    }
-
-    package func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification] {
-        try await engine.notifications(databaseID: databaseID, after: cursor, limit: limit)
-    }
-
     package func setCommitObserver(_ observer: @escaping @Sendable (Set<Int64>) -> Void) {
         engine.setCommitObserver(observer)
-    }
-
-    package func purgeNotifications(olderThanMilliseconds age: Int64) async throws -> Int {
-        try await engine.purgeNotifications(olderThanMilliseconds: age)
-    }
-
-    package func statistics() async throws -> StoreStatistics { try await engine.statistics() }
-
-    package func purgeTombstones(olderThanMilliseconds age: Int64) async throws -> Int {
-        try await engine.purgeTombstones(olderThanMilliseconds: age)
     }
 
     package func close() async { store.close() }
