@@ -99,6 +99,10 @@ package struct StoreTransactionRunner: Sendable {
                         // Abandoned earlier: its cleanups ran then; it has ended now.
                         StoreTransactionRunner.abandonedInFlight.subtract(1, ordering: .relaxed)
                     }
+                    // The race holds this task's handle and the task holds the race: let go, or
+                    // every transaction's task (its allocator slab, task-locals, captured state:
+                    // about 8 KB) stays in memory for good.
+                    race.workEnded()
                 })
                 // An event loop's timer, not a sleeping task: one heap entry per transaction.
                 let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: deadline) {
@@ -122,7 +126,9 @@ private final class Race<T: Sendable>: Sendable {
         var cancelRequested = false
         var cancelHandler: (@Sendable () -> Void)?
         var finishedHooks: [@Sendable () -> Void] = []
+        /// The transaction's task while it runs (nil once it ended: see `workEnded`).
         var work: Task<Void, Never>?
+        var workHasEnded = false
         var abandoned = false
     }
 
@@ -164,10 +170,21 @@ private final class Race<T: Sendable>: Sendable {
     /// The task running the transaction (cancelled at once if it was given up on already).
     func setWork(_ work: Task<Void, Never>) {
         let cancelNow = state.withLock { state -> Bool in
+            // A task that already ended is not kept: nothing would release it.
+            if state.workHasEnded { return false }
             state.work = work
             return state.abandoned
         }
         if cancelNow { work.cancel() }
+    }
+
+    /// The transaction's task has ended: its handle is dropped, which breaks the reference cycle
+    /// between the task (whose closure holds this race) and the race (which holds the handle).
+    func workEnded() {
+        state.withLock { state in
+            state.workHasEnded = true
+            state.work = nil
+        }
     }
 
     /// Answers with the transaction's own result; false when the caller was answered before.

@@ -10,13 +10,15 @@ func changeFeedGzip(_ options: BenchOptions, _ backend: BenchBackend) async thro
     try await server.start()
     var rate: [Bool: Double] = [:]
     var bytes: [Bool: Int] = [:]
+    var serverCPU: [Bool: Double] = [:]
     for _ in 0..<4 {
         for gzip in [false, true] {
             let connection = try RawHTTPConnection(port: server.port)
             let wire = WireBytes()
             let start = now()
-            let (seen, _) = try fetchAll(connection, server, zone: "Bench", from: nil, gzip: gzip, wire: wire)
+            let ((seen, _), cpu) = try serverCPUSeconds { try fetchAll(connection, server, zone: "Bench", from: nil, gzip: gzip, wire: wire) }
             let elapsed = now() - start
+            serverCPU[gzip] = min(serverCPU[gzip] ?? .infinity, cpu)
             guard seen == options.records else { throw RawHTTPConnection.Failure(description: "feed returned \(seen) of \(options.records)") }
             rate[gzip] = max(rate[gzip] ?? 0, Double(seen) / elapsed)
             bytes[gzip] = wire.bytes
@@ -31,5 +33,8 @@ func changeFeedGzip(_ options: BenchOptions, _ backend: BenchBackend) async thro
         "identityBytes": .int(Int64(identityBytes)), "gzipBytes": .int(Int64(gzipBytes)),
         "gzipBytesShare": .double(identityBytes > 0 ? Double(gzipBytes) / Double(identityBytes) : 0),
         "gzipSpeedShare": .double(identityRate > 0 ? gzipRate / identityRate : 0),
+        "identityServerCPUMicrosecondsPerRecord": .double(microsecondsPer(serverCPU[false] ?? 0, options.records)),
+        "gzipServerCPUMicrosecondsPerRecord": .double(microsecondsPer(serverCPU[true] ?? 0, options.records)),
+        "gzipCPUToIdentity": .double(((serverCPU[true] ?? 0) / max(serverCPU[false] ?? 1, 1e-9) * 100).rounded() / 100),
     ]
 }

@@ -23,7 +23,9 @@ func firstSync(_ options: BenchOptions) async throws -> [String: JSONValue] {
     let timingsFile = directory + "/timings.json"
     setenv("SCOREBOOK_SYNC_TIMINGS", timingsFile, 1)
     defer { unsetenv("SCOREBOOK_SYNC_TIMINGS") }
+    let daemonCPUStarted = processCPUSeconds(pid: daemon.process.pid)
     let sync = try peakResidentSize(scorebook, ["--store", store, "--json", "sync"])
+    let daemonCPU = processCPUSeconds(pid: daemon.process.pid) - daemonCPUStarted
     let summary = try JSONValue.parse(sync.output.trimmingCharacters(in: .whitespacesAndNewlines))
     guard summary["received"]?["saved"]?.int64Value == Int64(options.records) else {
         throw Subprocess.Failure(description: "the first sync did not receive every record: \(sync.output)")
@@ -44,6 +46,8 @@ func firstSync(_ options: BenchOptions) async throws -> [String: JSONValue] {
         "rawInsertSeconds": .double(rawSeconds),
         "applyVersusRaw": .double(rawSeconds / applySeconds),
         "storeMegabytes": .double(Double(directorySize(directory + "/cli")) / 1_048_576),
+        // What serving the first sync cost the daemon, a record (its feed pages and the sign-in).
+        "daemonCPUMicrosecondsPerRecord": .double(microsecondsPer(daemonCPU, options.records)),
     ]
 }
 

@@ -225,12 +225,17 @@ func batchWriteDaemon(_ options: BenchOptions) async throws -> [String: JSONValu
     }
     var timed = InterleavedBatches()
     let pid = daemon.process.pid
+    var daemonCPU = 0.0, rawCPU = 0.0
     for (batch, body) in bodies.enumerated() {
         let range = (batch * batchSize)..<min((batch + 1) * batchSize, records.count)
+        let rawStarted = threadCPUSeconds()
         try await timed.raw { try table.insert(rows[range]) }
+        rawCPU += threadCPUSeconds() - rawStarted
+        let daemonStarted = processCPUSeconds(pid: pid)
         try timed.request(cpuSeconds: { processCPUSeconds() + processCPUSeconds(pid: pid) }) {
             try connection.request("POST", daemon.databasePath + "/records/modify", token: daemon.token, body: body)
         }
+        daemonCPU += processCPUSeconds(pid: pid) - daemonStarted
     }
     let count = Double(records.count)
     let stats = Stats(samples: timed.latencies)
@@ -239,6 +244,10 @@ func batchWriteDaemon(_ options: BenchOptions) async throws -> [String: JSONValu
         "daemonRecordsPerSecond": .double(count / timed.httpSeconds), "daemonToRawRatio": .double(timed.rawSeconds / timed.httpSeconds),
         "daemonToRawRatioBatchMedian": .double(timed.batchRatioMedian), "daemonToRawCPURatio": .double(timed.cpuRatio),
         "batchMillisecondsMedian": .double(stats.median), "batchMillisecondsP99": .double(stats.p99),
+        // The headline: the daemon's CPU a record against the raw insert's (its floor), same run.
+        "daemonCPUMicrosecondsPerRecord": .double(microsecondsPer(daemonCPU, records.count)),
+        "rawInsertCPUMicrosecondsPerRecord": .double(microsecondsPer(rawCPU, records.count)),
+        "daemonCPUToRawInsert": .double((daemonCPU / max(rawCPU, 1e-9) * 100).rounded() / 100),
     ]
 }
 
@@ -340,16 +349,26 @@ func changeFeed(_ options: BenchOptions, _ backend: BenchBackend) async throws -
     try await server.start()
     let connection = try RawHTTPConnection(port: server.port)
     let start = now()
-    let (seen, _) = try fetchAll(connection, server, zone: "Bench", from: nil)
+    let ((seen, _), serverCPU) = try serverCPUSeconds { try fetchAll(connection, server, zone: "Bench", from: nil) }
     let elapsed = now() - start
     let floor = try await FeedFloor(server, zone: "Bench")
+    // The raw read: SQLite's own cost of the rows, on the same file in the same run.
+    let raw = backend == .sqlite ? try RawFeedFloor(databasePath: server.directory + "/" + SQLiteRecordStore.databaseFileName, zone: "Bench") : nil
     await server.stop()
-    guard seen == options.records, floor.records == seen else {
+    guard seen == options.records, floor.records == seen, raw.map({ $0.records == seen }) ?? true else {
         throw RawHTTPConnection.Failure(description: "feed returned \(seen), its floor \(floor.records), of \(options.records)")
     }
     let rate = Double(seen) / elapsed, floorRate = Double(seen) / floor.seconds
-    return ["records": .int(Int64(seen)), "seconds": .double(elapsed), "recordsPerSecond": .double(rate),
-            "floorSeconds": .double(floor.seconds), "floorRecordsPerSecond": .double(floorRate), "feedToFloor": .double(rate / floorRate)]
+    var figures: [String: JSONValue] = [
+        "records": .int(Int64(seen)), "seconds": .double(elapsed), "recordsPerSecond": .double(rate),
+        "floorSeconds": .double(floor.seconds), "floorRecordsPerSecond": .double(floorRate), "feedToFloor": .double(rate / floorRate),
+        "serverCPUMicrosecondsPerRecord": .double(microsecondsPer(serverCPU, seen)),
+    ]
+    if let raw {
+        figures["rawReadCPUMicrosecondsPerRecord"] = .double(microsecondsPer(raw.cpuSeconds, raw.records))
+        figures["serverCPUToRawRead"] = .double((serverCPU / max(raw.cpuSeconds, 1e-9) * 10).rounded() / 10)
+    }
+    return figures
 }
 
 /// (4) Fetching 10 new changes from a zone of `largeZone` records, against the same in a zone of

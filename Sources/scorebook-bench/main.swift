@@ -24,6 +24,9 @@ struct BenchOptions {
     var runs = 100
     /// The nice value of the fan-out scenarios' reading thread (0: the daemon's equal).
     var clientNice: Int32 = 0
+    /// The soak's length and the parts of its load (`soak`).
+    var soakMinutes = 10.0
+    var soakParts = SoakPart.all
     var scenarios: [String] = []
 }
 
@@ -54,8 +57,15 @@ while let argument = arguments.popFirst() {
     case "--rounds": options.rounds = Int(arguments.popFirst() ?? "") ?? options.rounds
     case "--runs": options.runs = Int(arguments.popFirst() ?? "") ?? options.runs
     case "--client-nice": options.clientNice = Int32(arguments.popFirst() ?? "") ?? options.clientNice
+    case "--minutes": options.soakMinutes = Double(arguments.popFirst() ?? "") ?? options.soakMinutes
+    case "--parts":
+        guard let parts = SoakPart(list: arguments.popFirst() ?? "") else {
+            FileHandle.standardError.write(Data("scorebook-bench: --parts takes writers,feeds,lookups,couriers,stream,assets\n".utf8))
+            exit(2)
+        }
+        options.soakParts = parts
     case "--help", "-h":
-        print("usage: scorebook-bench [--json] [--backend sqlite|postgres|both] [--records N] [--large N] [--subscribers N] [--rounds N] [--runs N] [--client-nice N] [scenario …]")
+        print("usage: scorebook-bench [--json] [--backend sqlite|postgres|both] [--records N] [--large N] [--subscribers N] [--rounds N] [--runs N] [--client-nice N] [--minutes M] [--parts LIST] [scenario …]")
         print("scenarios: \(Scenario.all.map(\.name).joined(separator: " "))")
         exit(0)
     default: options.scenarios.append(argument)
@@ -100,6 +110,8 @@ struct Scenario: Sendable {
         Scenario(name: "first-sync", run: firstSync),
         Scenario(name: "assets", backends: [.sqlite, .postgres], run: assetTransfers),
         Scenario(name: "query-paging", backends: [.sqlite, .postgres], run: queryPaging),
+        // Run only when named: it takes `--minutes` (ten by default).
+        Scenario(name: "soak", run: soak),
     ]
 }
 
@@ -128,8 +140,9 @@ func temporaryDirectory(_ name: String) -> String {
     return path
 }
 
-let selected = options.scenarios.isEmpty ? Scenario.all : Scenario.all.filter { options.scenarios.contains($0.name) }
-if selected.count != (options.scenarios.isEmpty ? Scenario.all.count : options.scenarios.count) {
+let runByDefault = Scenario.all.filter { $0.name != "soak" }
+let selected = options.scenarios.isEmpty ? runByDefault : Scenario.all.filter { options.scenarios.contains($0.name) }
+if selected.count != (options.scenarios.isEmpty ? runByDefault.count : options.scenarios.count) {
     FileHandle.standardError.write(Data("scorebook-bench: unknown scenario in \(options.scenarios)\n".utf8))
     exit(2)
 }
