@@ -976,7 +976,8 @@ class Checker:
         courier = f"courier/{self.courier_token}"
 
         def courier_poll():
-            answer = self.api("GET", courier, query={"timeout": "5"}, timeout=20)
+            # An empty `since`: the envelope from the channel's start (a poll without one is answered bare).
+            answer = self.api("GET", courier, query={"timeout": "5", "since": ""}, timeout=20)
             notes = answer.json["notifications"]
             kinds = {next(k for k in ("qry", "fet", "met") if k in n["ck"]) for n in notes}
             assert kinds == {"qry", "fet", "met"}, f"notification kinds {kinds}: {answer!r}"
