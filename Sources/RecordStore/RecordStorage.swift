@@ -104,6 +104,8 @@ package protocol RecordStorage: AnyObject, Sendable {
     func resolveShares(_ scope: DatabaseScope, shortGUIDs: [String], accept: Bool) async throws -> [Result<JSONValue, ServerError>]
     /// `shared/invitations/list`: the shares inviting the caller that it has not accepted.
     func invitations(_ scope: DatabaseScope) async throws -> [JSONValue]
+    /// `shared/invitations/decline`: one result per shortGUID (the invitation kept as `REMOVED`).
+    func declineInvitations(_ scope: DatabaseScope, shortGUIDs: [String]) async throws -> [Result<JSONValue, ServerError>]
     /// `zones/lookup` in the shared database (the zone names its owner).
     func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) async throws -> ZoneInfo
 
