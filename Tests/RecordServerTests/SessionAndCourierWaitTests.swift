@@ -20,6 +20,10 @@ final class SessionAndCourierWaitTests: XCTestCase {
         XCTAssertEqual(request(["ckWebAuthToken": "null", "ckSession": "abc"]).webAuthToken, "abc", "the one that names a token")
         XCTAssertEqual(request(["ckWebAuthToken": "def", "ckSession": "abc"]).webAuthToken, "def", "ckWebAuthToken first, as before")
         XCTAssertEqual(request(["ckSession": "nullish"]).webAuthToken, "nullish", "only the exact words count as none")
+        // A value that does not decode is kept as sent, so it is a wrong token, not an empty one.
+        let undecodable = APIRequest.parseQuery("ckAPIToken=%ZZ&ckWebAuthToken=%&ckSession=null")
+        XCTAssertEqual(undecodable["ckWebAuthToken"], "%")
+        XCTAssertEqual(request(undecodable).webAuthToken, "%")
     }
 
     func testACommitWakesOnlyItsDatabasesWaiters() async throws {
