@@ -78,7 +78,7 @@ let package = Package(
             // binary, no resource bundle to find at run time.
             resources: [
                 .embedInCode("Console/index.html"), .embedInCode("Console/console.css"),
-                .embedInCode("Console/scoreboard.js"), .embedInCode("Console/console.js"),
+                .embedInCode("Console/scoreboard.js"), .embedInCode("Console/console.js"), .embedInCode("Console/share.js"),
             ]),
         // libcurl's header only: CCurl loads the library with dlopen for HTTPS (see SocketTransport).
         .target(name: "CCurl"),

@@ -87,7 +87,9 @@ extension RecordClient {
               var components = URLComponents(url: base.absoluteURL, resolvingAgainstBaseURL: true)
         else { throw RecordClientError.invalidResponse("webcourierURL '\(channel.webcourierURL)' is not a URL") }
         var items = (components.queryItems ?? []).filter { $0.name != "since" && $0.name != "timeout" }
-        if let cursor { items.append(URLQueryItem(name: "since", value: cursor)) }
+        // Always a `since` (empty: from the channel's start): a poll without one is answered
+        // one bare notification at a time, the form CloudKit JS reads, without a cursor.
+        items.append(URLQueryItem(name: "since", value: cursor ?? ""))
         items.append(URLQueryItem(name: "timeout", value: String(seconds)))
         components.queryItems = items
         // `+` is legal in a query but read as a space by some servers; cursors may be base64.

@@ -44,13 +44,15 @@ package struct APIRequest: Sendable {
         self.body = body
     }
 
-    /// Splits a raw query string (`a=1&b=x%20y`) into decoded parameters; `+` is a space.
+    /// Splits a raw query string (`a=1&b=x%20y`) into decoded parameters; `+` is a space. A value
+    /// that does not decode is kept as sent: it is not an empty one (an empty `ckSession` counts
+    /// as none, a malformed one is a wrong token).
     package static func parseQuery(_ raw: String) -> [String: String] {
         var result: [String: String] = [:]
         for pair in raw.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             guard let key = percentDecode(String(parts[0])) else { continue }
-            result[key] = parts.count > 1 ? percentDecode(String(parts[1])) ?? "" : ""
+            result[key] = parts.count > 1 ? percentDecode(String(parts[1])) ?? String(parts[1]) : ""
         }
         return result
     }

@@ -19,6 +19,7 @@ enum Console {
             ("/console", page), ("/console/", page),
             (ConsoleFiles.scriptPath, answer(ConsoleFiles.script, contentType: "text/javascript; charset=utf-8", cache: immutable)),
             (ConsoleFiles.stylePath, answer(ConsoleFiles.style, contentType: "text/css; charset=utf-8", cache: immutable)),
+            (ConsoleFiles.shareScriptPath, answer(ConsoleFiles.shareScript, contentType: "text/javascript; charset=utf-8", cache: immutable)),
         ]
     }
 
@@ -60,6 +61,11 @@ enum ConsoleFiles {
     /// tests load on their own), then the page's code (console.js), which uses them.
     static let script = text(PackageResources.scoreboard_js) + text(PackageResources.console_js)
     static let style = text(PackageResources.console_css)
+
+    /// The share page's script (share.js): points its console link at the page's invitation.
+    static let shareScript = text(PackageResources.share_js)
+    static let shareScriptPath = "/console/share.js"
+    static var shareScriptURL: String { "\(shareScriptPath)?v=\(TokenHash.hex(shareScript).prefix(16))" }
 
     static let page: String = text(PackageResources.index_html)
         .replacingOccurrences(of: "{{SCRIPT}}", with: "\(scriptPath)?v=\(TokenHash.hex(script).prefix(16))")

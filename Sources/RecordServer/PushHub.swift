@@ -119,6 +119,8 @@ package final class PushHub: Sendable {
 
     private let store: any RecordStorage
     private let state = Mutex(State())
+    /// Polls without a cursor waiting in their own task for a commit (`CommitWaiters`).
+    let commitWaiters = CommitWaiters()
     /// Monotonic nanoseconds (`DispatchTime.uptimeNanoseconds`) when the last commit reached the
     /// hub and when the last delivery (an event written to a stream, a long-poll answer handed to
     /// the server) finished: their difference is the server's own fan-out time for one commit, so
@@ -168,12 +170,13 @@ package final class PushHub: Sendable {
     package var waiterCount: Int {
         state.withLock { state in
             state.streams.values.reduce(0) { $0 + $1.count }
-        }
+        } + commitWaiters.count
     }
 
     /// Called by the store after every commit; the empty set when commits may have been missed
     /// (the store's commit listener reconnected): then every waiting database reads again.
     package func commitLanded(_ databaseIDs: Set<Int64>) {
+        commitWaiters.wake(databaseIDs)
         if databaseIDs.isEmpty {
             requestWakes(state.withLock { Set($0.streams.keys) })
             return
@@ -512,6 +515,7 @@ package final class PushHub: Sendable {
             return (sinks, state.heartbeatTask)
         }
         wakeSignal.finish()
+        commitWaiters.close()
         heartbeats?.cancel()
         for (sink, parking) in sinks { sink.eventLoop.execute { sink.finish(parking: parking) } }
     }

@@ -37,10 +37,16 @@ extension RecordAPI {
         return min(seconds, 60)
     }
 
+    /// Which answer a courier request gets: an event stream (`Accept: text/event-stream`), a poll
+    /// without a cursor one bare notification (`serveBarePoll`), a poll with `since` the envelope
+    /// of every notification after it and the cursor to send next. An empty `since` is the
+    /// envelope from the channel's start, for a client that wants the envelope and has no cursor yet.
     func serveCourier(_ channel: PushToken, request: APIRequest, timeout: Int) async throws -> APIResponse {
         let resumeFrom = request.lastEventID ?? request.query["since"]
-        let cursor = try resumeFrom.map(NotificationCursor.decode) ?? channel.startCursor
-        if request.accept?.contains("text/event-stream") == true {
+        let isEventStream = request.accept?.contains("text/event-stream") == true
+        if resumeFrom == nil, !isEventStream { return try await serveBarePoll(channel, timeout: timeout) }
+        let cursor = try resumeFrom.flatMap { $0.isEmpty ? nil : $0 }.map(NotificationCursor.decode) ?? channel.startCursor
+        if isEventStream {
             return APIResponse(parking: PushParking(databaseID: channel.databaseID, cursor: cursor, kind: .eventStream))
         }
         // Answer at once when something is already waiting (also for timeout=0).

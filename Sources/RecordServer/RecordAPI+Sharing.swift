@@ -8,6 +8,7 @@ import RecordStore
 extension RecordAPI {
     static let sharingOperationNames: Set<String> = [
         "records/resolve", "records/accept", "records/accepts", "users/discover", "users/lookup/email", "invitations/list",
+        "invitations/decline",
     ]
 
     /// The sharing routes: the share links and user discovery under `/public/`, and the shared
@@ -31,6 +32,9 @@ extension RecordAPI {
         table[OperationKey(database: "shared", operation: "invitations/list")] = parsed { api, _, call in
             ["invitations": .array(try await api.store.invitations(api.sharedCall(call).scope))]
         }
+        table[OperationKey(database: "shared", operation: "invitations/decline")] = parsed { api, body, call in
+            try await api.declineInvitations(body, api.sharedCall(call).scope)
+        }
         table[OperationKey(database: "shared", operation: "zones/lookup")] = parsed { api, body, call in
             try await api.lookupSharedZones(body, api.sharedCall(call).scope)
         }
@@ -44,14 +48,28 @@ extension RecordAPI {
     }()
 
     func resolveShares(_ body: JSONValue, _ scope: DatabaseScope, accept: Bool) async throws -> JSONValue {
-        let guids = try body.requiredArray("shortGUIDs").map { entry -> String in
+        let results = try await store.resolveShares(scope, shortGUIDs: try RecordAPI.shortGUIDs(body), accept: accept)
+        return RecordAPI.shareResults(results)
+    }
+
+    /// `{"shortGUIDs": [{"value"}]}` (also plain strings).
+    static func shortGUIDs(_ body: JSONValue) throws -> [String] {
+        try body.requiredArray("shortGUIDs").map { entry -> String in
             guard let value = entry["value"]?.stringValue ?? entry.stringValue else {
                 throw ServerError.badRequest("every shortGUID needs a string value")
             }
             return value
         }
-        let results = try await store.resolveShares(scope, shortGUIDs: guids, accept: accept)
-        return ["results": .array(results.map { result in
+    }
+
+    /// `POST …/shared/invitations/decline` `{"shortGUIDs": [{"value"}]}`: the caller turns the
+    /// invitations down (the console's Decline).
+    func declineInvitations(_ body: JSONValue, _ scope: DatabaseScope) async throws -> JSONValue {
+        RecordAPI.shareResults(try await store.declineInvitations(scope, shortGUIDs: try RecordAPI.shortGUIDs(body)))
+    }
+
+    static func shareResults(_ results: [Result<JSONValue, ServerError>]) -> JSONValue {
+        ["results": .array(results.map { result in
             switch result {
             case .success(let json): return json
             case .failure(let error): return error.json()

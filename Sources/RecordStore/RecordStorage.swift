@@ -74,6 +74,9 @@ package protocol RecordStorage: AnyObject, Sendable {
     /// A channel of `container` and `environment` found by its token alone (its courier URL is a
     /// capability); nil when unknown or when its user has no live token left (revoked, deleted).
     func courierChannel(token: String, container: String, environment: Environment) async throws -> PushToken?
+    /// Records that the courier's polls without a cursor were answered up to `cursor`
+    /// (`PushToken.deliveredCursor`); a position already past it stays.
+    func advanceCourierPosition(token: String, to cursor: Int64) async throws
     /// Notifications of a database after `cursor`, oldest first.
     func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification]
     /// Answers when the store can serve a read, else throws (`TRY_AGAIN_LATER` past the deadline):
@@ -101,6 +104,8 @@ package protocol RecordStorage: AnyObject, Sendable {
     func resolveShares(_ scope: DatabaseScope, shortGUIDs: [String], accept: Bool) async throws -> [Result<JSONValue, ServerError>]
     /// `shared/invitations/list`: the shares inviting the caller that it has not accepted.
     func invitations(_ scope: DatabaseScope) async throws -> [JSONValue]
+    /// `shared/invitations/decline`: one result per shortGUID (the invitation kept as `REMOVED`).
+    func declineInvitations(_ scope: DatabaseScope, shortGUIDs: [String]) async throws -> [Result<JSONValue, ServerError>]
     /// `zones/lookup` in the shared database (the zone names its owner).
     func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) async throws -> ZoneInfo
 

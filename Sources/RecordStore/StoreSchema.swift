@@ -168,6 +168,11 @@ package struct StoreMigration: Sendable {
             version: 9,
             sqlite: ["ALTER TABLE push_tokens ADD COLUMN auth_token_hash TEXT", "ALTER TABLE push_tokens ADD COLUMN last_used_at INTEGER"],
             postgres: ["ALTER TABLE push_tokens ADD COLUMN auth_token_hash TEXT", "ALTER TABLE push_tokens ADD COLUMN last_used_at BIGINT"]),
+        // How far a courier's polls without a cursor (CloudKit JS's) were answered, one
+        // notification at a time, so the next such poll, on any daemon and after a restart,
+        // resumes there (NULL: none answered yet, start at `start_cursor`).
+        StoreMigration(version: 10, sqlite: ["ALTER TABLE push_tokens ADD COLUMN delivered_cursor INTEGER"],
+                       postgres: ["ALTER TABLE push_tokens ADD COLUMN delivered_cursor BIGINT"]),
     ]
 
     package static var latestVersion: Int { all.last!.version }

@@ -404,11 +404,12 @@ package enum SubscriptionOperation: Sendable {
 /// A device's notification channel.
 package struct PushToken: Sendable {
     /// Package-wide (the other backends' modules build answers too).
-    package init(token: String, apnsEnvironment: String, databaseID: Int64, startCursor: Int64) {
+    package init(token: String, apnsEnvironment: String, databaseID: Int64, startCursor: Int64, deliveredCursor: Int64? = nil) {
         self.token = token
         self.apnsEnvironment = apnsEnvironment
         self.databaseID = databaseID
         self.startCursor = startCursor
+        self.deliveredCursor = deliveredCursor
     }
 
     package var token: String
@@ -417,6 +418,12 @@ package struct PushToken: Sendable {
     /// Where delivery starts for a poll that gives no cursor: the newest notification when the
     /// token was made.
     package var startCursor: Int64
+    /// How far polls without a cursor (CloudKit JS's, one notification an answer) have been
+    /// answered; nil before the first such answer.
+    package var deliveredCursor: Int64?
+
+    /// Where the next poll without a cursor starts.
+    package var barePollPosition: Int64 { max(startCursor, deliveredCursor ?? startCursor) }
 }
 
 /// A notification as stored: its cursor and its serialized `{"ck": …}` payload.

@@ -323,7 +323,8 @@ func longPollFanOut(_ options: BenchOptions, _ backend: BenchBackend) async thro
     defer { loopbackFloor.stop() }
     let rounds = max(5, options.rounds / 10)
     for round in 0..<rounds {
-        let query = "?timeout=60" + (cursor.map { "&since=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0) } ?? "")
+        // Always a `since` (empty at first): a poll without one is answered bare, one at a time, and is not parked.
+        let query = "?timeout=60&since=" + (cursor.map { $0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0 } ?? "")
         for waiter in waiters { try waiter.sendRequest("GET", path + query, token: daemon.token) }
         // Parked: the daemon counts them as waiters (bounded wait).
         let parkedBy = now() + 30

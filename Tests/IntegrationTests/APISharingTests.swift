@@ -330,7 +330,7 @@ final class APISharingTests: DaemonTestCase {
         for who in [rw, ro, removed, invited, stranger] {
             let answer = try daemon.post("/database/1/\(Self.container)/development/tokens/create", token: who.token, json: #"{"apnsEnvironment":"development"}"#)
             let courier = try XCTUnwrap(URL(string: try XCTUnwrap(answer.body["webcourierURL"]?.stringValue))?.path)
-            let start = try daemon.request("GET", courier + "?timeout=0", token: who.token).parsed().body["cursor"]?.stringValue ?? ""
+            let start = try daemon.request("GET", courier + "?since=&timeout=0", token: who.token).parsed().body["cursor"]?.stringValue ?? ""
             couriers[who.recordName] = (courier, start)
         }
         try modify(alice.token, [("create", record("late", "Game"))], zone: zone)
@@ -361,7 +361,7 @@ final class APISharingTests: DaemonTestCase {
             "subscriptionID": "zone", "subscriptionType": "zone", "zoneID": zoneID(alice)]]]]).status, 200)
         let channel = try daemon.post("/database/1/\(Self.container)/development/tokens/create", token: bob.token, json: #"{"apnsEnvironment":"development"}"#)
         let courier = try XCTUnwrap(URL(string: try XCTUnwrap(channel.body["webcourierURL"]?.stringValue))?.path)
-        let cursor = try XCTUnwrap(daemon.request("GET", courier + "?timeout=0", token: bob.token).parsed().body["cursor"]?.stringValue)
+        let cursor = try XCTUnwrap(daemon.request("GET", courier + "?since=&timeout=0", token: bob.token).parsed().body["cursor"]?.stringValue)
         let since = cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? cursor
 
         let done = DispatchSemaphore(value: 0)

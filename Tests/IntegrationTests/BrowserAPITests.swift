@@ -95,6 +95,37 @@ final class BrowserAPITests: DaemonTestCase {
         XCTAssertEqual(unknown.status, 401, unknown.text)
     }
 
+    /// CloudKit JS 1.x sends `ckSession=null` on every request before sign-in (and after sign-out):
+    /// no session, so public reads answer, what needs a user asks for one with the sign-in page,
+    /// and the courier is served as the capability it is.
+    func testAnEmptyNullOrUndefinedSessionIsNoSession() throws {
+        let (_, token) = try makeUser("nosession")
+        let apiToken = try daemon.createAPIToken()
+        let created = try daemon.post("/database/1/\(Self.container)/development/tokens/create", token: token, json: "{}")
+        let courier = try XCTUnwrap(URL(string: created.body["webcourierURL"]?.stringValue ?? "")?.path, "\(created.body)")
+        let library = "ckjsBuildVersion=15GDev53&ckjsVersion=1.2.0"
+        for absent in ["ckSession=null", "ckSession=undefined", "ckSession=", "ckWebAuthToken=null", "ckWebAuthToken=&ckSession=null"] {
+            let query = "?\(library)&\(absent)&ckAPIToken=\(apiToken)"
+            let current = try daemon.request("GET", path("users/current", database: "public") + query, headers: [("Origin", Self.appOrigin)])
+            XCTAssertEqual(current.status, 421, "\(absent): \(current.text)")
+            let refusal = try current.parsed().body
+            XCTAssertEqual(refusal["serverErrorCode"], "AUTHENTICATION_REQUIRED", absent)
+            XCTAssertTrue(refusal["redirectURL"]?.stringValue?.contains("/signin?container=\(Self.container)") ?? false,
+                          "\(absent): the sign-in page, where CloudKit JS sends the person: \(refusal)")
+            XCTAssertNil(current.headers["x-apple-cloudkit-web-auth-token"], absent)
+            let publicRead = try daemon.request("POST", path("records/query", database: "public") + query,
+                                                body: Array(#"{"query": {"recordType": "Thing"}}"#.utf8))
+            XCTAssertEqual(publicRead.status, 200, "\(absent): the API token alone reads the public database: \(publicRead.text)")
+            let privateRead = try daemon.request("POST", path("records/query") + query, body: Array(#"{"query": {"recordType": "Thing"}}"#.utf8))
+            XCTAssertEqual(privateRead.status, 421, "\(absent): \(privateRead.text)")
+            let polled = try daemon.request("GET", courier + query.replacingOccurrences(of: "?", with: "?timeout=0&"))
+            XCTAssertEqual(polled.status, 200, "\(absent): the courier is its own credential: \(polled.text)")
+        }
+        // A session that names a token is still checked.
+        let unknown = try daemon.request("GET", path("users/current", database: "public") + "?ckAPIToken=\(apiToken)&ckSession=nullish")
+        XCTAssertEqual(unknown.status, 401, unknown.text)
+    }
+
     func testNumbersAsStringsAnswersNumberFieldsAsStrings() throws {
         let (_, token) = try makeUser("numbers")
         try createZone("ScorebookData", token)

@@ -22,8 +22,8 @@ class BrowserCourierTests: PushTestCase {
         try createZone(zone)
         try subscribe(querySubscription("games", type: "Game"))
         let courier = try createCourier()
-        let empty = try barePoll(courier, timeout: 0)
-        XCTAssertEqual(empty.status, 200, "polled bare, as CloudKit JS does: \(empty.body)")
+        let empty = try barePoll(courier, since: "", timeout: 0)
+        XCTAssertEqual(empty.status, 200, "polled without credentials, as CloudKit JS does: \(empty.body)")
         let start = try XCTUnwrap(empty.body["cursor"]?.stringValue)
 
         // A write wakes a bare long-poll.
@@ -62,6 +62,54 @@ class BrowserCourierTests: PushTestCase {
         let ended = try barePoll(courier, since: seen, timeout: 1)
         XCTAssertEqual(ended.status, 404, "\(ended.body)")
         XCTAssertGreaterThanOrEqual(ended.elapsed, 0.9)
+    }
+
+    /// CloudKit JS polls with neither `since` nor credentials and reads `body.ck`: each answer is
+    /// one notification, bare, and the daemon keeps the courier's place (in the store: it outlives
+    /// a restart), so the next poll gets the next one or waits; nothing is handed out twice.
+    func testABarePollAnswersOneNotificationAtATimeAndKeepsItsPlace() throws {
+        try createZone(zone)
+        try subscribe(querySubscription("games", type: "Game"))
+        let courier = try createCourier()
+        let idle = try barePoll(courier, timeout: 0)
+        XCTAssertEqual(idle.status, 200)
+        XCTAssertEqual(idle.body, [:], "nothing yet: an empty object, not an envelope")
+
+        let first = newName("Game"), second = newName("Game")
+        try create(first, "Game", ["name": "Catan"])
+        try create(second, "Game", ["name": "Go"])
+        let one = try barePoll(courier, timeout: 10)
+        XCTAssertEqual(one.body["ck"]?["qry"]?["rid"]?.stringValue, first, "the oldest first, bare: \(one.body)")
+        XCTAssertNil(one.body["notifications"])
+        XCTAssertNil(one.body["cursor"])
+        let two = try barePoll(courier, timeout: 10)
+        XCTAssertEqual(two.body["ck"]?["qry"]?["rid"]?.stringValue, second, "then the next, not the first again: \(two.body)")
+        let none = try barePoll(courier, timeout: 1)
+        XCTAssertEqual(none.body, [:], "both handed out: the next poll waits, then answers empty")
+        XCTAssertGreaterThanOrEqual(none.elapsed, 0.9)
+
+        // A waiting poll is answered by the next write.
+        let third = newName("Game")
+        let waiting = background { [client, courier] in
+            try client.daemon.request("GET", "\(courier)?timeout=30", timeout: 40).parsed().body
+        }
+        Thread.sleep(forTimeInterval: 0.5)
+        let written = Date()
+        try create(third, "Game", ["name": "Chess"])
+        let woken = try XCTUnwrap(waiting.wait(timeout: 20), "the waiting poll answered").get()
+        XCTAssertEqual(woken["ck"]?["qry"]?["rid"]?.stringValue, third, "\(woken)")
+        XCTAssertLessThan(Date().timeIntervalSince(written), 10, "woken by the write, not by its timeout")
+
+        // The place is the store's: a restarted daemon does not hand out what was answered.
+        try daemon.restart()
+        XCTAssertEqual(try barePoll(courier, timeout: 0).body, [:], "nothing replayed after a restart")
+        let fourth = newName("Game")
+        try create(fourth, "Game", ["name": "Go"])
+        XCTAssertEqual(try barePoll(courier, timeout: 10).body["ck"]?["qry"]?["rid"]?.stringValue, fourth)
+
+        // Polls with a cursor keep the envelope, whatever the bare polls took.
+        let all = try poll(courier, since: "", timeout: 0)
+        XCTAssertEqual(all.notifications.compactMap { $0["qry"]?["rid"]?.stringValue }, [first, second, third, fourth])
     }
 
     /// Runs `sql` on the daemon's store behind its back (here the SQLite file).
@@ -113,6 +161,9 @@ final class PostgresBrowserCourierTests: BrowserCourierTests {
 
     // Declared again: test discovery on Linux lists only a class's own methods.
     override func testTheCourierURLIsACapabilityBoundToItsUser() throws { try super.testTheCourierURLIsACapabilityBoundToItsUser() }
+    override func testABarePollAnswersOneNotificationAtATimeAndKeepsItsPlace() throws {
+        try super.testABarePollAnswersOneNotificationAtATimeAndKeepsItsPlace()
+    }
     override func testTheCourierURLEndsWithTheTokenThatMadeItOrAfterThirtyDaysUnused() throws {
         try super.testTheCourierURLEndsWithTheTokenThatMadeItOrAfterThirtyDaysUnused()
     }

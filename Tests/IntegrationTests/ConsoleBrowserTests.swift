@@ -97,7 +97,7 @@ final class ConsoleBrowserTests: XCTestCase {
 
         try page.wait(for: "the book in the list", "return document.querySelector('[data-book=\"private/ScorebookData\"] .role')?.textContent")
         XCTAssertEqual(try page.execute("return document.querySelector('[data-book=\"private/ScorebookData\"] .role').textContent").stringValue, "owner")
-        XCTAssertEqual(try page.execute("return document.getElementById('user').textContent").stringValue, alice.userRecordName)
+        XCTAssertEqual(try page.execute("return document.getElementById('user').textContent").stringValue, "alice", "by name")
         XCTAssertEqual(try notes(page), [], "a daemon without a shared database is no error")
         XCTAssertEqual(try page.execute("return sessionStorage.getItem('scorebook.console.token')").stringValue, alice.token,
                        "the token is kept for the tab")
@@ -138,7 +138,8 @@ final class ConsoleBrowserTests: XCTestCase {
         XCTAssertTrue(raw.contains("Player"), raw)
         XCTAssertTrue(raw.contains("Score"), raw)
         XCTAssertTrue(raw.contains("notes"), raw)
-        XCTAssertTrue(raw.contains(alice.userRecordName), "created/modified name the writer: \(raw)")
+        XCTAssertTrue(raw.contains("you, "), "created/modified name the writer: \(raw)")
+        XCTAssertFalse(raw.contains(alice.userRecordName), "people by name, never by record name: \(raw)")
         XCTAssertTrue(raw.contains("REFERENCE"), raw)
         try page.click("[data-record=\"\(catan)\"] details.raw-group > summary")  // closed again for the picture
         // A person's raw fields open in the picture, to show that view too.

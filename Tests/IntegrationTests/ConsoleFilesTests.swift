@@ -35,5 +35,15 @@ final class ConsoleFilesTests: DaemonTestCase {
             XCTAssertEqual(answer.headers["content-security-policy"], policy, path)
             XCTAssertEqual(answer.headers["cache-control"], path == "/console" ? "no-cache" : "public, max-age=31536000, immutable", path)
         }
+
+        // The share page's own script, named by the page with its digest.
+        let shareScript = try file("share.js")
+        let shareURL = "/console/share.js?v=\(version(shareScript))"
+        let served = try daemon.request("GET", shareURL)
+        XCTAssertTrue(served.body == shareScript, "share.js is not the repository's file byte for byte")
+        XCTAssertEqual(served.headers["content-type"], "text/javascript; charset=utf-8")
+        XCTAssertEqual(served.headers["content-security-policy"], policy)
+        let sharePage = try daemon.request("GET", "/share/0123456789abcdef", headers: [("Accept", "text/html")])
+        XCTAssertTrue(sharePage.text.contains("<script src=\"\(shareURL)\" defer></script>"), sharePage.text)
     }
 }

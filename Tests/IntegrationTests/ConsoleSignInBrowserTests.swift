@@ -13,7 +13,7 @@ final class ConsoleSignInBrowserTests: XCTestCase {
         try daemon?.stop()
     }
 
-    /// A daemon, alice with a password, and a browser on the console.
+    /// A daemon, alice with a password, and a browser on the console (`alice`: her name, as the console shows her).
     func start() throws -> (daemon: DaemonProcess, alice: String, page: WebDriver, own: String) {
         try WebDriver.requireBrowser()
         let started = try DaemonProcess.start()
@@ -23,7 +23,8 @@ final class ConsoleSignInBrowserTests: XCTestCase {
         let page = try WebDriver.start()
         browser = page
         let own = started.baseURL.absoluteString.trimmingCharacters(in: CharacterSet(charactersIn: "/"))
-        return (started, alice.userRecordName, page, own)
+        XCTAssertFalse(alice.userRecordName.isEmpty)
+        return (started, "alice", page, own)
     }
 
     func fillSignInForm(_ page: WebDriver) throws {
@@ -33,10 +34,10 @@ final class ConsoleSignInBrowserTests: XCTestCase {
         try page.click("button[type=submit]")
     }
 
-    func waitUntilSignedIn(_ page: WebDriver, as userRecordName: String) throws {
+    func waitUntilSignedIn(_ page: WebDriver, as name: String) throws {
         let shown = try page.wait(for: "the console signed in", timeout: 20,
                                   "return document.getElementById('signin').hidden && document.getElementById('user').textContent")
-        XCTAssertEqual(shown.stringValue, userRecordName)
+        XCTAssertEqual(shown.stringValue, name)
         let kept = try page.execute("return sessionStorage.getItem('scorebook.console.token')").stringValue ?? ""
         XCTAssertEqual(kept.count, 64, "a new token, kept for the tab")
     }

@@ -255,7 +255,7 @@ final class PostgresDaemonTests: XCTestCase {
         let channel = try second.post("/database/1/iCloud.scorebook.tests/development/tokens/create", token: bob.token,
                                       json: #"{"apnsEnvironment":"development"}"#)
         let courier = try XCTUnwrap(URL(string: try XCTUnwrap(channel.body["webcourierURL"]?.stringValue))?.path)
-        let cursor = try XCTUnwrap(second.request("GET", courier + "?timeout=0", token: bob.token).parsed().body["cursor"]?.stringValue)
+        let cursor = try XCTUnwrap(second.request("GET", courier + "?since=&timeout=0", token: bob.token).parsed().body["cursor"]?.stringValue)
         let since = cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? cursor
         let done = DispatchSemaphore(value: 0)
         let result = LockedResult()

@@ -94,7 +94,7 @@ class PublicDatabaseAPITests: DaemonTestCase {
         let channel = try daemon.post("/device/1/\(Self.container)/development/tokens/create", token: bob.token,
                                       json: #"{"apnsEnvironment": "development"}"#)
         let courier = try XCTUnwrap(URL(string: channel.body["webcourierURL"]?.stringValue ?? "")?.path)
-        let start = try daemon.request("GET", courier + "?timeout=0", token: bob.token).parsed()
+        let start = try daemon.request("GET", courier + "?since=&timeout=0", token: bob.token).parsed()
         let cursor = try XCTUnwrap(start.body["cursor"]?.stringValue)
         let subscriptionID = uniqueName("catalog")
         let subscribed = try callPublic("subscriptions/modify", bob.token, ["operations": [["operationType": "create", "subscription": [

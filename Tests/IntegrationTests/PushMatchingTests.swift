@@ -81,7 +81,7 @@ final class PushMatchingTests: PushTestCase {
         let url = try XCTUnwrap(URL(string: answer.body["webcourierURL"]?.stringValue ?? ""))
         XCTAssertEqual(url.host, "127.0.0.1")
         XCTAssertEqual(url.port, daemon.port, "without a Host header the daemon names its own address and port")
-        XCTAssertEqual(try poll(url.path, timeout: 0).notifications.count, 0, "and that URL works")
+        XCTAssertEqual(try poll(url.path, since: "", timeout: 0).notifications.count, 0, "and that URL works")
     }
 
     /// At the 1,000-subscription cap a new subscription is LIMIT_EXCEEDED, and saving an existing

@@ -195,9 +195,10 @@ extension PushCalls {
         return (all, cursor)
     }
 
-    /// The cursor a fresh client starts from: a `timeout=0` poll without `since`.
+    /// The cursor a fresh client starts from: a `timeout=0` poll with an empty `since` (without
+    /// one, a poll is answered one bare notification at a time, as CloudKit JS reads it).
     func startCursor(_ courier: String, token: String? = nil) throws -> String {
-        let answer = try poll(courier, timeout: 0, token: token)
+        let answer = try poll(courier, since: "", timeout: 0, token: token)
         XCTAssertEqual(answer.notifications.count, 0, "a new channel has no past")
         return answer.cursor
     }

@@ -108,6 +108,8 @@ class ServerKeyAPITests: DaemonTestCase {
         let saved = try signed("POST", path("records/modify", database: "public"), body: modifyBytes([("create", game(name, "Go"))]),
                                keyID: keyID, key: key)
         let keyUser = try XCTUnwrap(saved.body["records"]?.arrayValue?.first?["created"]?["userRecordName"]?.stringValue, "\(saved.body)")
+        // The key's user is named `key-…`; its record name, what the API answers, is an ordinary `_…` one.
+        XCTAssertNotNil(keyUser.range(of: "^_[0-9a-f]{32}$", options: .regularExpression), keyUser)
         for operation in ["users/current", "users/caller"] {
             let current = try signed("GET", path(operation, database: "public"), body: [], keyID: keyID, key: key)
             XCTAssertEqual(current.status, 200, current.body.serializedString())

@@ -109,6 +109,9 @@ final class BlockingStore: Sendable {
         let answer = try wait { try await $0.courierChannel(token: token, container: container, environment: environment) }
         return answer
     }
+    func advanceCourierPosition(token: String, to cursor: Int64) throws {
+        try wait { try await $0.advanceCourierPosition(token: token, to: cursor) }
+    }
     func revokeTokens(userName: String, token: String?) throws -> (user: User, revoked: Int) {
         let answer = try wait { try await $0.revokeTokens(userName: userName, token: token) }
         return answer

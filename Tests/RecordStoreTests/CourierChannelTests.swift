@@ -44,4 +44,30 @@ final class CourierChannelTests: SubscriptionStoreTestCase {
         XCTAssertFalse(try isLive(unused), "40 days unused")
         XCTAssertTrue(try isLive(used), "20 days since its last use")
     }
+
+    /// CloudKit JS's polls (no cursor) resume from a position the store keeps per courier: it
+    /// starts at the channel's start, only moves forward, and outlives the store being reopened.
+    func testTheBarePollPositionIsKeptMovesOnlyForwardAndOutlivesAReopen() throws {
+        let channel = try store.createPushToken(dev, apnsEnvironment: "development")
+        let fresh = try XCTUnwrap(try store.courierChannel(token: channel.token, container: Self.container, environment: .development))
+        XCTAssertNil(fresh.deliveredCursor)
+        XCTAssertEqual(fresh.barePollPosition, channel.startCursor, "nothing answered yet: from where the channel started")
+
+        try store.advanceCourierPosition(token: channel.token, to: channel.startCursor + 5)
+        try store.advanceCourierPosition(token: channel.token, to: channel.startCursor + 2)
+        let moved = try XCTUnwrap(try store.courierChannel(token: channel.token, container: Self.container, environment: .development))
+        XCTAssertEqual(moved.barePollPosition, channel.startCursor + 5, "a position behind the kept one does not move it back")
+        XCTAssertEqual(try store.pushToken(dev, token: channel.token).barePollPosition, channel.startCursor + 5, "the owner's view agrees")
+        let other = try XCTUnwrap(try store.courierChannel(token: cursorlessChannelToken(), container: Self.container, environment: .development))
+        XCTAssertNil(other.deliveredCursor, "each courier has its own position")
+
+        store.close()
+        store = try reopenedStore()
+        let reopened = try XCTUnwrap(try store.courierChannel(token: channel.token, container: Self.container, environment: .development))
+        XCTAssertEqual(reopened.barePollPosition, channel.startCursor + 5)
+    }
+
+    private func cursorlessChannelToken() throws -> String {
+        try store.createPushToken(dev, apnsEnvironment: "development").token
+    }
 }

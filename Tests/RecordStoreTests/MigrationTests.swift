@@ -23,7 +23,7 @@ final class MigrationTests: StoreTestCase {
     }
 
     /// Turns this test's store back into exactly what the version-1 code made: the same tables
-    /// and indexes as `StoreMigration` step 1 creates, `schema_version` 1 (undoing steps 2 to 9).
+    /// and indexes as `StoreMigration` step 1 creates, `schema_version` 1 (undoing steps 2 to 10).
     func downgradeToVersion1() throws {
         var statements = [
             "DROP TABLE query_index", "DROP TABLE query_counts", "UPDATE meta SET value = '1' WHERE key = 'schema_version'",
@@ -41,6 +41,8 @@ final class MigrationTests: StoreTestCase {
             "ALTER TABLE users DROP COLUMN password_hash",
             // Step 9 (courier URLs bound to a token, ending unused).
             "ALTER TABLE push_tokens DROP COLUMN auth_token_hash", "ALTER TABLE push_tokens DROP COLUMN last_used_at",
+            // Step 10 (where a courier's polls without a cursor were answered up to).
+            "ALTER TABLE push_tokens DROP COLUMN delivered_cursor",
         ]
         if Self.backend == .postgres {
             statements += ["DROP TABLE asset_chunks", "DROP INDEX records_type_name", "CREATE INDEX records_type ON records (zone_id, type) WHERE deleted = 0"]

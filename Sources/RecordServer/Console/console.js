@@ -12,6 +12,7 @@
     environment: 'scorebook.console.environment',
     channel: 'scorebook.console.channel',
     book: 'scorebook.console.book',
+    invitation: 'scorebook.console.invitation',
   };
   /// The console's own database subscription: one per user, shared by every open console.
   const SUBSCRIPTION_ID = 'scorebook-console';
@@ -37,6 +38,10 @@
     listedOnce: false, // the books were listed at least once in this session
     stream: null, // AbortController of the live event stream
     liveState: 'connecting',
+    invitations: [], // the caller's pending invitations, as invitations/list answers them
+    invitationsListed: false,
+    names: new Map(), // userRecordName -> the user's name: people show by name, never by record name
+    namesAsked: new Set(), // record names already looked up (found or not)
   };
 
   class APIError extends Error {
@@ -200,15 +205,22 @@
     state.listedOnce = false;
     state.shared = { available: false, reason: '', checkedAt: 0 };
     state.openKey = sessionStorage.getItem(KEYS.book);
+    state.invitations = [];
+    state.invitationsListed = false;
+    state.names = new Map();
+    state.namesAsked = new Set();
     $('token').value = '';
     $('signin').hidden = true;
     $('console').hidden = false;
     $('session').hidden = false;
-    $('user').textContent = session.me;
-    $('user').title = `${session.me} in ${container} (${environment})`;
+    $('user').textContent = '';
+    $('user').title = `${container} (${environment})`;
+    renderInvitations();
     renderBook();
     setLive('connecting');
     try {
+      await learnNames(session, generation, [session.me]);
+      showUser();
       // The channel and subscription come first, so nothing committed after the first load is missed.
       await ensureChannel(session, generation);
       await loadBooks(generation);
@@ -231,6 +243,8 @@
       if (generation !== state.generation) return;
       const anyShared = [...state.books.values()].some((book) => book.database === 'shared');
       if (anyShared && state.liveState === 'live') scheduleRefresh();
+      // Nobody is notified of being invited: the list is asked for again.
+      else if (state.liveState === 'live') loadInvitations(generation).catch(() => {});
     }
   }
 
@@ -247,6 +261,8 @@
     state.openKey = null;
     state.listedOnce = false;
     state.detailsOpen = new Map();
+    state.invitations = [];
+    state.invitationsListed = false;
     clearStoredSession();
     $('book-list').replaceChildren();
     delete $('book-list').dataset.drawn;
@@ -254,6 +270,8 @@
     delete $('book').dataset.drawn;
     $('notes').replaceChildren();
     $('shared-note').textContent = '';
+    $('invitation-list').replaceChildren();
+    $('invitations').hidden = true;
     $('user').textContent = '';
     $('session').hidden = true;
     $('console').hidden = true;
@@ -462,8 +480,8 @@
     return title || book.zoneID.zoneName;
   }
 
-  /// Who a user is, as far as this page can tell: you, a participant of the book's share, or
-  /// the user record name.
+  /// Who a user is, by name: you, a participant of the book's share, or a user looked up by
+  /// record name (`learnNames`); never the `_…` record name itself.
   function userLabel(book, userRecordName) {
     if (!userRecordName) return 'unknown';
     if (state.session && userRecordName === state.session.me) return 'you';
@@ -471,16 +489,61 @@
     const everyone = share ? [share.owner, ...(share.participants || [])].filter(Boolean) : [];
     for (const participant of everyone) {
       const identity = participant.userIdentity || participant;
-      if (identity.userRecordName === userRecordName) return identityName(identity) || userRecordName;
+      if (identity.userRecordName === userRecordName && identityName(identity)) return identityName(identity);
     }
-    return userRecordName;
+    return state.names.get(userRecordName) || 'someone';
   }
 
+  /// A CloudKit user identity's name: its name components, else its email; else what the page
+  /// learnt of its record name, never the record name itself.
   function identityName(identity) {
     if (!identity) return '';
     const components = identity.nameComponents || {};
     const name = [components.givenName, components.familyName].filter(Boolean).join(' ');
-    return name || (identity.lookupInfo && identity.lookupInfo.emailAddress) || identity.userRecordName || '';
+    return name || (identity.lookupInfo && identity.lookupInfo.emailAddress) || state.names.get(identity.userRecordName) || '';
+  }
+
+  /// Looks up by record name the users not yet known by name (`public/users/discover`), so the
+  /// page can name them; each is asked once a session.
+  async function learnNames(session, generation, recordNames) {
+    const unknown = [...new Set(recordNames)].filter((name) => typeof name === 'string' && name && !state.names.has(name)
+      && !state.namesAsked.has(name));
+    if (!unknown.length) return false;
+    for (const name of unknown) state.namesAsked.add(name);
+    let users = [];
+    try {
+      users = (await call(session, 'public', 'users/discover', { lookupInfos: unknown.map((userRecordName) => ({ userRecordName })) })).users || [];
+    } catch (error) {
+      if (error instanceof Offline) throw error;
+      return false; // unnamed people show as "someone"
+    }
+    if (generation !== state.generation) return false;
+    let learnt = false;
+    for (const user of users) {
+      const components = (user && user.nameComponents) || {};
+      const name = [components.givenName, components.familyName].filter(Boolean).join(' ');
+      if (user && user.userRecordName && name) {
+        state.names.set(user.userRecordName, name);
+        learnt = true;
+      }
+    }
+    return learnt;
+  }
+
+  /// The signed-in user's name in the bar.
+  function showUser() {
+    const session = state.session;
+    if (!session) return;
+    $('user').textContent = state.names.get(session.me) || 'signed in';
+  }
+
+  /// The record names of the people a book's page may name: its owner and who wrote its records.
+  function peopleOf(book) {
+    const names = [book.zoneID.ownerRecordName];
+    for (const record of book.records.values()) {
+      names.push((record.created || {}).userRecordName, (record.modified || {}).userRecordName);
+    }
+    return names.filter(Boolean);
   }
 
   /// owner, read-write or read-only: the zone's owner against users/current, else the caller's
@@ -504,7 +567,7 @@
     const share = book.share;
     const owner = share && ((share.owner && (share.owner.userIdentity || share.owner))
       || ((share.participants || []).find((p) => p.type === 'OWNER') || {}).userIdentity);
-    return identityName(owner) || book.zoneID.ownerRecordName || 'unknown';
+    return identityName(owner) || state.names.get(book.zoneID.ownerRecordName) || 'someone';
   }
 
   async function loadShare(session, book) {
@@ -567,6 +630,8 @@
     const unknownShares = [...state.books.values()].filter((book) => book.share === undefined);
     await Promise.all(unknownShares.map((book) => loadShare(session, book)));
     if (generation !== state.generation) return;
+    await loadInvitations(generation);
+    if (generation !== state.generation) return;
     if (!state.openKey || !state.books.has(state.openKey)) state.openKey = defaultBookKey();
     renderBookList();
     const book = state.books.get(state.openKey);
@@ -574,8 +639,114 @@
       await fetchChanges(session, book, generation);
       if (generation !== state.generation) return;
     }
+    const people = [...state.books.values()].map((each) => each.zoneID.ownerRecordName);
+    if (await learnNames(session, generation, book ? people.concat(peopleOf(book)) : people) && book) book.version += 1;
+    if (generation !== state.generation) return;
     renderBookList();
     renderBook();
+  }
+
+  // MARK: Invitations
+
+  /// The invitation a share link brought this tab to (`#invitation=…`), until it is answered.
+  function linkedInvitation() {
+    return sessionStorage.getItem(KEYS.invitation);
+  }
+
+  /// Lists the caller's pending invitations (`shared/invitations/list`) and draws them.
+  async function loadInvitations(generation) {
+    const session = state.session;
+    if (!session || generation !== state.generation) return;
+    let invitations;
+    try {
+      invitations = (await call(session, 'shared', 'invitations/list', {})).invitations || [];
+    } catch (error) {
+      if (error instanceof Offline) throw error;
+      return; // a daemon without a shared database has no invitations
+    }
+    if (generation !== state.generation) return;
+    state.invitations = invitations.filter((invitation) => invitation && typeof invitation.shortGUID === 'string');
+    for (const invitation of state.invitations) {
+      const owner = invitation.owner || {};
+      if (owner.userRecordName && owner.name) state.names.set(owner.userRecordName, owner.name);
+    }
+    const linked = linkedInvitation();
+    if (linked && !state.invitationsListed && !state.invitations.some((invitation) => invitation.shortGUID === linked)) {
+      sessionStorage.removeItem(KEYS.invitation);
+      addNote('The invitation from your link is not pending for this account: it was answered already, or it is for someone else.', '');
+    }
+    state.invitationsListed = true;
+    renderInvitations();
+  }
+
+  function roleOf(permission) {
+    return permission === 'READ_WRITE' ? 'read-write' : 'read-only';
+  }
+
+  function invitationTitle(invitation) {
+    return invitation.title || (invitation.zoneID && invitation.zoneID.zoneName) || 'a book';
+  }
+
+  function renderInvitations() {
+    const list = $('invitation-list');
+    const linked = linkedInvitation();
+    const drawn = JSON.stringify([state.generation, linked, state.invitations.map((i) => [i.shortGUID, invitationTitle(i), i.permission,
+      (i.owner || {}).name])]);
+    $('invitations').hidden = !state.invitations.length;
+    if (list.dataset.drawn === drawn) return;
+    list.dataset.drawn = drawn;
+    list.replaceChildren(...state.invitations.map((invitation) => {
+      const role = roleOf(invitation.permission);
+      const owner = (invitation.owner && invitation.owner.name) || state.names.get((invitation.owner || {}).userRecordName) || 'someone';
+      return el('li', { class: `invitation${invitation.shortGUID === linked ? ' linked' : ''}`, 'data-invitation': invitation.shortGUID },
+        el('span', { class: 'invitation-title', text: invitationTitle(invitation) }),
+        el('span', { class: 'book-meta' },
+          el('span', { class: `role role-${role}`, text: role }),
+          el('span', { class: 'invitation-owner', text: `from ${owner}` })),
+        el('span', { class: 'invitation-actions' },
+          el('button', { type: 'button', class: 'accept', onclick: () => answerInvitation(invitation, true) }, 'Accept'),
+          el('button', { type: 'button', class: 'decline', onclick: () => answerInvitation(invitation, false) }, 'Decline')));
+    }));
+    const focused = linked && list.querySelector(`[data-invitation="${CSS.escape(linked)}"]`);
+    if (focused) {
+      focused.scrollIntoView({ block: 'nearest' });
+      focused.querySelector('button.accept').focus();
+    }
+  }
+
+  /// Accept (`public/records/accept`: the book joins the shared ones, and opens) or decline
+  /// (`shared/invitations/decline`).
+  async function answerInvitation(invitation, accept) {
+    const session = state.session;
+    const generation = state.generation;
+    if (!session) return;
+    const guid = invitation.shortGUID;
+    const body = { shortGUIDs: [{ value: guid }] };
+    let result;
+    try {
+      const answer = accept ? await call(session, 'public', 'records/accept', body) : await call(session, 'shared', 'invitations/decline', body);
+      result = (answer.results || [])[0] || {};
+    } catch (error) {
+      if (generation === state.generation) reportFailure(error);
+      return;
+    }
+    if (generation !== state.generation) return;
+    if (result.serverErrorCode) {
+      addNote(`Could not ${accept ? 'accept' : 'decline'} “${invitationTitle(invitation)}”: ${result.reason || result.serverErrorCode}`, 'error');
+    } else if (accept) {
+      addNote(`You joined “${invitationTitle(invitation)}”`, '');
+      const zoneID = result.zoneID || invitation.zoneID;
+      if (zoneID && zoneID.ownerRecordName) {
+        state.openKey = bookKey('shared', zoneID);
+        sessionStorage.setItem(KEYS.book, state.openKey);
+      }
+    } else {
+      addNote(`You declined “${invitationTitle(invitation)}”`, '');
+    }
+    if (linkedInvitation() === guid) sessionStorage.removeItem(KEYS.invitation);
+    state.invitations = state.invitations.filter((each) => each.shortGUID !== guid);
+    renderInvitations();
+    scheduleRefresh();
   }
 
   /// What a book that left the list became: a participant cannot tell a removal from a deletion.
@@ -743,7 +914,7 @@
     const list = $('book-list');
     const books = sortedBooks();
     const drawn = JSON.stringify([state.generation, state.openKey, state.listedOnce, state.shared.available,
-      books.map((book) => [book.key, bookTitle(book), bookRole(book), ownerLabel(book)])]);
+      books.map((book) => [book.key, bookTitle(book), bookRole(book), ownerLabel(book), sharedWith(book).length])]);
     if (list.dataset.drawn === drawn) return;
     list.dataset.drawn = drawn;
     list.replaceChildren(...books.map((book) => {
@@ -756,6 +927,7 @@
         el('span', { class: 'book-title', text: bookTitle(book) }),
         el('span', { class: 'book-meta' },
           el('span', { class: `role role-${role}`, text: role }),
+          book.database === 'shared' || sharedWith(book).length ? el('span', { class: 'shared-mark', text: 'shared' }) : null,
           book.database === 'shared' ? el('span', { class: 'book-owner', text: `by ${ownerLabel(book)}` }) : null)));
     }));
     if (!books.length && state.listedOnce) {
@@ -827,22 +999,34 @@
       renderAllRecords(book));
   }
 
+  /// The people a book's share names besides its owner, by name (the daemon lists them in an
+  /// order of its own, their ids).
+  function sharedWith(book) {
+    const share = book.share;
+    return share ? (share.participants || []).filter((p) => p.type !== 'OWNER')
+      .sort((a, b) => (identityName(a.userIdentity) || '').localeCompare(identityName(b.userIdentity) || '')) : [];
+  }
+
+  /// How a participant stands: invited, accepted, or declined (a participant the owner removed
+  /// leaves the share, so a removed one is one who turned the invitation down).
+  function acceptanceText(status) {
+    if (!status) return '';
+    return `, ${{ PENDING: 'invited', INVITED: 'invited', REMOVED: 'declined' }[status] || status.toLowerCase()}`;
+  }
+
   function renderBookHead(book) {
     const role = bookRole(book);
-    const share = book.share;
-    // By name: the daemon lists participants in an order of its own (their ids).
-    const participants = share ? (share.participants || []).filter((p) => p.type !== 'OWNER')
-      .sort((a, b) => (identityName(a.userIdentity) || '').localeCompare(identityName(b.userIdentity) || '')) : [];
+    const participants = sharedWith(book);
     return el('header', { class: 'book-head' },
       el('h2', { id: 'book-title', text: bookTitle(book) }),
       el('p', { class: 'book-facts' },
         el('span', { class: `role role-${role}`, text: role }),
-        ` owner: ${ownerLabel(book)} · zone ${book.zoneID.zoneName} · ${book.records.size} records`),
+        ` owner: ${ownerLabel(book)} · zone ${book.zoneID.zoneName} · ${book.records.size} record${book.records.size === 1 ? '' : 's'}`),
       participants.length
         ? el('p', { class: 'participants' }, 'Shared with: ', participants.map((p, index) => [
           index ? ', ' : '',
           el('span', { class: 'participant' }, identityName(p.userIdentity) || 'someone',
-            ` (${(p.permission || '').toLowerCase().replace('_', '-')}${p.acceptanceStatus ? `, ${p.acceptanceStatus === 'PENDING' ? 'invited' : p.acceptanceStatus.toLowerCase()}` : ''})`),
+            ` (${(p.permission || '').toLowerCase().replace('_', '-')}${acceptanceText(p.acceptanceStatus)})`),
         ]))
         : null);
   }
@@ -988,7 +1172,7 @@
   /// Every field of a record with its type, and who created and last changed it, when.
   function rawRecord(book, record, bare) {
     const fields = Object.entries(record.fields || {}).sort(([a], [b]) => (a < b ? -1 : 1));
-    const stamp = (info) => (info ? `${userLabel(book, info.userRecordName)} (${info.userRecordName || '-'}), ${localTime(info.timestamp)}`
+    const stamp = (info) => (info ? `${userLabel(book, info.userRecordName)}, ${localTime(info.timestamp)}`
       + `${info.deviceID ? `, device ${info.deviceID}` : ''}` : '-');
     const table = el('table', { class: 'raw-fields' },
       el('tbody', null,
@@ -1029,6 +1213,13 @@
     // to a server); it is taken out of the address and the history at once.
     const returned = /^#ckSession=([0-9a-f]+)$/.exec(window.location.hash);
     if (returned) history.replaceState(null, '', window.location.pathname);
+    // From a share page: the invitation to show once signed in, kept for the tab (the password
+    // sign-in without a popup leaves this page and comes back).
+    const invited = /^#invitation=([A-Za-z0-9_-]{1,200})$/.exec(window.location.hash);
+    if (invited) {
+      sessionStorage.setItem(KEYS.invitation, invited[1]);
+      history.replaceState(null, '', window.location.pathname);
+    }
     const token = returned ? returned[1] : sessionStorage.getItem(KEYS.token);
     const container = sessionStorage.getItem(KEYS.container);
     const environment = sessionStorage.getItem(KEYS.environment);
@@ -1043,6 +1234,7 @@
     formatNumber,
     get liveState() { return state.liveState; },
     get openBook() { return state.openKey; },
+    get invitations() { return state.invitations.map((invitation) => invitation.shortGUID); },
   };
 
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);

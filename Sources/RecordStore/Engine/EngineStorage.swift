@@ -72,6 +72,10 @@ extension EngineStorage {
 
     package func invitations(_ scope: DatabaseScope) async throws -> [JSONValue] { try await engine.invitations(scope) }
 
+    package func declineInvitations(_ scope: DatabaseScope, shortGUIDs: [String]) async throws -> [Result<JSONValue, ServerError>] {
+        try await engine.declineInvitations(scope, shortGUIDs: shortGUIDs)
+    }
+
     package func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) async throws -> ZoneInfo {
         try await engine.lookupSharedZone(scope, zone: zone)
     }

@@ -42,4 +42,8 @@ extension EngineUserStorage {
     package func courierChannel(token: String, container: String, environment: Environment) async throws -> PushToken? {
         try await engine.courierChannel(token: token, container: container, environment: environment)
     }
+
+    package func advanceCourierPosition(token: String, to cursor: Int64) async throws {
+        try await engine.advanceCourierPosition(token: token, to: cursor)
+    }
 }

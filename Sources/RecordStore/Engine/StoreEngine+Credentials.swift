@@ -119,7 +119,7 @@ extension StoreEngine {
         let found = try await driver.readStatement { connection in
             try await connection.first(
                 """
-                SELECT p.database_id, p.apns_environment, p.start_cursor, COALESCE(p.last_used_at, p.created_at)
+                SELECT p.database_id, p.apns_environment, p.start_cursor, COALESCE(p.last_used_at, p.created_at), p.delivered_cursor
                 FROM push_tokens p JOIN databases d ON d.id = p.database_id
                 WHERE p.token = ? AND d.container = ? AND d.environment = ? AND
                 """ + " " + CourierRules.liveCondition,
@@ -131,7 +131,18 @@ extension StoreEngine {
                 try await connection.execute("UPDATE push_tokens SET last_used_at = ? WHERE token = ?", [.int(now), .text(token)])
             }
         }
-        return PushToken(token: token, apnsEnvironment: found.text(1), databaseID: found.int(0), startCursor: found.int(2))
+        return PushToken(token: token, apnsEnvironment: found.text(1), databaseID: found.int(0), startCursor: found.int(2),
+                         deliveredCursor: found.optionalInt(4))
+    }
+
+    /// Moves the position of the courier's polls without a cursor to `cursor`, never back (two
+    /// daemons answering one courier at once keep the further one).
+    package func advanceCourierPosition(token: String, to cursor: Int64) async throws {
+        _ = try await driver.write { connection in
+            try await connection.execute(
+                "UPDATE push_tokens SET delivered_cursor = ? WHERE token = ? AND COALESCE(delivered_cursor, start_cursor) < ?",
+                [.int(cursor), .text(token), .int(cursor)])
+        }
     }
 }
 

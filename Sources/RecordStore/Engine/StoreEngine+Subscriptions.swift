@@ -140,12 +140,14 @@ extension StoreEngine {
     package func pushToken(_ scope: DatabaseScope, token: String) async throws -> PushToken {
         let databaseID = try await databaseID(scope)
         guard let row = try await driver.read({ connection in
-            try await connection.first("SELECT database_id, user_id, apns_environment, start_cursor FROM push_tokens WHERE token = ?", [.text(token)])
+            try await connection.first(
+                "SELECT database_id, user_id, apns_environment, start_cursor, delivered_cursor FROM push_tokens WHERE token = ?", [.text(token)])
         }) else { throw ServerError(.notFound, "no such notification channel") }
         guard row.int(1) == scope.userID, row.int(0) == databaseID else {
             throw ServerError(.accessDenied, "this notification channel belongs to another user or container")
         }
-        return PushToken(token: token, apnsEnvironment: row.text(2), databaseID: row.int(0), startCursor: row.int(3))
+        return PushToken(token: token, apnsEnvironment: row.text(2), databaseID: row.int(0), startCursor: row.int(3),
+                         deliveredCursor: row.optionalInt(4))
     }
 }
 
