@@ -3,7 +3,7 @@ import RecordModel
 import SyncEngine
 
 extension Scorebook {
-    /// Logs in to a server with a token; see docs/ACCOUNTS.md for whose data goes where.
+    /// Logs in to a server with a token; see docs/guide/accounts.md for whose data goes where.
     @discardableResult
     public func login(server: String, token: String, container: String = "iCloud.scorebook",
                       environment: String = "production") async throws -> SyncAccount
@@ -15,7 +15,15 @@ extension Scorebook {
         do {
             return try await accounts.login(serverURL: url, container: container, environment: environment, token: token)
         } catch let error as SyncError {
-            throw ScorebookError(.sync, error.description)
+            // The console's or the share page's address, pasted for the server's: no API answers below it.
+            if error.description.contains("NOT_FOUND"), !["", "/"].contains(url.path),
+               var root = URLComponents(url: url, resolvingAgainstBaseURL: false) {
+                root.path = ""
+                root.query = nil
+                root.fragment = nil
+                throw ScorebookError(.invalidInput, "\(server) is not the server's root URL; try --server \(root.string ?? server)")
+            }
+            throw ScorebookError(.sync, accountNamed(error.description))
         }
     }
 
@@ -80,6 +88,7 @@ extension Scorebook {
     public func watch(seconds: Double?, onStart: (_ books: Int, _ user: String) -> Void = { _, _ in },
                       onChange: (_ book: String, AppliedChange, _ line: String) -> Void, onProblem: (String) -> Void,
                       onInvitation: (String) -> Void = { _ in }, onConnectionRestored: () -> Void = {},
+                      onBookJoined: (String) -> Void = { _ in },
                       onInitialSyncProgress: ((SyncProgress) -> Void)? = nil) async throws -> SyncStopped?
     {
         do {
@@ -99,10 +108,20 @@ extension Scorebook {
                 onChange(bookName(book), change, describeChange(change, in: book))
             }, onProblem: onProblem, onConnectionRestored: onConnectionRestored, removedBookLines: removedBookLines,
                onIdle: announceInvitations,
+               onBookJoined: { book in onBookJoined(joinedBookLine(book)) },
+               // A writer first seen during the watch (a book shared meanwhile) is named from then on,
+               // here and in the store for later commands; no request when every writer is known.
+               afterSync: { await learnWriterNames() },
                onInitialSyncProgress: onInitialSyncProgress)
         } catch let error as SyncError {
             throw ScorebookError(.sync, error.description)
         }
+    }
+
+    /// `watching friday too (shared by alice)`: a book that joined a running watch.
+    func joinedBookLine(_ book: LocalBook) -> String {
+        let owner = book.scope == .shared ? " (shared by \(shortName(book.ownerRecordName)))" : ""
+        return "watching \(bookName(book)) too\(owner)"
     }
 
     /// How a book is named in output: a shared book by its title when known.

@@ -1,0 +1,91 @@
+import Foundation
+import RecordModel
+import XCTest
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 45 for `sync` and `sync --watch`: what Ctrl-C says, a book that joins a running watch,
+/// players and writers by name, through the real binaries.
+final class CLIRoundTwoWatchTests: SharedBookTestCase {
+    func testCtrlCOnASyncSaysWhatIsLeftAndStatusAndTheNextSyncAgree() throws {
+        let alice = try user("alice")
+        for person in ["Ada", "Bo", "Cy"] { try alice.run("person", "add", person) }
+        sendSignal(daemon.processIdentifier, SIGSTOP)
+        let sync = try alice.startSync()
+        Thread.sleep(forTimeInterval: 2)
+        sendSignal(sync.process.processIdentifier, SIGINT)
+        sendSignal(daemon.processIdentifier, SIGCONT)
+        XCTAssertTrue(sync.wait(timeout: 30))
+        XCTAssertEqual(sync.process.terminationStatus, 130, sync.stderr.text)
+        XCTAssertEqual(sync.stderr.text, "interrupted: 3 changes left to send; 'scorebook sync' sends them\n")
+        XCTAssertEqual(try alice.json("status")["pending"]?.int64Value, 3)
+        XCTAssertEqual(try alice.sync().sent, 3)
+        XCTAssertEqual(try alice.json("status")["pending"]?.int64Value, 0)
+    }
+
+    func testCtrlCOnAWatchPrintsTheSummaryTheEndOfForPrints() throws {
+        let alice = try user("alice"), bob = try user("bob")
+        let match = try shareFriday(from: alice, to: bob)
+        let watch = try BackgroundCLI(["--store", alice.storePath, "sync", "--watch"])
+        XCTAssertTrue(eventually { watch.stdout.text.contains("watching 2 books as alice") }, watch.stdout.text + watch.stderr.text)
+        try bob.run("--book", "friday", "score", "add", "--match", match, "--player", "Ada", "4")
+        try bob.sync()
+        XCTAssertTrue(eventually { watch.stdout.text.contains("saved Score 4 for Ada") }, watch.stdout.text)
+        sendSignal(watch.process.processIdentifier, SIGINT)
+        XCTAssertTrue(watch.wait(timeout: 20))
+        XCTAssertEqual(watch.process.terminationStatus, 0, watch.stderr.text)
+        let last = try XCTUnwrap(watch.lines.last)
+        XCTAssertTrue(last.hasPrefix("watched for "), watch.stdout.text)
+        XCTAssertTrue(last.hasSuffix(" s: 1 saved, 0 deleted"), watch.stdout.text)
+    }
+
+    func testAWatchAnnouncesABookThatJoinsAndNamesPlayersByPerson() throws {
+        let alice = try user("alice"), bob = try user("bob")
+        let watch = try BackgroundCLI(["--store", bob.storePath, "sync", "--watch", "--for", "60"])
+        XCTAssertTrue(eventually { watch.stdout.text.contains("watching 1 book as bob") }, watch.stdout.text + watch.stderr.text)
+        let match = try shareFriday(from: alice, to: bob)
+        XCTAssertTrue(eventually(30) { watch.stdout.text.contains("watching friday too (shared by alice)") },
+                      watch.stdout.text + watch.stderr.text)
+
+        try alice.run("--book", "friday", "person", "add", "Cy")
+        try alice.sync()
+        try alice.run("--book", "friday", "match", "player", "add", match, "Cy")
+        try alice.sync()
+        XCTAssertTrue(eventually(30) { watch.stdout.text.contains("[friday] saved Player \"Cy\" (seat 3 in Catan) by alice") },
+                      watch.stdout.text + watch.stderr.text)
+        watch.kill()
+    }
+
+    /// Bob joins a book shared from alice's other machine: the watcher on her laptop never saw
+    /// him. From his second change on, and in her store afterwards, he is bob.
+    func testAWatcherStartedBeforeABookWasSharedLearnsTheNewWritersName() throws {
+        let laptop = try user("alice"), bob = try user("bob")
+        let phone = CLIMachine("alice-phone")
+        try phone.login(daemon, token: try XCTUnwrap(tokens["alice"]))
+        try laptop.run("book", "create", "friday")
+        try laptop.run("--book", "friday", "person", "add", "Ada")
+        try laptop.run("--book", "friday", "game", "add", "Catan")
+        let match = try laptop.create("--book", "friday", "match", "start", "--game", "Catan", "--players", "Ada")
+        try laptop.sync()
+        let watch = try BackgroundCLI(["--store", laptop.storePath, "sync", "--watch", "--for", "60"])
+        XCTAssertTrue(eventually { watch.stdout.text.contains("watching 2 books as alice") }, watch.stdout.text + watch.stderr.text)
+
+        try phone.sync()
+        try phone.run("book", "share", "friday", "--with", "bob@example.com")
+        try bob.run("book", "accept", "friday")
+        try bob.sync()
+        for (round, value) in [(1, "3"), (2, "5")] {
+            try bob.run("--book", "friday", "score", "add", "--match", match, "--player", "Ada", "--round", String(round), value)
+            try bob.sync()
+            XCTAssertTrue(eventually(30) { watch.stdout.text.contains("saved Score \(value) for Ada") }, watch.stdout.text)
+        }
+        let second = try XCTUnwrap(watch.lines.first { $0.contains("saved Score 5 for Ada") })
+        XCTAssertTrue(second.hasSuffix(" by bob"), watch.stdout.text)
+        watch.kill()
+        let table = try laptop.run("--book", "friday", "score", "list", "--match", match).stdout
+        XCTAssertFalse(table.contains(try XCTUnwrap(userRecordNames["bob"])), table)
+        XCTAssertTrue(table.contains("bob"), table)
+    }
+}
