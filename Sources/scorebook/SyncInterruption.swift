@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Scorebook
+import SyncEngine
 import Synchronization
 
 #if canImport(Glibc)
@@ -17,8 +18,10 @@ enum SyncInterruption {
         handle([SIGINT]) {
             progress?.stop()
             eraseLine()
-            // Read afresh from the file: every change acknowledged so far is committed there.
-            let left = (try? Scorebook(storePath: storePath).status().pendingChanges)
+            // Counted holding the store's write lock until the process ends: an acknowledgement the
+            // sync is about to commit either is in the count or never happens.
+            let store = try? LocalRecordStore(path: storePath)
+            let left = try? store?.pendingChangesHoldingWritesUntilExit()
             warn(line(left: left))
             Foundation.exit(130)
         }

@@ -25,6 +25,31 @@ final class CLIRoundTwoWatchTests: SharedBookTestCase {
         XCTAssertEqual(try alice.json("status")["pending"]?.int64Value, 0)
     }
 
+    /// A large first upload stopped mid-way, most likely while a batch the server applied waits for
+    /// its answer: the line, `status` and the next sync's count are one number.
+    func testCtrlCInALargeUploadLeavesACountTheNextSyncSends() throws {
+        let alice = try user("alice")
+        let people = (0..<20_000).map { index in
+            #"{"firstName":"P\#(index)","modificationDate":"2026-01-01T00:00:00.000Z","recordName":"Person|~|"#
+                + String(format: "00000000-0000-4000-8000-%012d", index) + #"","recordType":"Person"}"#
+        }
+        let file = alice.directory.appendingPathComponent("big.json")
+        try Data((#"{"format":"scorebook-export","version":1,"people":["# + people.joined(separator: ",")
+            + #"],"games":[],"matches":[],"players":[],"scores":[],"matchLocations":[]}"#).utf8).write(to: file)
+        try alice.run("import", file.path)
+        let sync = try alice.startSync()
+        // Interrupted once part of the book is on the server.
+        let token = try XCTUnwrap(tokens["alice"])
+        XCTAssertTrue(eventually(60) { (try? self.serverHasRecords(token: token)) ?? false }, sync.stderr.text)
+        sendSignal(sync.process.processIdentifier, SIGINT)
+        XCTAssertTrue(sync.wait(timeout: 30))
+        XCTAssertEqual(sync.process.terminationStatus, 130, sync.stderr.text)
+        let said = try XCTUnwrap(sync.stderr.text.split(separator: " ").compactMap { Int($0) }.first, sync.stderr.text)
+        XCTAssertGreaterThan(said, 0)
+        XCTAssertEqual(try alice.json("status")["pending"]?.int64Value, Int64(said))
+        XCTAssertEqual(try alice.sync().sent, said, "the next sync sends what was said to be left")
+    }
+
     func testCtrlCOnAWatchPrintsTheSummaryTheEndOfForPrints() throws {
         let alice = try user("alice"), bob = try user("bob")
         let match = try shareFriday(from: alice, to: bob)
@@ -87,5 +112,12 @@ final class CLIRoundTwoWatchTests: SharedBookTestCase {
         let table = try laptop.run("--book", "friday", "score", "list", "--match", match).stdout
         XCTAssertFalse(table.contains(try XCTUnwrap(userRecordNames["bob"])), table)
         XCTAssertTrue(table.contains("bob"), table)
+    }
+
+    /// Whether the server holds any record of the user's default book (one record of its feed).
+    func serverHasRecords(token: String) throws -> Bool {
+        let body = #"{"zones":[{"zoneID":{"zoneName":"ScorebookData"},"resultsLimit":1}]}"#
+        let answer = try daemon.post("/database/1/iCloud.scorebook/production/private/changes/zone", token: token, json: body)
+        return !(answer.body["zones"]?.arrayValue?.first?["records"]?.arrayValue ?? []).isEmpty
     }
 }
