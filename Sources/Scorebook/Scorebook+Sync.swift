@@ -81,14 +81,16 @@ extension Scorebook {
     /// meanwhile included. `onStart` hears how many books are watched and as whom; `onChange`
     /// each change with the name of its book and the line that describes it; `onInvitation`
     /// each new invitation's line; `onConnectionRestored` when the server answers again after
-    /// a problem. The first sync reports its progress to `onInitialSyncProgress`. Returns why
+    /// a problem; `onBookJoined` the line of a book that joined meanwhile; `onSynced` the end of
+    /// each sync, once new writers' names are looked up. The first sync reports its progress
+    /// to `onInitialSyncProgress`. Returns why
     /// it stopped early when the store's account or sync switch changed meanwhile (nil when
     /// the time was up).
     @discardableResult
     public func watch(seconds: Double?, onStart: (_ books: Int, _ user: String) -> Void = { _, _ in },
                       onChange: (_ book: String, AppliedChange, _ line: String) -> Void, onProblem: (String) -> Void,
                       onInvitation: (String) -> Void = { _ in }, onConnectionRestored: () -> Void = {},
-                      onBookJoined: (String) -> Void = { _ in },
+                      onBookJoined: (String) -> Void = { _ in }, onSynced: () -> Void = {},
                       onInitialSyncProgress: ((SyncProgress) -> Void)? = nil) async throws -> SyncStopped?
     {
         do {
@@ -111,7 +113,10 @@ extension Scorebook {
                onBookJoined: { book in onBookJoined(joinedBookLine(book)) },
                // A writer first seen during the watch (a book shared meanwhile) is named from then on,
                // here and in the store for later commands; no request when every writer is known.
-               afterSync: { await learnWriterNames() },
+               afterSync: {
+                   await learnWriterNames()
+                   onSynced()
+               },
                onInitialSyncProgress: onInitialSyncProgress)
         } catch let error as SyncError {
             throw ScorebookError(.sync, error.description)

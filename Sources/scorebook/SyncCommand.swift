@@ -44,6 +44,19 @@ struct SyncCommand: AsyncParsableCommand {
         func printing(_ body: () -> Void) {
             if let progress { progress.interrupt(body) } else { body() }
         }
+        func show(_ change: AppliedChange, _ line: String, _ bookName: String?) {
+            let writer = book.otherWriterID(of: change)
+            printing {
+                emit(Output.change(change, line: line, by: writer.flatMap(book.shortName), writerID: writer, book: bookName, json: json))
+            }
+        }
+        // A text line by a writer this store cannot name yet waits for the end of its sync, when
+        // the watch has looked the writer up (those after it wait too, to keep the order).
+        var waiting: [(change: AppliedChange, line: String, book: String?)] = []
+        func showWaiting() {
+            for entry in waiting { show(entry.change, entry.line, entry.book) }
+            waiting = []
+        }
         let stopped = try await book.watch(seconds: seconds, onStart: { books, user in
             // JSON lines stay one object per change.
             if !json { printing { emit(Output.watchStart(books: books, user: user)) } }
@@ -51,15 +64,19 @@ struct SyncCommand: AsyncParsableCommand {
             tally.count(saved: change.kind == .saved)
             // Lines name their book once the store has more than one (it may grow during the watch).
             let named = book.hasSeveralBooks() ? bookName : nil
-            let writer = book.otherWriterID(of: change)
-            printing {
-                emit(Output.change(change, line: line, by: writer.flatMap(book.shortName), writerID: writer, book: named, json: json))
+            let unnamed = book.otherWriterID(of: change).map { (try? book.userName($0)) == nil } ?? false
+            if !json, unnamed || !waiting.isEmpty {
+                waiting.append((change, line, named))
+            } else {
+                show(change, line, named)
             }
         }, onProblem: { problem in printing { warn("warning: \(problem)") } },
            onInvitation: { line in printing { json ? warn(line) : emit(line) } },
            onConnectionRestored: { printing { warn("connected to the server again") } },
            onBookJoined: { line in if !json { printing { emit(line) } } },
+           onSynced: showWaiting,
            onInitialSyncProgress: onProgress)
+        showWaiting()
         // Another process logged out, logged in or turned sync off: one line, and status 0.
         if let stopped {
             printing { warn(stopped.description) }

@@ -84,7 +84,7 @@ final class CLIRoundTwoWatchTests: SharedBookTestCase {
     }
 
     /// Bob joins a book shared from alice's other machine: the watcher on her laptop never saw
-    /// him. From his second change on, and in her store afterwards, he is bob.
+    /// him. Its lines, and her store afterwards, name him from his first change.
     func testAWatcherStartedBeforeABookWasSharedLearnsTheNewWritersName() throws {
         let laptop = try user("alice"), bob = try user("bob")
         let phone = CLIMachine("alice-phone")
@@ -106,8 +106,10 @@ final class CLIRoundTwoWatchTests: SharedBookTestCase {
             try bob.sync()
             XCTAssertTrue(eventually(30) { watch.stdout.text.contains("saved Score \(value) for Ada") }, watch.stdout.text)
         }
-        let second = try XCTUnwrap(watch.lines.first { $0.contains("saved Score 5 for Ada") })
-        XCTAssertTrue(second.hasSuffix(" by bob"), watch.stdout.text)
+        for value in ["3", "5"] {
+            let line = try XCTUnwrap(watch.lines.first { $0.contains("saved Score \(value) for Ada") })
+            XCTAssertTrue(line.hasSuffix(" by bob"), watch.stdout.text)
+        }
         watch.kill()
         let table = try laptop.run("--book", "friday", "score", "list", "--match", match).stdout
         XCTAssertFalse(table.contains(try XCTUnwrap(userRecordNames["bob"])), table)
