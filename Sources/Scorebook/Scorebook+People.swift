@@ -38,9 +38,10 @@ extension Scorebook {
         }
     }
 
-    /// A user named by email or user record name, as people show (`bob <bob@example.com>`) when known.
+    /// A user named by email or user record name, by their short name (`bob`) when known.
     public func userLabel(_ who: String) -> String {
-        (personLabel(who) ?? userRecordNames(named: who).first.flatMap(personLabel)) ?? who
+        let id = ((try? userName(who)) ?? nil) != nil ? who : userRecordNames(named: who).first
+        return id.flatMap { (try? userName($0)) ?? nil } ?? who
     }
 
     /// A message with every user record name this store knows a person for replaced by that

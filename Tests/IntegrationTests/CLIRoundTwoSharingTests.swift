@@ -70,7 +70,10 @@ final class CLIRoundTwoSharingTests: SharedBookTestCase {
         let shared = try alice.run("book", "share", "friday", "--with", "carol@example.com", "--read-only")
         XCTAssertTrue(shared.stdout.contains("/share/"), shared.stdout)
         XCTAssertEqual(shared.stdout.split(separator: "\n").count, 1, "the URL stays the only output")
-        XCTAssertTrue(shared.stderr.contains("shared friday with carol <carol@example.com> (read-only)"), shared.stderr)
+        XCTAssertTrue(shared.stderr.contains("shared friday with carol (read-only)"), shared.stderr)
+        // Sharing again with bob keeps him, and says so the same way.
+        let reshared = try alice.run("book", "share", "friday", "--with", "bob@example.com")
+        XCTAssertEqual(reshared.stderr, "shared friday with bob (read-write)\n")
         try carol.run("book", "accept", "friday")
         try carol.sync()
 
