@@ -17,6 +17,9 @@ public struct MatchRounds: Equatable, Sendable {
         /// Each column's points in this round (summed should sync have brought two), by Player
         /// record name; a player without a score in the round is absent.
         public var values: [String: Double]
+        /// The players (Player record names) with more than one score in this round: two
+        /// machines entered it at once, and `values` holds their sum.
+        public var enteredTwice: Set<String> = []
     }
 
     public var columns: [Column]
@@ -25,9 +28,17 @@ public struct MatchRounds: Equatable, Sendable {
 
     static func compute(columns: [Column], scores: [Score]) -> MatchRounds {
         var byRound: [Int64?: [String: Double]] = [:]
-        for score in scores { byRound[score.round, default: [:]][score.player, default: 0] += score.value }
+        var counts: [Int64?: [String: Int]] = [:]
+        for score in scores {
+            byRound[score.round, default: [:]][score.player, default: 0] += score.value
+            counts[score.round, default: [:]][score.player, default: 0] += 1
+        }
+        // Scores without a round are many by nature; only a numbered round entered twice is marked.
         let rows = byRound.keys.sorted { ($0 ?? .max, $0 == nil ? 1 : 0) < ($1 ?? .max, $1 == nil ? 1 : 0) }
-            .map { Row(round: $0, values: byRound[$0] ?? [:]) }
+            .map { round in
+                Row(round: round, values: byRound[round] ?? [:],
+                    enteredTwice: round == nil ? [] : Set((counts[round] ?? [:]).filter { $0.value > 1 }.keys))
+            }
         return MatchRounds(columns: columns, rows: rows)
     }
 
@@ -36,7 +47,9 @@ public struct MatchRounds: Equatable, Sendable {
     public func table(totals result: MatchResult) -> TextTable {
         let totals = Dictionary(result.rows.map { ($0.player, $0.total) }, uniquingKeysWith: { first, _ in first })
         var rows = self.rows.map { row in
-            [row.round.map(String.init) ?? "-"] + columns.map { row.values[$0.player].map(NumberText.format) ?? "" }
+            [row.round.map(String.init) ?? "-"] + columns.map { column in
+                row.values[column.player].map { NumberText.format($0) + (row.enteredTwice.contains(column.player) ? " (×2)" : "") } ?? ""
+            }
         }
         rows.append(["TOTAL"] + columns.map { NumberText.format(totals[$0.player] ?? 0) })
         return TextTable(headers: ["ROUND"] + columns.map(\.name), rows: rows)
@@ -44,8 +57,11 @@ public struct MatchRounds: Equatable, Sendable {
 
     /// `"rounds"` of `match show --rounds --json`: `[{"round", "scores": {PLAYER: value}}]`.
     public var json: JSONValue {
-        .array(rows.map { row in
-            ["round": row.round.map(JSONValue.int) ?? .null, "scores": .object(row.values.mapValues(JSONValue.double))]
+        .array(rows.map { row -> JSONValue in
+            var members: [String: JSONValue] = ["round": row.round.map(JSONValue.int) ?? .null,
+                                                "scores": .object(row.values.mapValues(JSONValue.double))]
+            if !row.enteredTwice.isEmpty { members["enteredTwice"] = .array(row.enteredTwice.sorted().map(JSONValue.string)) }
+            return .object(members)
         })
     }
 }
@@ -61,6 +77,11 @@ public enum MatchShow {
             members["rounds"] = rounds.json
             return JSONText.render(.object(members))
         }
-        return detail + "\n\n" + rounds.table(totals: line.result).rendered
+        var text = detail + "\n\n" + rounds.table(totals: line.result).rendered
+        if rounds.rows.contains(where: { !$0.enteredTwice.isEmpty }) {
+            text += "\n(×2): two scores in one round, summed (entered on two machines at once); "
+                + "'\(ShellCommand.line(["scorebook", "score", "list", "--match", line.match.recordName]))' shows each"
+        }
+        return text
     }
 }

@@ -84,15 +84,23 @@ public enum Output {
     }
 
     /// `catalog list`: the public catalogue's games.
-    public static func catalog(_ entries: [CatalogEntry], json: Bool) -> String {
+    /// `catalog list`; `publishers` names each publisher in text (JSON keeps the user record name).
+    public static func catalog(_ entries: [CatalogEntry], publishers: [String: String] = [:], json: Bool) -> String {
         if json { return JSONText.render(.array(entries.map(\.json))) }
-        let rows = entries.map { [$0.name, $0.lowScoreWins ? "low score wins" : "high score wins", $0.description] }
-        return TextTable(headers: ["NAME", "SCORING", "DESCRIPTION"], rows: rows).rendered
+        let rows = entries.map {
+            [$0.name, $0.lowScoreWins ? "low score wins" : "high score wins", $0.publisher.map { publishers[$0] ?? $0 } ?? "-", $0.description]
+        }
+        return TextTable(headers: ["NAME", "SCORING", "PUBLISHER", "DESCRIPTION"], rows: rows).rendered
     }
 
     /// `catalog publish`: the entry's record name, or the entry.
     public static func published(_ entry: CatalogEntry, json: Bool) -> String {
         json ? JSONText.render(entry.json) : entry.recordName
+    }
+
+    /// `catalog unpublish`: which entry went.
+    public static func unpublished(_ entry: CatalogEntry, json: Bool) -> String {
+        json ? JSONText.render(["unpublished": .string(entry.recordName)]) : "unpublished \"\(shown(entry.name))\" from the catalogue"
     }
 
     /// One line of `match list`.
@@ -104,6 +112,8 @@ public enum Output {
         public var location: MatchLocation?
         /// In a shared book, every score with who entered it (`match show`); nil otherwise.
         public var sharedScores: [ScoreLine]?
+        /// The record names of its photos (`match show`).
+        public var photos: [String] = []
 
         public init(match: Match, gameName: String, result: MatchResult, location: MatchLocation? = nil) {
             self.match = match
@@ -136,6 +146,7 @@ public enum Output {
             })
             members["winner"] = result.winner.map(JSONValue.string) ?? .null
             members["location"] = line.location.map(\.showJSON) ?? .null
+            if !line.photos.isEmpty { members["photos"] = .array(line.photos.map(JSONValue.string)) }
             if let scores = line.sharedScores {
                 members["scores"] = .array(scores.map { score in
                     ["recordName": .string(score.score.recordName), "name": .string(score.personName),
@@ -151,6 +162,9 @@ public enum Output {
             + (match.endDate.map { ", finished \(LocalTime.string(from: $0))" } ?? ", in progress"))
         if let notes = match.notes { lines.append("notes: \(shown(notes))") }
         if let location = line.location { lines.append("location: \(shown(location.showText))") }
+        if !line.photos.isEmpty {
+            lines.append("photos: \(line.photos.count) (\(ShellCommand.line(["scorebook", "match", "photos", match.recordName])))")
+        }
         let rows = result.rows.map { [String($0.rank), $0.name, NumberText.format($0.total)] }
         lines.append(TextTable(headers: ["RANK", "PLAYER", "TOTAL"], rows: rows).rendered)
         if let scores = line.sharedScores, !scores.isEmpty {
@@ -261,7 +275,8 @@ public enum Output {
 
     static func accountText(_ account: SyncAccount?, dataOwner: String?, label: String? = nil) -> String {
         guard let account else {
-            return "not logged in" + (dataOwner.map { " (the local data belongs to \($0))" } ?? "")
+            // Logged out, `label` names the owner of the local data.
+            return shown("not logged in" + (dataOwner.map { " (the local data belongs to \(label ?? $0))" } ?? ""))
         }
         return shown("\(label ?? account.userRecordName) at \(account.serverURL.absoluteString) (\(account.container), \(account.environment))")
     }

@@ -22,15 +22,33 @@ extension Scorebook {
             (summary.book.zoneName == name || summary.title == name)
                 && (owner == nil || owners.contains(summary.book.ownerRecordName) || (owner == "me" && summary.book.scope == .private))
         }
+        // Among one's own books the zone name wins over a title; books of different owners
+        // sharing a name are never picked silently.
+        let owned = candidates.filter { $0.book.scope == .private && $0.book.zoneName == name }
         let chosen = candidates.count == 1 ? candidates[0]
-            : (owner == nil ? candidates.first { $0.book.scope == .private && $0.book.zoneName == name } : nil)
+            : (candidates.allSatisfy { $0.book.scope == .private } && owned.count == 1 ? owned[0] : nil)
         guard let chosen else {
             if candidates.count > 1 {
-                throw ScorebookError(.badReference, "\"\(bookName)\" names \(candidates.count) books; use NAME@OWNER (see 'scorebook book list')")
+                let listed = candidates.map { defaultBook.qualifiedName(of: $0) }.joined(separator: ", ")
+                throw ScorebookError(.badReference, "\"\(bookName)\" names \(candidates.count) books: \(listed); "
+                    + "name one as NAME@OWNER (see 'scorebook book list')")
             }
-            throw ScorebookError(.invalidInput, "no book named \"\(bookName)\"; see 'scorebook book list' or run 'scorebook book create \(name)'")
+            // Only a name `book create` takes is worth suggesting; a title with spaces is refused there.
+            let create = (try? validateBookName(name)) != nil ? " or run '\(ShellCommand.line(["scorebook", "book", "create", name]))'" : ""
+            throw ScorebookError(.invalidInput, "no book named \"\(bookName)\"; see 'scorebook book list'\(create)")
         }
         return try Scorebook(store: defaultBook.store.opening(chosen.book))
+    }
+
+    /// A book as NAME@OWNER: `friday@me` for one's own, `friday@alice` for alice's.
+    func qualifiedName(of summary: LocalBookSummary) -> String {
+        let owner = summary.book.scope == .private ? "me" : shortName(summary.book.ownerRecordName)
+        return "\(summary.title ?? summary.book.zoneName)@\(owner)"
+    }
+
+    /// The books shared with the user whose name or title is `name`, as NAME@OWNER.
+    public func sharedBooks(named name: String) throws -> [String] {
+        try books().filter { $0.book.scope == .shared && ($0.book.zoneName == name || $0.title == name) }.map(qualifiedName)
     }
 
     /// A zone name the server takes: letters, digits, `-`, `_` and `.`, not starting with `_`.
@@ -61,18 +79,25 @@ extension Scorebook {
 
     /// Deletes a book the user owns, here at once and on the server at the next sync.
     public func deleteBook(named name: String) throws {
-        try ownedBookStore(named: name)
-        try store.opening(LocalBook(zoneName: name)).deleteBookLocally()
+        try ownedBookStore(named: name).deleteBookLocally()
     }
 
     /// The store of the book `name` (a zone name) the user owns, or why it cannot be changed.
     @discardableResult
-    func ownedBookStore(named name: String) throws -> LocalRecordStore {
+    func ownedBookStore(named given: String) throws -> LocalRecordStore {
+        // `friday@me`, the name an ambiguity error offers for one's own book.
+        let name = given.hasSuffix("@me") ? String(given.dropLast(3)) : given
         guard name != Self.defaultBookName else {
             throw ScorebookError(.invalidInput, "the default book \(Self.defaultBookName) cannot be deleted")
         }
+        // One's own book by zone name, else by title (as every other book command takes it).
+        let owned = try books().filter { $0.book.scope == .private }
+        if let titled = owned.first(where: { $0.book.zoneName == name }) ?? owned.first(where: { $0.title == name }) {
+            return try store.opening(titled.book)
+        }
         if try store.books().contains(where: { $0.book.scope == .shared && ($0.title == name || $0.book.zoneName == name) }) {
-            throw ScorebookError(.invalidInput, "only the owner can delete the book \(name); 'scorebook book leave \(name)' leaves it")
+            throw ScorebookError(.invalidInput, "only the owner can delete the book \(name); "
+                + "'\(ShellCommand.line(["scorebook", "book", "leave", name]))' leaves it")
         }
         try Self.validateBookName(name)
         let book = LocalBook(zoneName: name)

@@ -16,13 +16,46 @@ extension Scorebook {
         return client
     }
 
-    /// Every game in the catalogue, by name.
+    /// Every game in the catalogue, by name; its publishers are looked up so that the list
+    /// names them (`publisherLabels`).
     public func catalog() async throws -> [CatalogEntry] {
         let client = try catalogClient()
         let records = try await Self.catalogCall { try await client.queryAllRecords(zoneID: .default, recordType: CatalogEntry.recordType) }
-        return records.compactMap(CatalogEntry.init(record:)).sorted {
+        let entries = records.compactMap(CatalogEntry.init(record:)).sorted {
             $0.name.lowercased() != $1.name.lowercased() ? $0.name.lowercased() < $1.name.lowercased() : $0.recordName < $1.recordName
         }
+        await learnUsers(Set(entries.compactMap(\.publisher).filter { !knowsUser($0) }))
+        return entries
+    }
+
+    /// How `catalog list` names each publisher: by name when known, else the user record name.
+    public func publisherLabels(_ entries: [CatalogEntry]) -> [String: String] {
+        var labels: [String: String] = [:]
+        for publisher in entries.compactMap(\.publisher) { labels[publisher] = shortName(publisher) }
+        return labels
+    }
+
+    /// Takes the user's own entry named `name` (any case) out of the catalogue; the games
+    /// already added from it stay in their books.
+    @discardableResult
+    public func unpublishFromCatalog(name: String) async throws -> CatalogEntry {
+        let wanted = name.trimmingCharacters(in: .whitespaces).lowercased()
+        guard let entry = try await catalog().first(where: { $0.name.lowercased() == wanted }) else {
+            throw ScorebookError(.badReference, "no game named \"\(name)\" in the catalogue; 'scorebook catalog list' shows what is there")
+        }
+        let me = try accounts.account()?.userRecordName
+        if let publisher = entry.publisher, publisher != me {
+            throw ScorebookError(.invalidInput, "\(shortName(publisher)) published \"\(entry.name)\" to the catalogue; only they can unpublish it")
+        }
+        let client = try catalogClient()
+        let results = try await Self.catalogCall {
+            try await client.modifyRecords(zoneID: .default, operations: [.forceDelete(entry.recordName, recordType: CatalogEntry.recordType)],
+                                           atomic: true)
+        }
+        if case .failed(let error)? = results.first {
+            throw ScorebookError(.sync, "the catalogue kept \"\(entry.name)\": \(error.reason)")
+        }
+        return entry
     }
 
     /// Publishes a local game (its name and scoring) with a description; publishing it again

@@ -41,6 +41,14 @@ extension Scorebook {
             + "(\(ReferenceResolver.shortID(of: existing.recordName))); add --allow-duplicate to add another")
     }
 
+    /// Refuses to give a person or game the name of another one, naming that one.
+    func refuseRename(onto existing: (any CloudKitCompatible)?) throws {
+        guard let existing else { return }
+        let noun = type(of: existing).recordType.lowercased()
+        throw ScorebookError(.invalidInput, "a \(noun) named \"\(existing.displayName)\" already exists "
+            + "(\(ReferenceResolver.shortID(of: existing.recordName))); choose another name")
+    }
+
     /// Changes a person's names or email; nil leaves a field as it is, an empty string clears
     /// the last name or email.
     @discardableResult
@@ -49,6 +57,11 @@ extension Scorebook {
         if let firstName { person.firstName = try NameValidation.validated(firstName, field: "a person's first name") }
         if let lastName { person.lastName = try NameValidation.validatedOptional(lastName, field: "a person's last name") }
         if let email { person.emailAddress = Self.nonEmpty(email) }
+        // A rename onto someone else's name would leave two people neither name resolves to.
+        if firstName != nil || lastName != nil {
+            let wanted = person.fullName.lowercased()
+            try refuseRename(onto: all(Person.self).first { $0.recordName != person.recordName && $0.fullName.lowercased() == wanted })
+        }
         person.modificationDate = now()
         try save([person])
         return person
@@ -58,7 +71,11 @@ extension Scorebook {
     @discardableResult
     public func editGame(reference: String, name: String? = nil, lowScoreWins: Bool? = nil) throws -> Game {
         var game = try resolve(Game.self, reference)
-        if let name { game.name = try NameValidation.validated(name, field: "a game's name") }
+        if let name {
+            game.name = try NameValidation.validated(name, field: "a game's name")
+            let wanted = game.name.lowercased()
+            try refuseRename(onto: all(Game.self).first { $0.recordName != game.recordName && $0.name.lowercased() == wanted })
+        }
         if let lowScoreWins { game.lowScoreWins = lowScoreWins }
         game.modificationDate = now()
         try save([game])
@@ -161,8 +178,16 @@ extension Scorebook {
     /// Refuses a score change in a finished match, naming the command that reopens it.
     func requireOpen(_ match: Match) throws {
         guard match.isFinished else { return }
+        // Reopening would be refused too in a book shared read-only: say that instead.
+        try requireWritableBook()
         throw ScorebookError(.invalidInput, "the match \(match.recordName) is finished; "
             + "run `\(ShellCommand.line(["scorebook", "match", "reopen", match.recordName]))` before adding, editing or deleting its scores")
+    }
+
+    /// Refuses any change to a book shared with the user read-only, before anything is queued.
+    func requireWritableBook() throws {
+        guard store.book.scope == .shared, try store.bookSummary()?.role == "read-only" else { return }
+        throw ScorebookError(.invalidInput, "the book \(store.book.zoneName) is shared with you read-only; it cannot be changed")
     }
 
     /// The error for a second score in a player's round, naming the command that changes the first.

@@ -38,6 +38,24 @@ extension Scorebook {
         }
     }
 
+    /// A user named by email or user record name, by their short name (`bob`) when known.
+    public func userLabel(_ who: String) -> String {
+        let id = ((try? userName(who)) ?? nil) != nil ? who : userRecordNames(named: who).first
+        return id.flatMap { (try? userName($0)) ?? nil } ?? who
+    }
+
+    /// A message with every user record name this store knows a person for replaced by that
+    /// person (`this store holds the scorebook of another account (alice <alice@example.com>)`).
+    func accountNamed(_ text: String) -> String {
+        var named = text
+        for key in (try? store.settingKeys(withPrefix: "userName:")) ?? [] {
+            let id = String(key.dropFirst("userName:".count))
+            guard named.contains(id), let label = personLabel(id) else { continue }
+            named = named.replacingOccurrences(of: id, with: label)
+        }
+        return named
+    }
+
     /// Remembers a user from a server answer (`users/discover`, a share's participant, an
     /// invitation's owner): its name and email, whichever it carries.
     func rememberUser(_ user: JSONValue?) {

@@ -12,6 +12,8 @@ public struct ScoreLine: Equatable, Sendable {
     public var enteredBy: String?
     /// In a shared book, the name of whoever entered it (as looked up after a sync).
     public var enteredByName: String?
+    /// Whoever entered it as the table shows them: by name when this store knows it, in any book.
+    public var enteredByLabel: String?
 }
 
 extension Scorebook {
@@ -70,7 +72,7 @@ extension Scorebook {
             for score in try entities(Score.self, referencing: player.recordName) where score.player == player.recordName {
                 let writer = try enteredBy(score)
                 lines.append(ScoreLine(score: score, player: player, personName: name, enteredBy: writer,
-                                       enteredByName: shared ? try writerName(writer) : nil))
+                                       enteredByName: shared ? try writerName(writer) : nil, enteredByLabel: try writerName(writer)))
             }
         }
         return lines.sorted {
@@ -141,7 +143,7 @@ extension ScoreLine {
         }
         let rows = lines.map {
             [$0.score.recordName, $0.personName, $0.score.round.map(String.init) ?? "-", NumberText.format($0.score.value),
-             $0.enteredByName ?? $0.enteredBy ?? "-"]
+             $0.enteredByLabel ?? $0.enteredByName ?? $0.enteredBy ?? "-"]
         }
         return TextTable(headers: ["RECORD NAME", "PLAYER", "ROUND", "VALUE", "ENTERED BY"], rows: rows).rendered
     }

@@ -59,10 +59,10 @@ extension Scorebook {
     }
 
     /// The share record of an owned book, or nil when it is not shared.
-    func currentShare(_ client: RecordClient, zone: ZoneID) async throws -> JSONValue? {
+    func currentShare(_ client: RecordClient, zone: ZoneID, database: String = "private") async throws -> JSONValue? {
         let answer = try await client.call("records/lookup", [
             "zoneID": zone.json, "records": [["recordName": .string(Self.shareRecordName)]],
-        ], database: "private")
+        ], database: database)
         guard let entry = answer["records"]?.arrayValue?.first, entry["serverErrorCode"] == nil else { return nil }
         return entry
     }
@@ -150,29 +150,61 @@ extension Scorebook {
         return (url, waits)
     }
 
-    /// Removes `who` from this (owned) book's share; returns how the removed person is named.
+    /// Removes `who` (an email, a user record name, or the name `book participants` shows) from
+    /// this (owned) book's share, or everyone but the owner when `who` is nil; returns how the
+    /// removed people are named.
     @discardableResult
-    public func unshareBook(with who: String) async throws -> String {
+    public func unshareBook(with who: String?) async throws -> [String] {
         let book = try ownedBook("unshare")
         let client = try accountClient()
         return try await talking {
-            guard let existing = try await currentShare(client, zone: book.zoneID),
-                  let removed = Self.participants(of: existing).first(where: { $0.type != "OWNER" && Self.participant($0, is: who) })
-            else {
+            let existing = try await currentShare(client, zone: book.zoneID)
+            let others = existing.map(Self.participants(of:))?.filter { $0.type != "OWNER" } ?? []
+            guard let who else {
+                guard let existing, !others.isEmpty else {
+                    throw ScorebookError(.invalidInput, "the book \(book.zoneName) is not shared with anyone")
+                }
+                _ = try await saveShare(client, zone: book.zoneID, existing: existing, participants: [])
+                return others.map(participantLabel)
+            }
+            let matching = others.filter { participant($0, isNamed: who) }
+            guard let existing, let removed = matching.first else {
                 throw ScorebookError(.invalidInput, "the book \(book.zoneName) is not shared with \(who)")
             }
+            guard matching.count == 1 else {
+                throw ScorebookError(.badReference, "\"\(who)\" names \(matching.count) participants: "
+                    + matching.map(participantLabel).joined(separator: ", ") + "; give an email")
+            }
+            // Dropped by the identity the share knows them by, whatever `who` said.
+            let key = removed.userRecordName ?? removed.emailAddress ?? who
             _ = try await saveShare(client, zone: book.zoneID, existing: existing,
-                                    participants: Self.keptParticipants(existing, dropping: who))
-            return removed.name ?? removed.emailAddress ?? removed.userRecordName ?? who
+                                    participants: Self.keptParticipants(existing, dropping: key))
+            return [participantLabel(removed)]
         }
     }
 
-    /// Who takes part in this (owned) book.
+    /// Whether `who` names a participant: its email or user record name, or its name or email as
+    /// this store knows it (what `book participants` shows).
+    func participant(_ participant: BookParticipant, isNamed who: String) -> Bool {
+        if Self.participant(participant, is: who) { return true }
+        if participant.name?.lowercased() == who.lowercased() { return true }
+        guard let id = participant.userRecordName else { return false }
+        return userRecordNames(named: who).contains(id)
+    }
+
+    /// A participant by name (`bob`): what the share says, else what this store knows of them.
+    func participantLabel(_ participant: BookParticipant) -> String {
+        participant.name ?? participant.userRecordName.flatMap { try? userName($0) } ?? participant.emailAddress
+            ?? participant.userRecordName ?? "?"
+    }
+
+    /// Who takes part in this book: the owner asks its private database, a participant its
+    /// shared one (the server shows the share to everyone in it).
     public func bookParticipants() async throws -> [BookParticipant] {
-        let book = try ownedBook("list the participants of")
         let client = try accountClient()
+        let database = store.book.scope == .shared ? "shared" : "private"
         return try await talking {
-            guard let share = try await currentShare(client, zone: book.zoneID) else { return [] }
+            guard let share = try await currentShare(client, zone: store.book.zoneID, database: database) else { return [] }
             return Self.participants(of: share)
         }
     }

@@ -3,7 +3,7 @@ import RecordModel
 import SyncEngine
 
 extension Scorebook {
-    /// Logs in to a server with a token; see docs/ACCOUNTS.md for whose data goes where.
+    /// Logs in to a server with a token; see docs/guide/accounts.md for whose data goes where.
     @discardableResult
     public func login(server: String, token: String, container: String = "iCloud.scorebook",
                       environment: String = "production") async throws -> SyncAccount
@@ -15,7 +15,15 @@ extension Scorebook {
         do {
             return try await accounts.login(serverURL: url, container: container, environment: environment, token: token)
         } catch let error as SyncError {
-            throw ScorebookError(.sync, error.description)
+            // The console's or the share page's address, pasted for the server's: no API answers below it.
+            if error.description.contains("NOT_FOUND"), !["", "/"].contains(url.path),
+               var root = URLComponents(url: url, resolvingAgainstBaseURL: false) {
+                root.path = ""
+                root.query = nil
+                root.fragment = nil
+                throw ScorebookError(.invalidInput, "\(server) is not the server's root URL; try --server \(root.string ?? server)")
+            }
+            throw ScorebookError(.sync, accountNamed(error.description))
         }
     }
 
@@ -73,13 +81,16 @@ extension Scorebook {
     /// meanwhile included. `onStart` hears how many books are watched and as whom; `onChange`
     /// each change with the name of its book and the line that describes it; `onInvitation`
     /// each new invitation's line; `onConnectionRestored` when the server answers again after
-    /// a problem. The first sync reports its progress to `onInitialSyncProgress`. Returns why
+    /// a problem; `onBookJoined` the line of a book that joined meanwhile; `onSynced` the end of
+    /// each sync, once new writers' names are looked up. The first sync reports its progress
+    /// to `onInitialSyncProgress`. Returns why
     /// it stopped early when the store's account or sync switch changed meanwhile (nil when
     /// the time was up).
     @discardableResult
     public func watch(seconds: Double?, onStart: (_ books: Int, _ user: String) -> Void = { _, _ in },
                       onChange: (_ book: String, AppliedChange, _ line: String) -> Void, onProblem: (String) -> Void,
                       onInvitation: (String) -> Void = { _ in }, onConnectionRestored: () -> Void = {},
+                      onBookJoined: (String) -> Void = { _ in }, onSynced: () -> Void = {},
                       onInitialSyncProgress: ((SyncProgress) -> Void)? = nil) async throws -> SyncStopped?
     {
         do {
@@ -99,10 +110,23 @@ extension Scorebook {
                 onChange(bookName(book), change, describeChange(change, in: book))
             }, onProblem: onProblem, onConnectionRestored: onConnectionRestored, removedBookLines: removedBookLines,
                onIdle: announceInvitations,
+               onBookJoined: { book in onBookJoined(joinedBookLine(book)) },
+               // A writer first seen during the watch (a book shared meanwhile) is named from then on,
+               // here and in the store for later commands; no request when every writer is known.
+               afterSync: {
+                   await learnWriterNames()
+                   onSynced()
+               },
                onInitialSyncProgress: onInitialSyncProgress)
         } catch let error as SyncError {
             throw ScorebookError(.sync, error.description)
         }
+    }
+
+    /// `watching friday too (shared by alice)`: a book that joined a running watch.
+    func joinedBookLine(_ book: LocalBook) -> String {
+        let owner = book.scope == .shared ? " (shared by \(shortName(book.ownerRecordName)))" : ""
+        return "watching \(bookName(book)) too\(owner)"
     }
 
     /// How a book is named in output: a shared book by its title when known.

@@ -115,6 +115,14 @@ extension Scorebook {
             return "\(change.kind.rawValue) Score \(NumberText.format(score.value))" + (person.map { " for \($0)" } ?? "")
                 + (game.map { " in \($0)" } ?? "") + (score.round.map { " (round \($0))" } ?? "")
         }
+        if type == Player.recordType, let player = try? Player(record: record) {
+            // A seat means little in a line: the person seated does.
+            let person = ((try? book.entity(Person.self, named: player.person)) ?? nil)?.fullName
+            let match = (try? book.entity(Match.self, named: player.match)) ?? nil
+            let game = match.flatMap { (try? book.entity(Game.self, named: $0.game)) ?? nil }?.name
+            return "\(change.kind.rawValue) Player \"\(person ?? "seat \(player.seat)")\" (seat \(player.seat)"
+                + (game.map { " in \($0)" } ?? "") + ")"
+        }
         if type == Match.recordType, let match = try? Match(record: record) {
             let game = (try? book.entity(Game.self, named: match.game))??.name
             return "\(change.kind.rawValue) Match \(game ?? "of") \(Self.dayFormatter.string(from: match.startDate))"

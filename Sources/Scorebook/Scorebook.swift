@@ -89,6 +89,13 @@ public final class Scorebook {
         switch ReferenceResolver.resolve(reference, among: candidates) {
         case .found(let name):
             return entities.first { $0.recordName == name }!
+        case .notFound where E.self == Match.self:
+            // A match has no name of its own: say how one is named, and where a game's matches are.
+            let game = (try? all(Game.self))?.first { $0.name.lowercased() == reference.lowercased() }
+            throw ScorebookError(.badReference, "no match matches \"\(reference)\"; a match is named by its record name "
+                + "or at least \(ReferenceResolver.shortestPrefix) characters of its id"
+                + (game.map { "; \($0.name) is a game: 'scorebook match list --game \(ShellCommand.quoted($0.name))' lists its matches" }
+                    ?? " (see 'scorebook match list')"))
         case .notFound:
             throw ScorebookError(.badReference, "no \(noun) matches \"\(reference)\" (a REF is a name, a record name, "
                 + "or at least \(ReferenceResolver.shortestPrefix) characters of its id)")

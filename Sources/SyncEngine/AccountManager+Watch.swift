@@ -19,11 +19,15 @@ extension AccountManager {
     /// generation or sync switch changes.
     @discardableResult
     /// `onIdle` runs at each quiet poll interval (what the server does not notify, such as new
-    /// invitations); `onConnectionRestored` after a sync that follows a reported problem.
+    /// invitations); `onConnectionRestored` after a sync that follows a reported problem;
+    /// `onBookJoined` when a book joins the watch after it started (accepted, or made on another machine);
+    /// `afterSync` after each sync the watch makes.
     public func watchBooks(until deadline: Date?, pollTimeout: Int = 30, onChange: (LocalBook, AppliedChange) -> Void,
                            onProblem: (String) -> Void = { _ in }, onConnectionRestored: () -> Void = {},
                            removedBookLines: (SyncSummary) -> [String] = ZoneSynchronizer.removedBookLines,
                            onIdle: () async -> Void = {},
+                           onBookJoined: (LocalBook) -> Void = { _ in },
+                           afterSync: () async -> Void = {},
                            onInitialSyncProgress: ((SyncProgress) -> Void)? = nil) async throws -> SyncStopped?
     {
         // The private database and the file-wide settings (channel, cursor) through the default book.
@@ -32,6 +36,8 @@ extension AccountManager {
         let database = anchor.database
         let session = anchor.session
         var subscribed: Set<LocalBook> = []
+        // The books watched since the first subscription: one subscribed later joined meanwhile.
+        var watched: Set<LocalBook>?
 
         /// Zone subscriptions for books that have none yet (saving one again is harmless).
         func subscribeBooks() async throws {
@@ -45,7 +51,9 @@ extension AccountManager {
                 try await bookDatabase.saveSubscription(
                     Subscription(subscriptionID: "scorebook-\(known.book.zoneName)-changes", kind: .zone, zoneID: known.book.zoneID))
                 subscribed.insert(known.book)
+                if let seen = watched, !seen.contains(known.book) { onBookJoined(known.book) }
             }
+            watched = (watched ?? []).union(subscribed)
         }
 
         return try await anchor.runWatch(
@@ -69,6 +77,7 @@ extension AccountManager {
                 if everything {
                     summary = try await anchorManager.syncPrivateBooks(onChange: onChange, onProgress: progress)
                     try await subscribeBooks()
+                    await afterSync()
                     return summary
                 }
                 var due: [LocalBook] = []
@@ -99,6 +108,7 @@ extension AccountManager {
                                                                 onProgress: progress)
                 }
                 try await subscribeBooks()
+                await afterSync()
                 return summary
             })
     }

@@ -8,6 +8,8 @@ extension LocalRecordStore {
     struct PageOutcome {
         var applied: [AppliedChange] = []
         var savedCount = 0
+        /// Local edits an interrupted send had delivered, found on the server: sent after all.
+        var settledSendCount = 0
         var deletedCount = 0
         var conflicts = 0
         var conflictDetails: [ConflictDetail] = []
@@ -62,6 +64,7 @@ extension LocalRecordStore {
                     outcome.savedCount += 1
                 }
                 if merge.hadConflict { outcome.conflicts += 1 }
+                if merge.settledEarlierSend { outcome.settledSendCount += 1 }
                 outcome.conflictDetails += merge.conflicts
             }
             try Self.rememberWriters(newWriters, in: connection)

@@ -185,6 +185,9 @@ extension LocalRecordStore {
         var applied: AppliedChange?
         var conflicts: [ConflictDetail] = []
         var hadConflict: Bool { !conflicts.isEmpty }
+        /// The server already held what an earlier, interrupted send of this record carried: the
+        /// outbox entry is settled as if that send had been answered.
+        var settledEarlierSend = false
     }
 
     /// Merges a newer server copy into the local record (three-way, with the previous server
@@ -227,7 +230,9 @@ extension LocalRecordStore {
         try writeServerCopy(server, in: connection)
         if !result.needsUpload { try connection.run("DELETE FROM outbox WHERE book = current_book() AND name = ?", [.text(name)]) }
         let applied = result.changedLocally ? AppliedChange(kind: .saved, record: merged) : nil
-        return MergeOutcome(applied: applied, conflicts: ConflictDetail.details(of: result, local: local, server: server, merged: merged))
+        let conflicts = ConflictDetail.details(of: result, local: local, server: server, merged: merged)
+        return MergeOutcome(applied: applied, conflicts: conflicts,
+                            settledEarlierSend: sent != nil && !result.needsUpload && conflicts.isEmpty && applied == nil)
     }
 
     /// What a remote deletion removed here: every local record of its cascade, and the local

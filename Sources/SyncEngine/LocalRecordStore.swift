@@ -227,6 +227,16 @@ public final class LocalRecordStore: @unchecked Sendable {
         try withConnection { Int(try $0.scalarInt("SELECT COUNT(*) FROM outbox WHERE book = current_book()") ?? 0) }
     }
 
+    /// Takes the store's write lock for good (this connection's transaction never ends; the
+    /// process is about to) and counts the changes pending in every book, as `status` does. For
+    /// Ctrl-C on a sync: no commit of that sync can come after the number it prints.
+    public func pendingChangesHoldingWritesUntilExit() throws -> Int {
+        try withConnection { connection in
+            try connection.execute("BEGIN IMMEDIATE")
+            return Int(try connection.scalarInt("SELECT COUNT(*) FROM outbox WHERE book IN (SELECT id FROM books WHERE pending_delete = 0)") ?? 0)
+        }
+    }
+
     /// Removes every record, outbox entry, server copy and setting of every book: a store as new.
     public func deleteAllData() throws {
         try transaction { connection in

@@ -1,4 +1,4 @@
-/// The account rules of docs/ACCOUNTS.md as a pure function: whose data a store holds and
+/// The account rules of docs/guide/accounts.md as a pure function: whose data a store holds and
 /// what logging in as a given user does to it.
 public enum LoginPolicy {
     public enum Decision: Equatable, Sendable {

@@ -58,7 +58,7 @@ public struct BookSyncStatus: Equatable, Sendable {
     public var lastError: String?
 }
 
-/// Logging in and out, the sync switch, and status: the account rules of docs/ACCOUNTS.md
+/// Logging in and out, the sync switch, and status: the account rules of docs/guide/accounts.md
 /// applied to one store (the decision itself is `LoginPolicy`).
 public struct AccountManager: Sendable {
     public let store: LocalRecordStore

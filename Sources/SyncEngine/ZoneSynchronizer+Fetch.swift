@@ -45,6 +45,7 @@ extension ZoneSynchronizer {
                 }
                 let applySeconds = Double(DispatchTime.now().uptimeNanoseconds - applyStarted) / 1e9
                 summary.receivedSaved += outcome.savedCount
+                summary.sentSaved += outcome.settledSendCount
                 summary.receivedDeleted += outcome.deletedCount
                 summary.conflicts += outcome.conflicts
                 summary.conflictDetails += outcome.conflictDetails

@@ -160,6 +160,8 @@ extension ZoneSynchronizer {
         let outcome = try guarded { try store.mergeServerRecord(serverRecord) }
         if outcome.hadConflict { summary.conflicts += 1 }
         summary.conflictDetails += outcome.conflicts
+        // Counted as sent, so that a sync after an interrupted one sends what `status` said was pending.
+        if outcome.settledEarlierSend { summary.sentSaved += 1 }
         if let applied = outcome.applied {
             summary.receivedSaved += 1
             onChange(applied)

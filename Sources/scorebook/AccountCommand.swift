@@ -5,7 +5,7 @@ import Scorebook
 struct AccountCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "account", abstract: "Log in to a sync server, log out, show the account.",
-        discussion: "The rules for whose data goes where are in docs/ACCOUNTS.md.",
+        discussion: "The rules for whose data goes where are in docs/guide/accounts.md.",
         subcommands: [Login.self, Logout.self, Status.self, Password.self])
 
     struct Login: AsyncParsableCommand {
@@ -53,7 +53,7 @@ struct AccountCommand: ParsableCommand {
         func run() throws {
             let book = try global.openScorebook()
             let status = try book.status()
-            emit(Output.account(status, label: status.account.flatMap { book.personLabel($0.userRecordName) }, json: global.json))
+            emit(Output.account(status, label: (status.account?.userRecordName ?? status.dataOwner).flatMap(book.personLabel), json: global.json))
         }
     }
 

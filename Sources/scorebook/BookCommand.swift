@@ -16,8 +16,14 @@ struct BookCommand: ParsableCommand {
         @Argument(help: "The book's name (its zone name).") var name: String
 
         func run() throws {
-            try global.openScorebook().createBook(named: name)
+            let book = try global.openScorebook()
+            try book.createBook(named: name)
             emit(Output.bookChanged("created", name, json: global.json))
+            // On standard error, so that the output stays the one line: from now on the name alone names two books.
+            let others = try book.sharedBooks(named: name)
+            if !others.isEmpty {
+                warn("note: \(others.joined(separator: ", ")) is here too; name yours \(name)@me and the other by NAME@OWNER")
+            }
         }
     }
 
@@ -96,28 +102,42 @@ struct BookCommand: ParsableCommand {
         @Flag(name: .long, help: "The user may read but not change the book.") var readOnly = false
 
         func run() async throws {
-            let (url, waits) = try await BookCommand.open(global, name).shareBook(with: with, readOnly: readOnly)
+            let book = try BookCommand.open(global, name)
+            let (url, waits) = try await book.shareBook(with: with, readOnly: readOnly)
             emit(Output.bookChanged("shared", url, json: global.json).replacingOccurrences(of: "shared book ", with: ""))
-            // On standard error: the URL stays the only output.
+            // On standard error: the URL stays the only output, for `URL=$(scorebook book share …)`.
+            if !global.json { warn("shared \(name) with \(book.userLabel(with)) (\(readOnly ? "read-only" : "read-write"))") }
             if waits { warn("no user has \(with) yet; the invitation waits for them") }
         }
     }
 
     struct Unshare: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "unshare", abstract: "Remove a user from a book you share.")
+        static let configuration = CommandConfiguration(
+            commandName: "unshare", abstract: "Remove a user from a book you share, or everyone (--everyone).")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The book's name.") var name: String
-        @Option(name: .long, help: ArgumentHelp("The user: an email or a user record name.", valueName: "email|user")) var with: String
+        @Option(name: .long, help: ArgumentHelp("The user: an email, a user record name, or a name as 'book participants' shows it.",
+                                                valueName: "email|user|name"))
+        var with: String?
+        @Flag(name: .long, help: "Stop sharing the book with everyone.") var everyone = false
+
+        func validate() throws {
+            guard (with != nil) != everyone else { throw ValidationError("give --with USER, or --everyone") }
+        }
 
         func run() async throws {
-            let who = try await BookCommand.open(global, name).unshareBook(with: with)
-            emit(global.json ? Output.bookChanged("unshared", name, json: true) : "\(who) is no longer in \(name)")
+            let removed = try await BookCommand.open(global, name).unshareBook(with: everyone ? nil : with)
+            if global.json {
+                emit(Output.bookChanged("unshared", name, json: true))
+            } else {
+                emit(removed.map { "\($0) is no longer in \(name)" }.joined(separator: "\n"))
+            }
         }
     }
 
     struct Participants: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "participants", abstract: "Who takes part in a book you share: permission, accepted or invited.")
+            commandName: "participants", abstract: "Who takes part in a shared book (yours or one you accepted): permission, accepted or invited.")
         @OptionGroup var global: GlobalOptions
         @Argument(help: "The book's name.") var name: String
 

@@ -1,18 +1,20 @@
 import ArgumentParser
 import Scorebook
 
-/// `scorebook catalog list|publish`: the public game catalogue of the logged-in server's container.
+/// `scorebook catalog list|publish|unpublish`: the public game catalogue of the logged-in server's container.
 struct CatalogCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "catalog", abstract: "The public game catalogue: publish a club's games once, add them anywhere.",
-        subcommands: [List.self, Publish.self])
+        subcommands: [List.self, Publish.self, Unpublish.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list", abstract: "List the catalogue's games (needs a login).")
         @OptionGroup var global: GlobalOptions
 
         func run() async throws {
-            emit(Output.catalog(try await global.openScorebook().catalog(), json: global.json))
+            let book = try global.openScorebook()
+            let entries = try await book.catalog()
+            emit(Output.catalog(entries, publishers: book.publisherLabels(entries), json: global.json))
         }
     }
 
@@ -27,6 +29,18 @@ struct CatalogCommand: AsyncParsableCommand {
         func run() async throws {
             let entry = try await global.openScorebook().publishToCatalog(gameReference: reference, description: description)
             emit(Output.published(entry, json: global.json))
+        }
+    }
+
+    struct Unpublish: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "unpublish", abstract: "Take a game you published out of the catalogue; games added from it stay.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The game's name in the catalogue.") var name: String
+
+        func run() async throws {
+            let entry = try await global.openScorebook().unpublishFromCatalog(name: name)
+            emit(Output.unpublished(entry, json: global.json))
         }
     }
 }

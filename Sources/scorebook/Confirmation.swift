@@ -34,3 +34,20 @@ enum DeletionConfirmation {
         }
     }
 }
+
+/// The same rule for a change that is not a deletion: a finished match's result changing is
+/// confirmed on a terminal, or needs --yes elsewhere; any other change goes ahead unasked.
+enum ChangeConfirmation {
+    static func confirm(_ preview: MatchChangePreview, yes: Bool) throws {
+        guard preview.needsConfirmation else { return }
+        if yes { return warn(preview.summary) }
+        guard isatty(0) == 1 else {
+            throw ScorebookError(.invalidInput, preview.summary + "; add --yes to change it (nothing was changed)")
+        }
+        FileHandle.standardError.write(Data((DisplayText.escapingControls(preview.summary) + ". Change it? [y/N] ").utf8))
+        let answer = readLine(strippingNewline: true)?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+        guard answer == "y" || answer == "yes" else {
+            throw ScorebookError(.invalidInput, "nothing was changed")
+        }
+    }
+}

@@ -49,6 +49,8 @@ struct GlobalOptions: ParsableArguments {
         }
         guard !moved.isEmpty else { return arguments }
         var rest = Array(arguments[index...])
+        // `scorebook --store X help account`: help reads no store, and its parser takes no options.
+        if rest.first == "help" { return rest }
         let terminator = rest.firstIndex(of: "--") ?? rest.endIndex
         rest.insert(contentsOf: moved, at: terminator)
         return rest

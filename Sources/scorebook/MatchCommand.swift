@@ -3,8 +3,9 @@ import Scorebook
 
 struct MatchCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "match", abstract: "Start, finish, reopen, show, list and delete matches.",
-        subcommands: [Start.self, Finish.self, Reopen.self, Show.self, List.self, Delete.self, Photo.self, Photos.self])
+        commandName: "match", abstract: "Start, edit, finish, reopen, show, list and delete matches.",
+        subcommands: [Start.self, Edit.self, PlayerCommand.self, Finish.self, Reopen.self, Show.self, List.self, Delete.self,
+                      Photo.self, Photos.self])
 
     struct Start: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "start", abstract: "Start a match; prints the new record name.")
@@ -30,6 +31,75 @@ struct MatchCommand: ParsableCommand {
                 gameReference: game, playerReferences: references, date: try date.map(Match.date(fromArgument:)), notes: notes,
                 location: place)
             emit(Output.created(match, json: global.json))
+        }
+    }
+
+    struct Edit: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "edit", abstract: "Change a match's date, notes, place or game.",
+            discussion: "Another game for a finished match changes its result: it asks first on a terminal, and needs --yes otherwise.")
+        @OptionGroup var global: GlobalOptions
+        @Argument(help: "The match (REF).") var reference: String
+        @Option(name: .long, help: ArgumentHelp("When it started (ISO-8601).", valueName: "date")) var date: String?
+        @Option(name: .long, help: "Notes on the match (an empty value clears them).") var notes: String?
+        @Option(name: .long, help: ArgumentHelp("Where it was played (an empty value removes the place).", valueName: "name"))
+        var location: String?
+        @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("The place's latitude (with --longitude).", valueName: "x"))
+        var latitude: Double?
+        @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("The place's longitude (with --latitude).", valueName: "y"))
+        var longitude: Double?
+        @Option(name: .long, help: "The game it was (REF).") var game: String?
+        @Flag(name: .long, help: "Change a finished match's result without asking.") var yes = false
+
+        func run() throws {
+            if location == nil, latitude != nil || longitude != nil {
+                throw ScorebookError(.invalidInput, "--latitude and --longitude need --location NAME")
+            }
+            let book = try global.openScorebook()
+            try ChangeConfirmation.confirm(try book.matchEditPreview(reference: reference, gameReference: game), yes: yes)
+            let match = try book.editMatch(
+                reference: reference, date: try date.map(Match.date(fromArgument:)), notes: notes,
+                location: location.map { MatchPlace(name: $0, latitude: latitude, longitude: longitude) }, gameReference: game)
+            emit(Output.created(match, json: global.json))
+        }
+    }
+
+    struct PlayerCommand: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "player", abstract: "Add a player to a match (a late arrival) or remove one (a wrong seat).",
+            subcommands: [Add.self, Remove.self])
+
+        struct Add: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "add", abstract: "Seat a person in a match after its last seat; prints the new Player's record name.",
+                discussion: "A finished match's result changes: it asks first on a terminal, and needs --yes otherwise.")
+            @OptionGroup var global: GlobalOptions
+            @Argument(help: "The match (REF).") var match: String
+            @Argument(help: "The person (REF).") var person: String
+            @Flag(name: .long, help: "Change a finished match's result without asking.") var yes = false
+
+            func run() throws {
+                let book = try global.openScorebook()
+                try ChangeConfirmation.confirm(try book.playerAdditionPreview(matchReference: match, personReference: person), yes: yes)
+                emit(Output.created(try book.addPlayer(matchReference: match, personReference: person), json: global.json))
+            }
+        }
+
+        struct Remove: ParsableCommand {
+            static let configuration = CommandConfiguration(
+                commandName: "remove", abstract: "Remove a player, with their scores, from a match.",
+                discussion: "A finished match's result changes: it asks first on a terminal, and needs --yes otherwise.")
+            @OptionGroup var global: GlobalOptions
+            @Argument(help: "The match (REF).") var match: String
+            @Argument(help: "A person playing in the match, or the Player record (REF).") var player: String
+            @Flag(name: .long, help: "Change a finished match's result without asking.") var yes = false
+
+            func run() throws {
+                let book = try global.openScorebook()
+                let preview = try book.playerRemovalPreview(matchReference: match, playerReference: player)
+                try ChangeConfirmation.confirm(preview, yes: yes)
+                emit(Output.deleted(try book.removePlayer(matchReference: match, playerReference: player), json: global.json))
+            }
         }
     }
 
@@ -69,6 +139,7 @@ struct MatchCommand: ParsableCommand {
             let line = Output.MatchLine(match: match, gameName: try book.gameName(of: match), result: try book.result(of: match),
                                         location: try book.location(of: match))
             var shown = line
+            shown.photos = try book.matchPhotos(matchReference: match.recordName).map(\.recordName).sorted()
             // Who entered each score, only where others write too.
             if try book.isSharedBook() { shown.sharedScores = try book.scoreLines(of: match) }
             emit(MatchShow.render(shown, rounds: rounds ? try book.rounds(of: match) : nil, json: global.json))
@@ -79,10 +150,15 @@ struct MatchCommand: ParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list", abstract: "List matches, newest first.")
         @OptionGroup var global: GlobalOptions
         @Option(name: .long, help: "Only this game's matches (REF).") var game: String?
+        @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Only the newest N matches.", valueName: "n")) var limit: Int?
+
+        func validate() throws {
+            if let limit, limit < 1 { throw ValidationError("--limit takes a number of matches, 1 or more") }
+        }
 
         func run() throws {
             let book = try global.openScorebook()
-            let lines = try book.matches(gameReference: game).reversed().map {
+            let lines = try book.matches(gameReference: game).reversed().prefix(limit ?? .max).map {
                 Output.MatchLine(match: $0, gameName: try book.gameName(of: $0), result: try book.result(of: $0))
             }
             emit(Output.matches(lines, json: global.json))

@@ -11,7 +11,8 @@ struct ScoreCommand: ParsableCommand {
         @OptionGroup var global: GlobalOptions
         @Option(name: .long, help: "The match (REF).") var match: String
         @Option(name: .long, help: "A person playing in the match, or the Player record (REF).") var player: String
-        @Option(name: .long, help: "The round, from 1 (default: the player's next).") var round: Int64?
+        // Unconditional: `--round -1` is a wrong round, not a missing value.
+        @Option(name: .long, parsing: .unconditional, help: "The round, from 1 (default: the player's next).") var round: Int64?
         // Captured unparsed so that a negative value such as -5 is not taken for an option.
         @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The points scored.", valueName: "value"))
         var value: [String] = []
@@ -50,7 +51,7 @@ struct ScoreCommand: ParsableCommand {
                 """)
         @OptionGroup var global: GlobalOptions
         @OptionGroup var place: ScorePlace
-        @Option(name: .long, help: "The score's round, with --match and --player; else move the score to this round.")
+        @Option(name: .long, parsing: .unconditional, help: "The score's round, with --match and --player; else move the score to this round.")
         var round: Int64?
         // REF and VALUE captured unparsed so that a negative value such as -5 is not taken for an option.
         @Argument(parsing: .allUnrecognized, help: ArgumentHelp("The score (REF) and its new value, or only the value.",
@@ -89,7 +90,7 @@ struct ScoreCommand: ParsableCommand {
                 """)
         @OptionGroup var global: GlobalOptions
         @OptionGroup var place: ScorePlace
-        @Option(name: .long, help: "The score's round (with --match and --player).") var round: Int64?
+        @Option(name: .long, parsing: .unconditional, help: "The score's round (with --match and --player).") var round: Int64?
         @Argument(help: "The score (REF).") var reference: String?
 
         func validate() throws {

@@ -32,51 +32,57 @@ struct SyncCommand: AsyncParsableCommand {
             phases.update(counts)
         }
         guard watch else {
+            SyncInterruption.reportWhatIsLeft(storePath: global.storePath, progress: progress)
             let report = try await book.syncAndReport(onProgress: onProgress)
             progress?.stop()
             phases.finish()
             emit(Output.syncReport(report, names: { $0.flatMap(book.shortName) }, json: json))
             return
         }
-        Self.exitQuietlyOnSignals()
+        let tally = WatchTally()
+        SyncInterruption.summarizeWatch(tally, json: json, progress: progress)
         func printing(_ body: () -> Void) {
             if let progress { progress.interrupt(body) } else { body() }
         }
-        var saved = 0, deleted = 0
+        func show(_ change: AppliedChange, _ line: String, _ bookName: String?) {
+            let writer = book.otherWriterID(of: change)
+            printing {
+                emit(Output.change(change, line: line, by: writer.flatMap(book.shortName), writerID: writer, book: bookName, json: json))
+            }
+        }
+        // A text line by a writer this store cannot name yet waits for the end of its sync, when
+        // the watch has looked the writer up (those after it wait too, to keep the order).
+        var waiting: [(change: AppliedChange, line: String, book: String?)] = []
+        func showWaiting() {
+            for entry in waiting { show(entry.change, entry.line, entry.book) }
+            waiting = []
+        }
         let stopped = try await book.watch(seconds: seconds, onStart: { books, user in
             // JSON lines stay one object per change.
             if !json { printing { emit(Output.watchStart(books: books, user: user)) } }
         }, onChange: { bookName, change, line in
-            if change.kind == .saved { saved += 1 } else { deleted += 1 }
+            tally.count(saved: change.kind == .saved)
             // Lines name their book once the store has more than one (it may grow during the watch).
             let named = book.hasSeveralBooks() ? bookName : nil
-            let writer = book.otherWriterID(of: change)
-            printing {
-                emit(Output.change(change, line: line, by: writer.flatMap(book.shortName), writerID: writer, book: named, json: json))
+            let unnamed = book.otherWriterID(of: change).map { (try? book.userName($0)) == nil } ?? false
+            if !json, unnamed || !waiting.isEmpty {
+                waiting.append((change, line, named))
+            } else {
+                show(change, line, named)
             }
         }, onProblem: { problem in printing { warn("warning: \(problem)") } },
            onInvitation: { line in printing { json ? warn(line) : emit(line) } },
            onConnectionRestored: { printing { warn("connected to the server again") } },
+           onBookJoined: { line in if !json { printing { emit(line) } } },
+           onSynced: showWaiting,
            onInitialSyncProgress: onProgress)
+        showWaiting()
         // Another process logged out, logged in or turned sync off: one line, and status 0.
         if let stopped {
             printing { warn(stopped.description) }
         } else if let seconds, !json {
+            let (saved, deleted) = tally.counts
             printing { emit(Output.watchSummary(seconds: seconds, saved: saved, deleted: deleted)) }
-        }
-    }
-
-    /// Ctrl-C or SIGTERM ends a watch with status 0: every change applied so far is committed.
-    static func exitQuietlyOnSignals() {
-        for signalNumber in [SIGINT, SIGTERM] {
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            // The handler holds its source, so the source lives (and watches) until the process exits.
-            source.setEventHandler { [source] in
-                _ = source
-                Foundation.exit(0)
-            }
-            source.resume()
         }
     }
 
@@ -110,6 +116,6 @@ struct StatusCommand: ParsableCommand {
     func run() throws {
         let book = try global.openScorebook()
         let status = try book.status()
-        emit(Output.status(status, label: status.account.flatMap { book.personLabel($0.userRecordName) }, json: global.json))
+        emit(Output.status(status, label: (status.account?.userRecordName ?? status.dataOwner).flatMap(book.personLabel), json: global.json))
     }
 }

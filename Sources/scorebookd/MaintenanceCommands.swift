@@ -24,10 +24,29 @@ struct Backup: ParsableCommand {
 
     func run() throws {
         guard data.postgresURL == nil else { throw CommandFailure(message: postgresBackupAdvice) }
+        try Self.requireWritableDestination(destination)
         let store = try data.openExistingStore()
         defer { store.close() }
         try wrap { try store.backup(to: destination) }
         printJSON(["backup": .string(destination)])
+    }
+}
+
+extension Backup {
+    /// Says in words, before SQLite would in its own, why the backup cannot be written there.
+    static func requireWritableDestination(_ destination: String) throws {
+        let parent = (destination as NSString).deletingLastPathComponent
+        let directory = parent.isEmpty ? "." : parent
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw CommandFailure(message: "cannot write the backup to \(destination): there is no directory \(directory)")
+        }
+        guard FileManager.default.isWritableFile(atPath: directory) else {
+            throw CommandFailure(message: "cannot write the backup to \(destination): the directory \(directory) is not writable")
+        }
+        if FileManager.default.fileExists(atPath: destination) {
+            throw CommandFailure(message: "cannot write the backup to \(destination): the file exists already")
+        }
     }
 }
 

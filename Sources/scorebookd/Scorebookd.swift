@@ -18,14 +18,19 @@ struct Scorebookd: AsyncParsableCommand {
         commandName: "scorebookd",
         abstract: "A CloudKit Web Services-style record store with change feeds and push.",
         version: "scorebookd \(ProductVersion.current)",
-        subcommands: [Serve.self, UserCommand.self, APITokenCommand.self, KeyCommand.self, Backup.self, Check.self, Restore.self, Migrate.self])
+        subcommands: [Serve.self, UserCommand.self, APITokenCommand.self, KeyCommand.self, CatalogAdminCommand.self, Backup.self, Check.self,
+                      Restore.self, Migrate.self])
 
     /// Parses and runs, reporting any failure as one line on standard error.
     static func main() async {
         // Everything the daemon writes (the store, its WAL, assets, backups) is its owner's alone.
         umask(0o077)
         do {
-            var command = try parseAsRoot()
+            let arguments = Array(CommandLine.arguments.dropFirst())
+            if let problem = SubcommandSuggestion.problem(in: arguments, root: Scorebookd.self) {
+                throw CommandFailure(message: problem)
+            }
+            var command = try parseAsRoot(arguments)
             if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
@@ -191,12 +196,31 @@ struct Serve: AsyncParsableCommand {
                 let shownHost = host.contains(":") ? "[\(host)]" : host
                 print("scorebookd listening on http://\(shownHost):\(port)")
                 fflush(nil)
+                // Standard output keeps the one readiness line; what runs, and on what, goes beside the logs.
+                Serve.note("scorebookd \(ProductVersion.current) started (pid \(getpid())), store \(storeDescription)")
             }
         } catch {
             await storage.close()
             throw CommandFailure(message: "cannot serve on \(host):\(port): \(Serve.describe(error))")
         }
         await storage.close()
+        Serve.note("scorebookd \(ProductVersion.current) stopped (pid \(getpid()))")
+    }
+
+    /// The store as the start line names it: the SQLite file, or the PostgreSQL server and
+    /// database without user or password.
+    var storeDescription: String {
+        guard let url = data.postgresURL else { return data.storeFile }
+        guard var parts = URLComponents(string: url) else { return "PostgreSQL" }
+        parts.user = nil
+        parts.password = nil
+        parts.query = nil
+        return "PostgreSQL \(parts.string ?? url)"
+    }
+
+    /// A line on standard error whatever --log-level says: the start and the end of a serve.
+    static func note(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 
     /// Refuses a data directory another `serve` holds, naming its pid.

@@ -81,7 +81,7 @@ final class CLIPolishTests: XCTestCase {
     }
 
     /// Ctrl-C during a sync whose server does not answer: the progress line drawn on the terminal
-    /// is erased and the process ends with 130.
+    /// is erased, one line says what is left to send, and the process ends with 130.
     func testCtrlCErasesTheProgressLineAndExitsWith130() throws {
         let daemon = try DaemonProcess.start()
         defer { try? daemon.stop() }
@@ -104,7 +104,8 @@ final class CLIPolishTests: XCTestCase {
         XCTAssertTrue(DaemonProcess.waitForExit(process, timeout: 30))
         XCTAssertEqual(process.terminationReason, .exit)
         XCTAssertEqual(process.terminationStatus, 130)
-        let shown = terminal.read(until: "\r\u{1B}[K", timeout: 10)
-        XCTAssertTrue(shown.hasSuffix("\r\u{1B}[K"), "the line was erased last: \(shown.debugDescription)")
+        let shown = terminal.read(until: "left to send", timeout: 10)
+        XCTAssertTrue(shown.contains("\r\u{1B}[Kinterrupted: 1 change left to send; 'scorebook sync' sends it"),
+                      "the line was erased, then what is left said: \(shown.debugDescription)")
     }
 }

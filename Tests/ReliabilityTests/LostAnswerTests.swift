@@ -198,4 +198,23 @@ final class LostAnswerTests: XCTestCase {
         XCTAssertEqual(try a.store.record(named: person.recordName)?.fields["emailAddress"], .string("ann@example.com"), "A's edit on A")
         XCTAssertEqual(try b.store.record(named: person.recordName)?.fields["emailAddress"], .string("ann@example.com"), "A's edit on B")
     }
+
+    /// A create whose answer was lost stays pending, and the next sync, finding it on the
+    /// server, counts it as sent: what `status` says is pending is what that sync sends (issue 45:
+    /// status said 19,878 after a Ctrl-C and the next sync sent 19,600).
+    func testAChangeWhoseAnswerWasLostCountsAsSentAtTheNextSync() async throws {
+        let testbed = try await SyncTestbed(user: "counts")
+        defer { testbed.close() }
+        let (a, _, person) = try await testbed.pairWithUnsentPerson()
+        await a.syncFailing(under: \.responseLost, "the sync cannot succeed without answers")
+        let delivered = try await testbed.serverRecords()
+        XCTAssertNotNil(delivered[person.recordName], "the create reached the server")
+        let pending = try a.store.pendingChangeCount()
+        XCTAssertEqual(pending, 1, "unanswered, the create is still pending")
+
+        let summary = try await a.engine.sync()
+        XCTAssertEqual(summary.sentSaved + summary.sentDeleted, pending)
+        XCTAssertEqual(summary.receivedSaved, 0, "A's own create is not something received")
+        XCTAssertEqual(try a.store.pendingChangeCount(), 0)
+    }
 }

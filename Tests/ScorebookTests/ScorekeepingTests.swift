@@ -39,19 +39,21 @@ final class ScorekeepingTests: XCTestCase {
         XCTAssertEqual(try book.scoreLines(of: match).first?.enteredBy, "_alice", "the value now shown was entered here")
     }
 
-    func testRoundsSumTwoScoresOfARoundAndPutScoresWithoutARoundLast() {
+    /// Two scores of a player in one round are summed and marked (issue 45), never silently.
+    func testRoundsSumTwoScoresOfARoundMarkThemAndPutScoresWithoutARoundLast() {
         let columns = [MatchRounds.Column(player: "P1", person: "A", name: "Ann"), MatchRounds.Column(player: "P2", person: "B", name: "Bob")]
         let scores = [Score(player: "P1", value: 1, round: 2), Score(player: "P2", value: 3, round: nil),
                       Score(player: "P1", value: 2, round: 2), Score(player: "P2", value: 5, round: 1)]
         let rounds = MatchRounds.compute(columns: columns, scores: scores)
         XCTAssertEqual(rounds.rows.map(\.round), [1, 2, nil])
         XCTAssertEqual(rounds.rows.map { $0.values["P1"] }, [nil, 3, nil])
+        XCTAssertEqual(rounds.rows.map(\.enteredTwice), [[], ["P1"], []])
         let result = MatchResult(rows: [
             .init(player: "P1", person: "A", name: "Ann", seat: 1, total: 3, rank: 2),
             .init(player: "P2", person: "B", name: "Bob", seat: 2, total: 8, rank: 1),
         ], winner: nil)
         XCTAssertEqual(rounds.table(totals: result).rendered.split(separator: "\n"), [
-            "ROUND  Ann  Bob", "1           5", "2      3", "-           3", "TOTAL  3    8",
+            "ROUND  Ann     Bob", "1              5", "2      3 (×2)", "-              3", "TOTAL  3       8",
         ])
     }
 
