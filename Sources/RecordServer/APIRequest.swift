@@ -23,6 +23,8 @@ package struct APIRequest: Sendable {
     package var accept: String?
     /// `Origin`: the web page a browser sends the request for (sign-in's redirect URL).
     package var origin: String?
+    /// `X-Apple-CloudKit-Web-Auth-Token`: the web-auth token sent as a header instead of in the query.
+    package var webAuthTokenHeader: String?
     /// `Last-Event-ID`, where a reconnecting event stream resumes.
     package var lastEventID: String?
     /// A server-to-server request's `X-Apple-CloudKit-Request-KeyID`, `-ISO8601Date` and `-SignatureV1`.

@@ -52,6 +52,7 @@ struct APIResponder: HTTPResponder {
         apiRequest.accept = request.headers[.accept]
         apiRequest.origin = request.headers[.origin]
         apiRequest.lastEventID = request.headers[APIResponder.lastEventIDHeader]
+        apiRequest.webAuthTokenHeader = request.headers[APIResponder.webAuthTokenHeader]
         apiRequest.serverKeyID = request.headers[APIResponder.serverKeyIDHeader]
         apiRequest.signatureDate = request.headers[APIResponder.signatureDateHeader]
         apiRequest.signature = request.headers[APIResponder.signatureHeader]
@@ -78,6 +79,7 @@ struct APIResponder: HTTPResponder {
 
     static let deviceIDHeader = HTTPField.Name("X-Device-ID")!
     static let lastEventIDHeader = HTTPField.Name("Last-Event-ID")!
+    static let webAuthTokenHeader = HTTPField.Name(APIResponse.webAuthTokenHeader)!
     static let serverKeyIDHeader = HTTPField.Name("X-Apple-CloudKit-Request-KeyID")!
     static let signatureDateHeader = HTTPField.Name("X-Apple-CloudKit-Request-ISO8601Date")!
     static let signatureHeader = HTTPField.Name("X-Apple-CloudKit-Request-SignatureV1")!

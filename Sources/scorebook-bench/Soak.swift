@@ -385,7 +385,8 @@ private func soakCourier(_ user: SoakUser, port: Int, ledger: SoakLedger) throws
     let connection = try RawHTTPConnection(port: port)
     var cursor: String?
     while !ledger.stopping {
-        let query = "?timeout=5" + (cursor.map { "&since=" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0) } ?? "")
+        // `since=` even before the first cursor: a poll without it is CloudKit JS's bare form.
+        let query = "?timeout=5&since=" + (cursor.map { $0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0 } ?? "")
         try connection.sendRequest("GET", user.courierPath + query, token: nil)
         let (status, _, answer) = try connection.readResponseAndHead()
         guard status == 200, let page = try? JSONValue.parse(answer) else {

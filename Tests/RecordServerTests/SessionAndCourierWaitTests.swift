@@ -26,6 +26,26 @@ final class SessionAndCourierWaitTests: XCTestCase {
         XCTAssertEqual(request(undecodable).webAuthToken, "%")
     }
 
+    /// The token may come as the `X-Apple-CloudKit-Web-Auth-Token` header too, with the same rule
+    /// for values that name none; a token in the query wins.
+    func testTheWebAuthTokenHeaderIsATokenUnlessItNamesNone() {
+        var headed = request(["ckAPIToken": "api"])
+        for absent in ["null", "undefined", ""] {
+            headed.webAuthTokenHeader = absent
+            XCTAssertNil(headed.webAuthToken, "header \(absent)")
+            XCTAssertNil(headed.userTokenHash)
+        }
+        headed.webAuthTokenHeader = "abc"
+        XCTAssertEqual(headed.webAuthToken, "abc")
+        XCTAssertNotNil(headed.userTokenHash)
+        var both = request(["ckSession": "query"])
+        both.webAuthTokenHeader = "header"
+        XCTAssertEqual(both.webAuthToken, "query")
+        both = request(["ckSession": "null"])
+        both.webAuthTokenHeader = "header"
+        XCTAssertEqual(both.webAuthToken, "header", "a query value that names none gives way to the header")
+    }
+
     func testACommitWakesOnlyItsDatabasesWaiters() async throws {
         let waiters = CommitWaiters()
         let mine = try XCTUnwrap(waiters.register(1))
