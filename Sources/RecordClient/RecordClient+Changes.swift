@@ -5,13 +5,14 @@ import RecordModel
 /// One entry of a change feed: a record in its latest state, or a tombstone.
 public enum RecordChange: Sendable, Equatable {
     case saved(Record)
-    /// A deleted record; the type is given when the server knows it.
-    case deleted(recordName: String, recordType: String?)
+    /// A deleted record; the type is given when the server knows it, and `deletedBy` (the
+    /// deleter's user record name) when the server's tombstone says who deleted.
+    case deleted(recordName: String, recordType: String?, deletedBy: String? = nil)
 
     public var recordName: String {
         switch self {
         case .saved(let record): return record.recordName
-        case .deleted(let name, _): return name
+        case .deleted(let name, _, _): return name
         }
     }
 }
@@ -111,7 +112,9 @@ extension RecordClient {
                 guard let name = item["recordName"]?.stringValue else {
                     throw RecordClientError.invalidResponse("a tombstone without a recordName")
                 }
-                return .deleted(recordName: name, recordType: item["recordType"]?.stringValue)
+                // The deletion's stamp, where the server gives one: who deleted.
+                let deleter = item["modified"]?["userRecordName"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
+                return .deleted(recordName: name, recordType: item["recordType"]?.stringValue, deletedBy: deleter)
             }
             do {
                 let record = try Record(responseJSON: item)

@@ -93,23 +93,51 @@ package struct RecordRowBytes {
         out.append(UInt8(ascii: "}"))
     }
 
-    /// A tombstone's dictionary in a feed.
+    /// A tombstone's dictionary in a feed, with the deletion's stamp as `modified` (the row's
+    /// modified columns are the deleter's), so a client can tell who deleted.
     package func writeTombstone(into out: inout [UInt8]) {
         RecordRowBytes.writeTombstone(name: name, type: type, into: &out)
+        // A row whose `modified_by` is empty names no deleter, so it gets no stamp.
+        if !modifiedBy.isEmpty {
+            out.appendLiteral(#","modified":"#)
+            RecordRowBytes.writeStamp(modifiedAt, modifiedBy, modifiedDevice, into: &out)
+        }
+        out.append(UInt8(ascii: "}"))
     }
 
+    /// A tombstone's first members, without its closing brace (the deletion's stamp may follow).
     package static func writeTombstone(name: UnsafeRawBufferPointer, type: UnsafeRawBufferPointer, into out: inout [UInt8]) {
         out.appendLiteral(#"{"recordName":"#)
         JSONValue.appendString(utf8: name, to: &out)
         out.appendLiteral(#","recordType":"#)
         JSONValue.appendString(utf8: type, to: &out)
-        out.appendLiteral(#","deleted":true}"#)
+        out.appendLiteral(#","deleted":true"#)
+    }
+
+    /// A tombstone of `RecordChange.deleted`: as a row's, from the change's values.
+    package static func writeTombstone(name: String, type: String, modified: ChangeStamp?, into out: inout [UInt8]) {
+        var name = name, type = type
+        name.withUTF8 { name in
+            type.withUTF8 { writeTombstone(name: UnsafeRawBufferPointer(name), type: UnsafeRawBufferPointer($0), into: &out) }
+        }
+        if let modified, var user = modified.userRecordName, !user.isEmpty {
+            out.appendLiteral(#","modified":"#)
+            var device = modified.deviceID
+            user.withUTF8 { user in
+                if device != nil {
+                    device!.withUTF8 { writeStamp(modified.timestamp, UnsafeRawBufferPointer(user), UnsafeRawBufferPointer($0), into: &out) }
+                } else {
+                    writeStamp(modified.timestamp, UnsafeRawBufferPointer(user), nil, into: &out)
+                }
+            }
+        }
+        out.append(UInt8(ascii: "}"))
     }
 
     private static let placeholderDevice = Array(ChangeStamp.placeholderDeviceID.utf8)
 
-    private static func writeStamp(_ timestamp: Int64, _ user: UnsafeRawBufferPointer, _ device: UnsafeRawBufferPointer?,
-                                   into out: inout [UInt8])
+    static func writeStamp(_ timestamp: Int64, _ user: UnsafeRawBufferPointer, _ device: UnsafeRawBufferPointer?,
+                           into out: inout [UInt8])
     {
         out.appendLiteral(#"{"timestamp":"#)
         JSONValue.appendInteger(timestamp, to: &out)
@@ -174,11 +202,9 @@ package struct RecordJSONWriter {
     package mutating func append(_ change: RecordChange) {
         switch change {
         case .changed(let record): append(record)
-        case .deleted(var name, var type):
+        case .deleted(let name, let type, let modified):
             separate()
-            name.withUTF8 { name in
-                type.withUTF8 { RecordRowBytes.writeTombstone(name: UnsafeRawBufferPointer(name), type: UnsafeRawBufferPointer($0), into: &out) }
-            }
+            RecordRowBytes.writeTombstone(name: name, type: type, modified: modified, into: &out)
         }
     }
 

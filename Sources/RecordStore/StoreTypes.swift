@@ -299,10 +299,12 @@ package enum RecordOperationResult: Sendable {
     case failed(ServerError)
 }
 
-/// An entry of a change feed: a record's latest state or its tombstone.
+/// An entry of a change feed: a record's latest state or its tombstone. A tombstone's
+/// `modified` is the deletion's stamp (who deleted, when, from which device); nil for a row
+/// that recorded no deleter.
 package enum RecordChange: Sendable {
     case changed(StoredRecord)
-    case deleted(recordName: String, recordType: String)
+    case deleted(recordName: String, recordType: String, modified: ChangeStamp?)
 }
 
 /// One page of a zone's change feed.

@@ -293,9 +293,11 @@ extension Scorebook {
 
 extension Scorebook {
     /// Who made a remote change (a user record name) when it is someone other than the store's
-    /// user, which happens only in a shared book.
+    /// user, which happens only in a shared book. A deletion's is its deleter, when the server
+    /// said; never the deleted record's last writer, who may not be the one who deleted it.
     public func otherWriterID(of change: AppliedChange) -> String? {
-        guard let writer = change.record?.modified?.userRecordName,
+        let author = change.kind == .deleted ? change.deletedBy : change.record?.modified?.userRecordName
+        guard let writer = author,
               let me = try? store.setting(SyncSettingKey.dataOwner), writer != me
         else { return nil }
         return writer

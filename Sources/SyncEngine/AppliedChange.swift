@@ -13,16 +13,20 @@ public struct AppliedChange: Equatable, Sendable {
     /// The record as applied, or as it was before its deletion; nil when a deletion concerned
     /// a record this machine did not hold.
     public var record: Record?
+    /// Who deleted (a user record name): for a deletion whose tombstone named its deleter, and
+    /// for the records it cascaded to here; nil otherwise (a save, or a server that does not say).
+    public var deletedBy: String?
 
-    public init(kind: Kind, recordName: String, recordType: String, record: Record?) {
+    public init(kind: Kind, recordName: String, recordType: String, record: Record?, deletedBy: String? = nil) {
         self.kind = kind
         self.recordName = recordName
         self.recordType = recordType
         self.record = record
+        self.deletedBy = deletedBy
     }
 
-    init(kind: Kind, record: Record) {
-        self.init(kind: kind, recordName: record.recordName, recordType: record.recordType, record: record)
+    init(kind: Kind, record: Record, deletedBy: String? = nil) {
+        self.init(kind: kind, recordName: record.recordName, recordType: record.recordType, record: record, deletedBy: deletedBy)
     }
 }
 

@@ -38,7 +38,7 @@ public enum ChangeApplyPlanner {
             case .saved(let record):
                 if candidates[record.recordName] == nil { order.append(record.recordName) }
                 candidates[record.recordName] = record
-            case .deleted(let name, _):
+            case .deleted(let name, _, _):
                 deletions.append(name)
                 candidates[name] = nil
             }

@@ -36,13 +36,16 @@ extension LocalRecordStore {
             let plan = ChangeApplyPlanner.plan(changes: page.changes, waiting: waiting) { name in
                 (try? Self.exists(name, in: connection)) ?? false
             }
+            // Who deleted each record, where its tombstone says: named in watch lines like a writer.
+            var deleters: [String: String] = [:]
+            for case .deleted(let name, _, let deleter?) in page.changes { deleters[name] = deleter }
+            var newWriters = Set(deleters.values)
             for name in plan.deletions {
-                let deletion = try Self.applyRemoteDeletion(of: name, in: connection)
+                let deletion = try Self.applyRemoteDeletion(of: name, deletedBy: deleters[name], in: connection)
                 outcome.applied += deletion.applied
                 outcome.dropped += deletion.dropped
                 outcome.deletedCount += deletion.applied.count  // the record and its local cascade: the same total whatever the feed order
             }
-            var newWriters: Set<String> = []
             for record in plan.saves {
                 guard known.contains(record.recordName) || waitingNames.contains(record.recordName) else {
                     try Self.insertNewServerRecord(record, serverJSON: page.serverJSON[record.recordName], in: connection)

@@ -254,14 +254,16 @@ extension LocalRecordStore {
         try transaction { try Self.applyRemoteDeletion(of: name, reason: reason, in: $0) }
     }
 
-    static func applyRemoteDeletion(of name: String, reason: DroppedChange.Reason = .deleted,
+    /// `deletedBy`: who deleted `name` on the server, when its tombstone said; the cascade here
+    /// is theirs too.
+    static func applyRemoteDeletion(of name: String, reason: DroppedChange.Reason = .deleted, deletedBy: String? = nil,
                                     in connection: SQLiteConnection) throws -> RemoteDeletion
     {
         let names = try cascade(from: name, in: connection)
         var deletion = RemoteDeletion()
         for member in names {
             if let record = try record(named: member, in: connection) {
-                deletion.applied.append(AppliedChange(kind: .deleted, record: record))
+                deletion.applied.append(AppliedChange(kind: .deleted, record: record, deletedBy: deletedBy))
             }
             if let type = try connection.first("SELECT type FROM outbox WHERE book = current_book() AND name = ? AND operation = 'save'", [.text(member)], {
                 $0.text(0)

@@ -44,4 +44,22 @@ final class APIFeedBytesTests: DaemonTestCase {
         XCTAssertNotNil(page["syncToken"]?.stringValue)
         XCTAssertEqual(page["zoneID"]?["zoneName"], "ScorebookData")
     }
+
+    /// A tombstone in both feeds carries the deletion's stamp as `modified`, written as a record's:
+    /// who deleted, when, and from which device (the placeholder when the request named none).
+    func testATombstoneInTheFeedsNamesWhoDeleted() throws {
+        let user = try makeUser()
+        try createZone("ScorebookData", user.token)
+        _ = try post("records/modify", user.token, modifyBody([("create", record("Note|~|1", "Note", ["text": ["value": "x", "type": "STRING"]]))]))
+        _ = try post("records/modify", user.token, modifyBody([("forceDelete", record("Note|~|1"))]))
+        let feed = try post("records/changes", user.token, ["zoneID": ["zoneName": "ScorebookData"]])
+        let tombstone = try XCTUnwrap(try JSONValue.parse(feed)["records"]?.arrayValue?.first, String(decoding: feed, as: UTF8.self))
+        let timestamp = try XCTUnwrap(tombstone["modified"]?["timestamp"]?.int64Value, String(decoding: feed, as: UTF8.self))
+        let expected = #"{"recordName":"Note|~|1","recordType":"Note","deleted":true,"modified":{"timestamp":\#(timestamp),"#
+            + #""userRecordName":"\#(user.userRecordName)","deviceID":"_unknownDevice"}}"#
+        XCTAssertEqual(Array(try recordsArray(feed).prefix(expected.utf8.count)), Array(expected.utf8), String(decoding: feed, as: UTF8.self))
+        let zones = try post("changes/zone", user.token, ["zones": [["zoneID": ["zoneName": "ScorebookData"]]]])
+        let entry = try recordsArray(Array(zones.dropFirst(#"{"zones":["#.utf8.count)))
+        XCTAssertEqual(Array(entry.prefix(expected.utf8.count)), Array(expected.utf8), String(decoding: zones, as: UTF8.self))
+    }
 }

@@ -116,6 +116,40 @@ final class CLIRoundTwoWatchTests: SharedBookTestCase {
         XCTAssertTrue(table.contains("bob"), table)
     }
 
+    /// Bob deletes a match alice started in her shared book: her watcher names him on the match's
+    /// line and on its players' (the cascade), in text and, by user record name, in JSON.
+    func testAWatchLineForADeletionNamesWhoDeleted() throws {
+        let alice = try user("alice"), bob = try user("bob")
+        let match = try shareFriday(from: alice, to: bob)
+        let first = try bob.create("--book", "friday", "match", "start", "--game", "Catan", "--players", "Bo")
+        try bob.sync()
+        let watch = try BackgroundCLI(["--store", alice.storePath, "sync", "--watch", "--for", "60"])
+        XCTAssertTrue(eventually { watch.stdout.text.contains("watching 2 books as alice") }, watch.stdout.text + watch.stderr.text)
+
+        try bob.run("--book", "friday", "match", "delete", match, "--yes")
+        try bob.sync()
+        XCTAssertTrue(eventually(30) { watch.lines.contains { $0.hasPrefix("[friday] deleted Match Catan 20") } },
+                      watch.stdout.text + watch.stderr.text)
+        Thread.sleep(forTimeInterval: 1)
+        watch.kill()
+        let matchLine = try XCTUnwrap(watch.lines.first { $0.hasPrefix("[friday] deleted Match Catan 20") })
+        XCTAssertTrue(matchLine.hasSuffix(" by bob"), watch.stdout.text)
+        let players = watch.lines.filter { $0.hasPrefix("[friday] deleted Player ") }
+        XCTAssertEqual(players.count, 2, watch.stdout.text)
+        for line in players { XCTAssertTrue(line.hasSuffix(" by bob"), watch.stdout.text) }
+
+        // JSON: the deleter's user record name, as a saved line gives its writer's.
+        let json = try BackgroundCLI(["--store", alice.storePath, "sync", "--watch", "--for", "60", "--json"])
+        Thread.sleep(forTimeInterval: 2)
+        try bob.run("--book", "friday", "match", "delete", first, "--yes")
+        try bob.sync()
+        XCTAssertTrue(eventually(30) { json.stdout.text.contains(first) }, json.stdout.text + json.stderr.text)
+        json.kill()
+        let event = try JSONValue.parse(try XCTUnwrap(json.lines.first { $0.contains(first) }))
+        XCTAssertEqual(event["event"], "deleted")
+        XCTAssertEqual(event["by"]?.stringValue, userRecordNames["bob"])
+    }
+
     /// Whether the server holds any record of the user's default book (one record of its feed).
     func serverHasRecords(token: String) throws -> Bool {
         let body = #"{"zones":[{"zoneID":{"zoneName":"ScorebookData"},"resultsLimit":1}]}"#

@@ -20,8 +20,8 @@ final class CLIWatchLinesTests: SharedBookTestCase {
                       watch.stdout.text + watch.stderr.text)
         try bob.run("--book", "friday", "match", "delete", match)
         try bob.sync()
-        // A tombstone does not say who deleted: the line names the match from the local copy.
-        XCTAssertTrue(eventually { watch.lines.contains { $0.hasPrefix("[friday] deleted Match Catan 20") } },
+        // The line names the match from the local copy, and who deleted it from the tombstone.
+        XCTAssertTrue(eventually { watch.lines.contains { $0.hasPrefix("[friday] deleted Match Catan 20") && $0.hasSuffix(" by bob") } },
                       watch.stdout.text)
         XCTAssertTrue(watch.wait(timeout: 40), "the watch ends after --for")
         XCTAssertEqual(watch.process.terminationStatus, 0, watch.stderr.text)

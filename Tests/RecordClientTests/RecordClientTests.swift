@@ -73,6 +73,19 @@ final class RecordClientTests: XCTestCase {
         }
     }
 
+    /// A tombstone's `modified` names who deleted; a tombstone without one (an older server) names no one.
+    func testATombstoneKeepsItsDeleter() async throws {
+        let (client, _) = client([
+            #"{"zones":[{"zoneID":{"zoneName":"ScorebookData"},"syncToken":"dG9r","moreComing":false,"records":["#
+                + #"{"recordName":"Match|~|M","recordType":"Match","deleted":true,"#
+                + #""modified":{"timestamp":1763800005000,"userRecordName":"_bob","deviceID":"phone"}},"#
+                + #"{"recordName":"Match|~|N","recordType":"Match","deleted":true}]}]}"#,
+        ])
+        let page = try await client.fetchZoneChanges(zoneID: zone, syncToken: nil)
+        XCTAssertEqual(page.changes, [.deleted(recordName: "Match|~|M", recordType: "Match", deletedBy: "_bob"),
+                                      .deleted(recordName: "Match|~|N", recordType: "Match", deletedBy: nil)])
+    }
+
     func testChangeFeedPagesAndPerZoneErrors() async throws {
         let (client, transport) = client([
             #"{"zones":[{"zoneID":{"zoneName":"ScorebookData"},"syncToken":"dG9r","moreComing":true,"records":["#

@@ -22,7 +22,7 @@ final class ChangeFeedTests: StoreTestCase {
         XCTAssertEqual(try fields(of: feed["a"]!)["n"], .int64(2), "a in its latest state")
         XCTAssertEqual(feed["b"].map { $0 == nil }, true, "b as a tombstone")
         XCTAssertNotNil(feed["c"]!)
-        guard case .deleted(_, let type)? = page.changes.first(where: { if case .deleted = $0 { return true } else { return false } }) else {
+        guard case .deleted(_, let type, _)? = page.changes.first(where: { if case .deleted = $0 { return true } else { return false } }) else {
             return XCTFail("no tombstone in \(page.changes)")
         }
         XCTAssertEqual(type, "Thing", "a tombstone carries its record type")
@@ -86,7 +86,7 @@ final class ChangeFeedTests: StoreTestCase {
             for change in page.changes {
                 switch change {
                 case .changed(let record): state[record.recordName] = .some(record)
-                case .deleted(let name, _): state[name] = .some(nil)
+                case .deleted(let name, _, _): state[name] = .some(nil)
                 }
             }
             token = page.syncToken

@@ -77,10 +77,14 @@ final class FeedAnswerTests: StoreTestCase {
     func testFeedAnswerPagesTombstonesTypesAndKeysAsTheFeedDoes() throws {
         try saveVariedRecords()
         try modify(dev, [(.forceDelete, record("empty"))])
-        let tombstone = Array(#"{"recordName":"empty","recordType":"Other","deleted":true}"#.utf8)
+        // The tombstone carries the deletion's stamp as `modified`: who deleted, from which device.
+        let tombstone = Array(#"{"recordName":"empty","recordType":"Other","deleted":true,"modified":{"timestamp":"#.utf8)
         let whole = try feedPage().records.json
         XCTAssertNotNil(whole.withUnsafeBufferPointer { ByteSearch.offset(past: tombstone, in: $0, from: 0) },
                         "the tombstone: \(String(decoding: whole, as: UTF8.self))")
+        let deletion = try XCTUnwrap(try entries(try feedPage()).first { $0["deleted"] == true })
+        XCTAssertEqual(deletion["modified"]?["userRecordName"]?.stringValue, alice.recordName)
+        XCTAssertEqual(deletion["modified"]?["deviceID"], "test-device")
 
         // Pages of one follow moreComing through every change, in the feed's order.
         var token: String?

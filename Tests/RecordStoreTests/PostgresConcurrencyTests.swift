@@ -62,7 +62,7 @@ final class PostgresConcurrencyTests: XCTestCase {
             for change in page.changes {
                 switch change {
                 case .changed(let record): state[record.recordName] = .some(record.changeTag)
-                case .deleted(let name, _): state[name] = .some(nil)
+                case .deleted(let name, _, _): state[name] = .some(nil)
                 }
             }
             token = page.syncToken

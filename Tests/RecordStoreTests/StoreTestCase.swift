@@ -198,7 +198,7 @@ class StoreTestCase: XCTestCase {
                 case .changed(let record):
                     XCTAssertTrue(namesInPage.insert(record.recordName).inserted, "\(record.recordName) twice in one page", file: file, line: line)
                     state[record.recordName] = .some(record)
-                case .deleted(let name, _):
+                case .deleted(let name, _, _):
                     XCTAssertTrue(namesInPage.insert(name).inserted, "\(name) twice in one page", file: file, line: line)
                     state[name] = .some(nil)
                 }

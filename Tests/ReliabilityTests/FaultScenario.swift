@@ -269,7 +269,7 @@ final class FaultScenario {
             for change in page.changes {
                 switch change {
                 case .saved(let record): records[record.recordName] = record
-                case .deleted(let name, _): records[name] = nil
+                case .deleted(let name, _, _): records[name] = nil
                 }
             }
             syncToken = page.syncToken

@@ -33,7 +33,12 @@ extension StoreEngine {
     {
         let page = try await readZoneFeed(scope, zone: zone, syncToken: syncToken, resultsLimit: resultsLimit, recordTypes: recordTypes,
                                           start: { [RecordChange]() }) { changes, row, zoneID, shareJSON in
-            if row.int(3) != 0 { return changes.append(.deleted(recordName: row.text(0), recordType: row.text(1))) }
+            if row.int(3) != 0 {
+                // The tombstone row's modified columns are the deletion's (the deleter's, for a cascade too).
+                let deleter = row.text(10)
+                let modified = deleter.isEmpty ? nil : ChangeStamp(timestamp: row.int(9), userRecordName: deleter, deviceID: row.optionalText(11))
+                return changes.append(.deleted(recordName: row.text(0), recordType: row.text(1), modified: modified))
+            }
             changes.append(.changed(Self.storedRecord(row, zoneID: zoneID, shareJSON: shareJSON)))
         } finish: { $0 }
         return ZoneChangesPage(zoneID: page.zoneID, changes: page.records, syncToken: page.token, moreComing: page.moreComing)
