@@ -114,7 +114,6 @@ extension Scorebook {
             .sorted { $0.seat != $1.seat ? $0.seat < $1.seat : $0.recordName < $1.recordName }
         var columns: [MatchRounds.Column] = []
         var scores: [Score] = []
-        let shared = try isSharedBook()
         for player in players {
             let name = try entity(Person.self, named: player.person)?.fullName ?? player.person
             columns.append(MatchRounds.Column(player: player.recordName, person: player.person, name: name))

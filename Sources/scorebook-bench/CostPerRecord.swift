@@ -50,20 +50,25 @@ struct RawFeedFloor {
             """
         var since: Int64 = 0
         var records = 0
+        // A page's bytes are gathered in one buffer and written at once, as a server writes an answer.
+        var buffer: [UInt8] = []
+        buffer.reserveCapacity(1 << 20)
         let started = threadCPUSeconds()
         while true {
             var page = 0
+            buffer.removeAll(keepingCapacity: true)
             try connection.readTransaction {
                 try connection.query(sql, [.int(zoneID), .int(since)]) { row in
                     for column in [Int32(0), 1, 2, 4, 5, 7, 8, 10, 11] {
-                        if let bytes = row.optionalBytes(column), let base = bytes.baseAddress { _ = write(sink, base, bytes.count) }
+                        if let bytes = row.optionalBytes(column) { buffer.append(contentsOf: bytes) }
                     }
                     var numbers = (row.int64(3), row.int64(6), row.int64(9))
-                    _ = withUnsafeBytes(of: &numbers) { write(sink, $0.baseAddress, $0.count) }
+                    withUnsafeBytes(of: &numbers) { buffer.append(contentsOf: $0) }
                     since = row.int64(12)
                     page += 1
                 }
             }
+            _ = buffer.withUnsafeBytes { write(sink, $0.baseAddress, $0.count) }
             records += page
             if page < 400 { break }
         }
