@@ -27,6 +27,12 @@ package final class TransactionAbandonment: Sendable {
         state.withLock { $0.interrupter = interrupter }
     }
 
+    /// Forgets the interrupter once the caller is answered: it holds this abandonment (and the
+    /// run's race), so kept it would keep both alive for good.
+    func clearInterrupter() {
+        state.withLock { $0.interrupter = nil }
+    }
+
     /// Whether the runner has given up on the transaction (its caller is already answered).
     package var isAbandoned: Bool { state.withLock { $0.abandoned } }
 
@@ -108,7 +114,10 @@ package struct StoreTransactionRunner: Sendable {
                 let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: deadline) {
                     giveUp(StoreTransactionRunner.timedOut(unreachable))
                 }
-                race.whenFinished { timer.cancel() }
+                race.whenFinished {
+                    timer.cancel()
+                    abandonment.clearInterrupter()
+                }
                 race.setCancelHandler { giveUp(StoreTransactionRunner.timedOut(unreachable)) }
             }
         } onCancel: {
@@ -142,7 +151,9 @@ private final class Race<T: Sendable>: Sendable {
     func setCancelHandler(_ handler: @escaping @Sendable () -> Void) {
         let now = state.withLock { state -> Bool in
             if state.cancelRequested { return true }
-            state.cancelHandler = handler
+            // Answered already (a transaction can end before this is set): the handler, which
+            // holds this race, would never be released.
+            if !state.answered { state.cancelHandler = handler }
             return false
         }
         if now { handler() }

@@ -59,10 +59,14 @@ final class StoreTransactionRunnerTests: XCTestCase {
         let runner = StoreTransactionRunner(deadline: .seconds(60))
         weak var answered: Captured?
         weak var failed: Captured?
+        let abandonments = Mutex<[Weak<TransactionAbandonment>]>([])
         do {
             let held = Captured()
             answered = held
-            _ = try await runner.run { _ in withExtendedLifetime(held) { 1 } }
+            _ = try await runner.run { abandonment in
+                abandonments.withLock { $0.append(Weak(abandonment)) }
+                return withExtendedLifetime(held) { 1 }
+            }
             let other = Captured()
             failed = other
             _ = try? await runner.run { _ -> Int in
@@ -71,9 +75,16 @@ final class StoreTransactionRunnerTests: XCTestCase {
             }
         }
         // The task ends just after it answered: give it a moment (bounded).
-        for _ in 0..<200 where answered != nil || failed != nil { try await Task.sleep(for: .milliseconds(10)) }
+        func released() -> Bool { answered == nil && failed == nil && abandonments.withLock { $0.allSatisfy { $0.value == nil } } }
+        for _ in 0..<200 where !released() { try await Task.sleep(for: .milliseconds(10)) }
         XCTAssertNil(answered, "the transaction's task still holds its body")
         XCTAssertNil(failed, "a failed transaction's task still holds its body")
+        XCTAssertTrue(abandonments.withLock { $0.allSatisfy { $0.value == nil } }, "the abandonment (and its race) outlived the answer")
+    }
+
+    final class Weak<T: AnyObject & Sendable>: Sendable {
+        weak let value: T?
+        init(_ value: T) { self.value = value }
     }
 
     func testWorkThatNeverEndsIsAbandonedAtTheDeadlineAndItsCleanupRuns() async throws {
