@@ -897,7 +897,11 @@ class Checker:
                 assert pages < 50, "moreComing never became false"
                 if not answer.json["moreComing"]:
                     break
-            assert seen[game] == {"recordName": game, "recordType": "Game", "deleted": True}, seen.get(game)
+            tombstone = dict(seen[game])
+            # The deletion's stamp: who deleted the record, when, from which device.
+            stamp = tombstone.pop("modified", None)
+            assert tombstone == {"recordName": game, "recordType": "Game", "deleted": True}, seen.get(game)
+            assert stamp and stamp["userRecordName"].startswith("_") and stamp["timestamp"] > 0, seen.get(game)
             assert seen[match].get("deleted") is True, seen.get(match)
             assert "deleted" not in seen[other], seen.get(other)
             state["zone_token"] = token
