@@ -13,6 +13,9 @@ extension BlockingStore {
     }
 
     func invitations(_ scope: DatabaseScope) throws -> [JSONValue] { try wait { try await $0.invitations(scope) } }
+    func declineInvitations(_ scope: DatabaseScope, _ guids: [String]) throws -> [Result<JSONValue, ServerError>] {
+        try wait { try await $0.declineInvitations(scope, shortGUIDs: guids) }
+    }
     func lookupSharedZone(_ scope: DatabaseScope, zone: ZoneID) throws -> ZoneInfo { try wait { try await $0.lookupSharedZone(scope, zone: zone) } }
     func discoverUsers(emails: [String], recordNames: [String]) throws -> [UserIdentity] {
         try wait { try await $0.discoverUsers(emails: emails, recordNames: recordNames) }
@@ -197,6 +200,36 @@ final class SharingTests: StoreTestCase {
         }
         XCTAssertEqual(erinSees["participantStatus"]?.stringValue, "PENDING")
         XCTAssertEqual(erinSees["zoneID"]?["ownerRecordName"]?.stringValue, alice.recordName)
+    }
+
+    /// Declining an invitation, for every kind of caller: only the invited one who has not
+    /// accepted turns it down; for the owner, participants who accepted, a removed one and a
+    /// stranger the share is unknown, as an unknown link is, and nothing changes.
+    func testOnlyAPendingInviteeDeclinesAndEveryoneElseFindsNoShare() throws {
+        try shareFriday()
+        try removeDave()
+        for user in [alice!, bob!, carol!, dave!, frank!] {
+            guard case .failure(let error) = try store.declineInvitations(privateScope(user), [shortGUID]).first else {
+                return XCTFail("\(user.name) declined the share")
+            }
+            XCTAssertEqual(error.code, .notFound, user.name)
+        }
+        XCTAssertEqual(try store.listZones(shared(bob)).map(\.zoneID), [sharedZone], "bob's acceptance stands")
+        XCTAssertEqual(try store.listZones(shared(carol)).map(\.zoneID), [sharedZone], "carol's acceptance stands")
+
+        guard case .success(let declined) = try store.declineInvitations(privateScope(erin), [shortGUID]).first else {
+            return XCTFail("erin could not decline")
+        }
+        XCTAssertEqual(declined["participantStatus"]?.stringValue, "REMOVED")
+        XCTAssertTrue(try store.invitations(privateScope(erin)).isEmpty, "the declined invitation is gone")
+        XCTAssertTrue(try store.listZones(shared(erin)).isEmpty, "declining gives no access")
+        // Declining is the invitee's own word, not the owner's removal: following the link again
+        // still accepts (as a CloudKit invitee may accept a share whenever it likes).
+        guard case .success(let changedMind) = try store.resolveShares(privateScope(erin), [shortGUID], accept: true).first else {
+            return XCTFail("erin could not accept after declining")
+        }
+        XCTAssertEqual(changedMind["participantStatus"]?.stringValue, "ACCEPTED")
+        XCTAssertEqual(try store.listZones(shared(erin)).map(\.zoneID), [sharedZone])
     }
 
     func testOnlyTheOwnerChangesTheShareAndAParticipantLeavesByDeletingIt() throws {
