@@ -158,14 +158,7 @@ final class BrowserOriginTests: XCTestCase {
         XCTAssertEqual(refused["body"]?["redirectURL"]?.stringValue,
                        "\(base)/signin?container=iCloud.scorebook&origin=http%3A%2F%2F127.0.0.1%3A\(pagePort)")
 
-        let handles = try driver.command("GET", "/window/handles").arrayValue ?? []
-        let popup = try XCTUnwrap(handles.first { $0 != appWindow }, "\(handles)")
-        try driver.command("POST", "/window", ["handle": popup])
-        try driver.wait(for: "the sign-in form", timeout: 15, "return document.querySelector('input[name=password]') !== null")
-        try driver.type("alice", into: "input[name=name]")
-        try driver.type("alice's web password", into: "input[name=password]")
-        try driver.click("button[type=submit]")
-        try driver.command("POST", "/window", ["handle": appWindow])
+        try driver.signInThroughPopup(openedFrom: appWindow, name: "alice", password: "alice's web password")
         let message = try driver.wait(for: "the token from the popup", timeout: 20, "return window.signInResults.message")
         XCTAssertEqual(message["origin"]?.stringValue, base, "posted by the daemon's page")
         let session = try XCTUnwrap(message["data"]?["ckSession"]?.stringValue, message.serializedString())

@@ -139,14 +139,7 @@ final class CloudKitJSBrowserTests: XCTestCase {
                        "\(base)/signin?container=\(Self.container)&origin=http%3A%2F%2F127.0.0.1%3A\(pagePort)")
 
         // The sign-in button: the popup, the form, postMessage back to the page.
-        let handles = try driver.command("GET", "/window/handles").arrayValue ?? []
-        let popup = try XCTUnwrap(handles.first { $0 != appWindow }, "\(handles)")
-        try driver.command("POST", "/window", ["handle": popup])
-        try driver.wait(for: "the sign-in form", timeout: 15, "return document.querySelector('input[name=password]') !== null")
-        try driver.type("alice", into: "input[name=name]")
-        try driver.type("alice's web password", into: "input[name=password]")
-        try driver.click("button[type=submit]")
-        try driver.command("POST", "/window", ["handle": appWindow])
+        try driver.signInThroughPopup(openedFrom: appWindow, name: "alice", password: "alice's web password")
         let session = try driver.wait(for: "the session from the popup", timeout: 20, "return window.CK.session")
         XCTAssertEqual(try driver.execute("return window.CK.log.signedInFrom").stringValue, base)
 

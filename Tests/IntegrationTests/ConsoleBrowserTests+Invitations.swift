@@ -34,17 +34,7 @@ extension ConsoleBrowserTests {
         let console = try page.command("GET", "/window")
         try page.wait(for: "the console's sign-in", "return !document.getElementById('signin').hidden")
         try page.click("#signin-password")
-        var popup: JSONValue?
-        for _ in 0..<200 where popup == nil {
-            popup = (try page.command("GET", "/window/handles").arrayValue ?? []).first { $0 != console }
-            if popup == nil { usleep(25_000) }
-        }
-        try page.command("POST", "/window", ["handle": try XCTUnwrap(popup, "no popup opened")])
-        try page.wait(for: "the sign-in form", timeout: 15, "return document.querySelector('input[name=password]') !== null")
-        try page.type(name, into: "input[name=name]")
-        try page.type(password, into: "input[name=password]")
-        try page.click("button[type=submit]")
-        try page.command("POST", "/window", ["handle": console])
+        try page.signInThroughPopup(openedFrom: console, name: name, password: password)
         try page.wait(for: "signed in", timeout: 20, "return document.getElementById('signin').hidden")
     }
 

@@ -48,14 +48,7 @@ final class ConsoleSignInBrowserTests: XCTestCase {
         let console = try page.command("GET", "/window")
         try page.wait(for: "the console's sign-in", "return !document.getElementById('signin').hidden")
         try page.click("#signin-password")
-        var popup: JSONValue?
-        for _ in 0..<200 where popup == nil {
-            popup = (try page.command("GET", "/window/handles").arrayValue ?? []).first { $0 != console }
-            if popup == nil { usleep(25_000) }
-        }
-        try page.command("POST", "/window", ["handle": try XCTUnwrap(popup, "no popup opened")])
-        try fillSignInForm(page)
-        try page.command("POST", "/window", ["handle": console])
+        try page.signInThroughPopup(openedFrom: console, name: "alice", password: "alice's console password")
         try waitUntilSignedIn(page, as: alice)
         XCTAssertEqual((try page.command("GET", "/window/handles").arrayValue ?? []).count, 1, "the popup closed itself")
     }

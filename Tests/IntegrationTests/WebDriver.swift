@@ -234,6 +234,23 @@ final class WebDriver {
         try command("POST", "/element/\(try element(selector))/value", ["text": .string(text)])
     }
 
+    /// Signs in through the daemon's sign-in popup that a page in window `opener` has opened: waits
+    /// for the popup, fills its form as a person does, and goes back to the opener (the popup closes
+    /// itself once it has posted the token).
+    func signInThroughPopup(openedFrom opener: JSONValue, name: String, password: String) throws {
+        var popup: JSONValue?
+        for _ in 0..<200 where popup == nil {
+            popup = (try command("GET", "/window/handles").arrayValue ?? []).first { $0 != opener }
+            if popup == nil { usleep(25_000) }
+        }
+        try command("POST", "/window", ["handle": try XCTUnwrap(popup, "no popup opened")])
+        try wait(for: "the sign-in form", timeout: 15, "return document.querySelector('input[name=password]') !== null")
+        try type(name, into: "input[name=name]")
+        try type(password, into: "input[name=password]")
+        try click("button[type=submit]")
+        try command("POST", "/window", ["handle": opener])
+    }
+
     func setWindowSize(width: Int, height: Int) throws {
         try command("POST", "/window/rect", ["width": .int(Int64(width)), "height": .int(Int64(height))])
     }

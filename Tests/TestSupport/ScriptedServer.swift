@@ -15,6 +15,8 @@ public final class ScriptedServer: Sendable {
     public let port: Int
     private let listener: Int32
     private let connections = Mutex(Connections())
+    /// Signalled by the accept thread once it has closed the listener (see `stop`).
+    private let acceptLoopEnded = DispatchSemaphore(value: 0)
     public var requests: [String] { connections.withLock { $0.requests } }
     public var connectionCount: Int { connections.withLock { $0.count } }
     /// Set before the accept thread starts, so it never races with a connection.
@@ -47,10 +49,18 @@ public final class ScriptedServer: Sendable {
 
     public func url(_ path: String) -> URL { URL(string: "http://127.0.0.1:\(port)\(path)")! }
 
+    /// Shuts the listener down and waits for the accept thread to close it. Closing it here would
+    /// free its descriptor number while that thread may still be about to call `accept` on it: the
+    /// next server's listener can get the same number, and the old thread would then take (and
+    /// drop) that server's first connection.
     public func stop() {
-        connections.withLock { $0.stopped = true }
+        let alreadyStopped = connections.withLock { state in
+            defer { state.stopped = true }
+            return state.stopped
+        }
+        guard !alreadyStopped else { return }
         shutdown(listener, Int32(SHUT_RDWR))
-        close(listener)
+        _ = acceptLoopEnded.wait(timeout: .now() + 5)
         dropConnections()
     }
 
@@ -60,6 +70,10 @@ public final class ScriptedServer: Sendable {
     }
 
     private func acceptLoop() {
+        defer {
+            close(listener)
+            acceptLoopEnded.signal()
+        }
         while true {
             let connection = accept(listener, nil, nil)
             guard connection >= 0, !connections.withLock({ $0.stopped }) else {
