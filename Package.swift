@@ -7,7 +7,7 @@ import PackageDescription
 // checked by the compiler, not by review.
 let package = Package(
     name: "scorebook-sync",
-    // Linux only (no `platforms:`): the code calls Linux interfaces (inotify, sched_getcpu, Glibc)
+    // Linux only (no `platforms:`): the code calls Linux interfaces (inotify, glibc's mallopt, /proc)
     // and is built and tested on Debian alone; nothing here can build or test it on macOS, so the
     // package does not claim it.
     products: [

@@ -160,18 +160,9 @@ extension RecordStorage {
 /// SQLite call never holds a thread of Swift's cooperative pool.
 package final class SQLiteStorage: RecordStorage {
     package let store: SQLiteRecordStore
-    private let readPool: NIOThreadPool
-
-    /// Readers: as many as the database keeps idle reader connections.
-    package static let readThreads = 8
-    /// Shared by every SQLite store of the process (started once, never shut down).
-    static let sharedReadPool = startedPool(threads: readThreads)
-
-    private static func startedPool(threads: Int) -> NIOThreadPool {
-        let pool = NIOThreadPool(numberOfThreads: threads)
-        pool.start()
-        return pool
-    }
+    /// The driver's reader threads: maintenance and asset reads block on the same eight threads
+    /// as the engine's reads, not on a pool of their own.
+    private var readPool: ThreadPoolTaskExecutor { SQLiteStoreDriver.readExecutor }
 
     /// The request deadline every store call runs under.
     private let runner: StoreTransactionRunner
@@ -185,7 +176,6 @@ package final class SQLiteStorage: RecordStorage {
         self.engine = StoreEngine(driver: SQLiteStoreDriver(database: store.database, requestDeadline: requestDeadline),
                                   storeID: store.storeID, clock: store.clock, productionSchema: store.productionSchema,
                                   subscriptionCache: store.subscriptionCache)
-        self.readPool = SQLiteStorage.sharedReadPool
     }
 
     /// Runs `body` on a pool thread under the request deadline (`StoreTransactionRunner`). Work

@@ -40,10 +40,20 @@ struct Scorebookd: AsyncParsableCommand {
             if exitCode(for: error) == .success { exit(withError: error) }  // --help
             if let code = error as? ExitCode { Foundation.exit(code.rawValue) }  // already reported
             let message = (error as? CommandFailure)?.message ?? self.message(for: error)
-            FileHandle.standardError.write(Data("scorebookd: \(message.split(separator: "\n").first ?? "")\n".utf8))
+            FileHandle.standardError.write(Data("scorebookd: \(oneLine(message))\n".utf8))
             Foundation.exit(error is CommandFailure ? 1 : exitCode(for: error).rawValue)
         }
     }
+}
+
+/// The first line of a parser message; a list it introduces ("one of the following:" and lines
+/// of "- value") joins it, so a refused `--log-level` still names the levels.
+func oneLine(_ message: String) -> String {
+    let lines = message.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+    guard let first = lines.first else { return "" }
+    let items = lines.dropFirst().prefix { $0.hasPrefix("- ") }.map { $0.dropFirst(2) }
+    guard first.hasSuffix(":"), !items.isEmpty else { return first }
+    return first + " " + items.joined(separator: ", ")
 }
 
 /// Why `--database` fails in a daemon built with `--disable-default-traits` (no `PostgreSQL` trait).
@@ -96,8 +106,8 @@ struct Serve: AsyncParsableCommand {
     var schema: String?
     @Option(name: .customLong("tombstone-retention"), help: "Days to keep tombstones (and so how old a sync token may be).")
     var tombstoneRetention = 30
-    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
-    var logLevel = "info"
+    @Option(name: .customLong("log-level"), help: "The least severe messages logged.")
+    var logLevel: Logger.Level = .info
     @Option(name: .customLong("rate-limit"), help: "Requests per second allowed per user (bursts of twice that); more are THROTTLED.")
     var rateLimit = 2000
     @Option(name: .customLong("max-connections"), help: "Connections beyond this are closed on arrival.")
@@ -121,7 +131,6 @@ struct Serve: AsyncParsableCommand {
         guard (1...600_000).contains(busyTimeout) else { throw ValidationError("--busy-timeout must be 1-600000 milliseconds") }
         guard (0...3600).contains(shutdownGrace) else { throw ValidationError("--shutdown-grace must be 0-3600 seconds") }
         guard tombstoneRetention >= 1 else { throw ValidationError("--tombstone-retention must be at least 1 day") }
-        guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level '\(logLevel)'") }
         for proxy in trustedProxies where AddressRange(proxy) == nil {
             throw ValidationError("--trusted-proxy '\(proxy)' is not an address or CIDR range (such as 127.0.0.1/32 or fd00::/8)")
         }
@@ -149,7 +158,7 @@ struct Serve: AsyncParsableCommand {
         _ = glibcMallopt(-3, 1024 * 1024)
         _ = glibcMallopt(-1, 1024 * 1024)
         #endif
-        let level = Logger.Level(rawValue: logLevel) ?? .info
+        let level = logLevel
         // Logs go to standard error: standard output carries only the readiness line.
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)
@@ -260,6 +269,9 @@ struct Serve: AsyncParsableCommand {
         return text.split(separator: "\n").first.map(String.init) ?? text
     }
 }
+
+/// `--log-level` names one of swift-log's levels, parsed by the argument parser itself.
+extension Logger.Level: @retroactive ExpressibleByArgument {}
 
 #if canImport(Glibc)
 /// glibc's `mallopt` (malloc.h, which the Glibc module does not import).

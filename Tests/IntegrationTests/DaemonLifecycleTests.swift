@@ -229,6 +229,10 @@ final class DaemonLifecycleTests: XCTestCase {
             XCTAssertNotEqual(result.status, 0, command)
             assertOneLine(result.stderr, command)
             XCTAssertFalse(result.stdout.contains("listening"), "\(command) never reports readiness")
+            if arguments.contains("loud") {
+                XCTAssertTrue(result.stderr.contains("'loud' is invalid for '--log-level <log-level>'") && result.stderr.contains("trace, debug, info"),
+                              "a refused level names the levels: \(result.stderr)")
+            }
         }
     }
 

@@ -13,6 +13,12 @@ package final class ThreadPoolTaskExecutor: TaskExecutor {
         pool.start()
     }
 
+    /// Runs blocking work that is not a task's job (a file read, a maintenance pass) on the same
+    /// threads; work still queued when the pool shuts down never starts.
+    package func runIfActive<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await pool.runIfActive(body)
+    }
+
     package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         pool.submit { _ in job.runSynchronously(on: self.asUnownedTaskExecutor()) }
