@@ -173,7 +173,7 @@ public final class PostgresTestCluster: Sendable {
         // Output goes to a file, not a pipe: the postmaster that `pg_ctl start` leaves running
         // inherits the descriptors, and a pipe would then never reach end-of-file.
         let outputPath = "\(directory)/command-\(UUID().uuidString).out"
-        FileManager.default.createFile(atPath: outputPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
         defer { try? FileManager.default.removeItem(atPath: outputPath) }
         let output = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
         process.standardOutput = output

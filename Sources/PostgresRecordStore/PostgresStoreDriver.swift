@@ -173,10 +173,10 @@ struct PostgresStoreConnection: StoreConnection {
     static func bind(_ value: SQLValue, to bindings: inout PostgresBindings) throws {
         switch value {
         case .null: bindings.appendNull()
-        case .int(let number): try bindings.append(number)
-        case .double(let number): try bindings.append(number)
-        case .text(let string): try bindings.append(string)
-        case .blob(let bytes): try bindings.append(ByteBuffer(bytes: bytes))
+        case .int(let number): bindings.append(number)
+        case .double(let number): bindings.append(number)
+        case .text(let string): bindings.append(string)
+        case .blob(let bytes): bindings.append(ByteBuffer(bytes: bytes))
         }
     }
 

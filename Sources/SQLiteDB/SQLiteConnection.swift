@@ -182,10 +182,10 @@ struct StatementKey: Hashable {
     func hash(into hasher: inout Hasher) {
         let utf8 = sql.utf8
         hasher.combine(utf8.count)
-        let hashed = utf8.withContiguousStorageIfAvailable { bytes in
+        let hashedContiguously: Void? = utf8.withContiguousStorageIfAvailable { bytes in
             hasher.combine(bytes: UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: bytes.suffix(64))))
         }
-        if hashed == nil { for byte in utf8.suffix(64) { hasher.combine(byte) } }
+        if hashedContiguously == nil { for byte in utf8.suffix(64) { hasher.combine(byte) } }
     }
 
     static func == (lhs: StatementKey, rhs: StatementKey) -> Bool { lhs.sql == rhs.sql }

@@ -16,7 +16,7 @@ func assetTransfers(_ options: BenchOptions, _ backend: BenchBackend) async thro
     for index in stride(from: 0, to: size, by: 8) {
         withUnsafeBytes(of: generator.next()) { random in for offset in 0..<min(8, size - index) { bytes[index + offset] = random[offset] } }
     }
-    FileManager.default.createFile(atPath: source, contents: Data(bytes))
+    _ = FileManager.default.createFile(atPath: source, contents: Data(bytes))
     bytes = []
 
     let database = backend == .postgres ? try BenchPostgres.createDatabase() : nil
@@ -187,7 +187,7 @@ private func downloadToFile(port: Int, path: String, file: String) throws -> Int
     guard head.hasPrefix("http/1.1 200"), let range = head.range(of: "content-length: "),
           let length = Int(head[range.upperBound...].prefix { $0.isNumber })
     else { throw Subprocess.Failure(description: "download answered \(head.prefix(80))") }
-    FileManager.default.createFile(atPath: file, contents: nil)
+    _ = FileManager.default.createFile(atPath: file, contents: nil)
     guard let output = FileHandle(forWritingAtPath: file) else { throw Subprocess.Failure(description: "cannot write \(file)") }
     defer { try? output.close() }
     let early = Array(pending[(headEnd! + 4)...])

@@ -283,7 +283,7 @@ final class CLIOutputTests: XCTestCase {
         let tokenFile = directory.appendingPathComponent("token").path
         try Data((token + "\n").utf8).write(to: URL(fileURLWithPath: tokenFile))
         let emptyFile = directory.appendingPathComponent("empty").path
-        FileManager.default.createFile(atPath: emptyFile, contents: Data())
+        XCTAssertTrue(FileManager.default.createFile(atPath: emptyFile, contents: Data()))
 
         let fromFile = CLIMachine("token-file")
         try fromFile.run(["account", "login", "--server", server, "--token-file", tokenFile])

@@ -82,7 +82,7 @@ final class DaemonStoreLocationTests: XCTestCase {
         for relative in stored {
             let path = assets.appendingPathComponent(relative).path
             var isDirectory: ObjCBool = false
-            FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory)
+            XCTAssertTrue(FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory))
             if isDirectory.boolValue {
                 XCTAssertEqual(try mode(path), 0o700, relative)
             } else {

@@ -185,7 +185,7 @@ final class AssetStoreTests: StoreTestCase {
                                                                            bindingKey: binding.key, createdAt: 0)]) }
             _ = try store.wait { try await $0.claimAssetUpload(id: id, createdAfter: -1) }
             let path = (staging as NSString).appendingPathComponent(id)
-            FileManager.default.createFile(atPath: path, contents: Data([1, 2, 3]))
+            XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data([1, 2, 3])))
             var digest = AssetDigest()
             [UInt8]([1, 2, 3]).withUnsafeBytes { digest.update($0) }
             let receipt = RandomToken.hex(bytes: 16)

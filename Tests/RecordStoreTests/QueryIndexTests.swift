@@ -54,7 +54,7 @@ final class QueryIndexTests: StoreTestCase {
 
     /// The scores as (name, value, round?), straight from the records.
     func allScores() throws -> [(name: String, value: Double, round: Int64?)] {
-        try (0..<240).map { index in
+        (0..<240).map { index in
             let name = String(format: "score-%03d", index)
             return (name, Double(index % 24) * (index % 2 == 0 ? 1 : -1), index % 3 != 0 ? Int64(index % 5) : nil)
         }

@@ -32,7 +32,7 @@ final class StoreDriverTests: XCTestCase {
             postgresStore = store
             driver = store.driver
         }
-        try run { driver in
+        _ = try run { driver in
             try await driver.write { connection in
                 try await connection.execute("CREATE TABLE scratch (id bigint PRIMARY KEY, name text, score double precision, data bytea)")
             }
@@ -366,7 +366,7 @@ final class StoreDriverTests: XCTestCase {
                 throw ServerError(.conflict, "refused")
             }
         }) { XCTAssertEqual(($0 as? ServerError)?.code, .conflict) }
-        try run { driver in try await driver.write { try await $0.execute("INSERT INTO scratch (id, name) VALUES (3, 'kept')") } }
+        _ = try run { driver in try await driver.write { try await $0.execute("INSERT INTO scratch (id, name) VALUES (3, 'kept')") } }
         XCTAssertEqual(try names(), ["kept"])
     }
 

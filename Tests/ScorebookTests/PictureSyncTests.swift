@@ -13,7 +13,7 @@ final class PictureSyncTests: XCTestCase {
         let machine = try TestMachine(server: MemoryCloudDatabase(), clock: TestClock())
         let book = machine.book
         let picture = machine.directory.appendingPathComponent("ann.jpg").path
-        FileManager.default.createFile(atPath: picture, contents: pngSignature + Data((8..<70_000).map { UInt8(truncatingIfNeeded: $0 * 13) }))
+        XCTAssertTrue(FileManager.default.createFile(atPath: picture, contents: pngSignature + Data((8..<70_000).map { UInt8(truncatingIfNeeded: $0 * 13) })))
         try book.addPerson(firstName: "Ann")
         try book.addPerson(firstName: "Bob")
         try book.addPerson(firstName: "Cy")
@@ -44,12 +44,12 @@ final class PictureSyncTests: XCTestCase {
     func testADamagedPictureIsRefusedAndRemovedSoThatSyncFetchesItAgain() throws {
         let machine = try TestMachine(server: MemoryCloudDatabase(), clock: TestClock())
         let file = machine.directory.appendingPathComponent("ann.jpg").path
-        FileManager.default.createFile(atPath: file, contents: pngSignature + Data(repeating: 7, count: 992))
+        XCTAssertTrue(FileManager.default.createFile(atPath: file, contents: pngSignature + Data(repeating: 7, count: 992)))
         try machine.book.addPerson(firstName: "Ann")
         let ann = try machine.book.setAvatar(personReference: "Ann", file: file)
         let picture = try XCTUnwrap(ann.avatarPicture)
         let stored = machine.book.pictureFiles.path(of: picture.checksum)
-        FileManager.default.createFile(atPath: stored, contents: Data(repeating: 8, count: 1000))  // same size, other bytes
+        XCTAssertTrue(FileManager.default.createFile(atPath: stored, contents: Data(repeating: 8, count: 1000)))  // same size, other bytes
         let out = machine.directory.appendingPathComponent("out.jpg").path
         XCTAssertThrowsError(try machine.book.saveAvatar(personReference: "Ann", to: out)) { error in
             XCTAssertTrue("\(error)".contains("damaged"), "\(error)")

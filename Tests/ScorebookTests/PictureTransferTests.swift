@@ -22,7 +22,7 @@ final class PictureTransferTests: XCTestCase {
 
     func file(_ name: String, _ bytes: [UInt8]) -> String {
         let path = directory + "/" + name
-        FileManager.default.createFile(atPath: path, contents: Data(bytes))
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data(bytes)))
         return path
     }
 
@@ -45,7 +45,7 @@ final class PictureTransferTests: XCTestCase {
         XCTAssertEqual(picture.wireChecksum, Data(SHA256Hasher.digest(bytes)).base64EncodedString())
         XCTAssertEqual(PictureReference(picture.fieldValue), picture)
         // A damaged file is noticed.
-        FileManager.default.createFile(atPath: files.path(of: picture.checksum), contents: Data(pattern(2_500_001).dropFirst()))
+        XCTAssertTrue(FileManager.default.createFile(atPath: files.path(of: picture.checksum), contents: Data(pattern(2_500_001).dropFirst())))
         XCTAssertFalse(files.isIntact(picture))
     }
 

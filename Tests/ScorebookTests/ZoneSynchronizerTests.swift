@@ -157,7 +157,7 @@ final class ZoneSynchronizerTests: XCTestCase {
 
     func testThrottlingIsWaitedOutAndLargeBatchesSplit() async throws {
         let first = try machine()
-        try recordMatch(on: first)
+        _ = try recordMatch(on: first)
         server.modifyFailures = [ServerError(.throttled, "slow down", retryAfter: 2), ServerError(.limitExceeded, "too big")]
         let summary = try await first.sync()
         XCTAssertEqual(summary.sentSaved, 9)
@@ -167,7 +167,7 @@ final class ZoneSynchronizerTests: XCTestCase {
 
     func testAMissingZoneIsRecreatedAndEverythingResent() async throws {
         let first = try machine()
-        try recordMatch(on: first)
+        _ = try recordMatch(on: first)
         try await first.sync()
         server.deleteZone(Scorebook.zoneID.zoneName)
         try await first.sync()
@@ -177,7 +177,7 @@ final class ZoneSynchronizerTests: XCTestCase {
     func testAnExpiredTokenRefetchesAndRemovesWhatTheServerNoLongerHas() async throws {
         let first = try machine()
         let second = try machine()
-        try recordMatch(on: first)
+        _ = try recordMatch(on: first)
         try first.book.addGame(name: "Go")
         try await first.sync()
         try await second.sync()
@@ -230,7 +230,7 @@ final class ZoneSynchronizerTests: XCTestCase {
     func testAnAnswerLostAfterTheServerAppliedItDuplicatesNothing() async throws {
         let first = try machine()
         let second = try machine()
-        try recordMatch(on: first)
+        _ = try recordMatch(on: first)
         first.database.loseNextModifyAnswer = true
         do {
             try await first.sync()
@@ -247,7 +247,7 @@ final class ZoneSynchronizerTests: XCTestCase {
     func testWatchAppliesRemoteChangesUntilItsDeadline() async throws {
         let first = try machine()
         let second = try machine()
-        try recordMatch(on: first)
+        _ = try recordMatch(on: first)
         try await first.sync()
         try await second.sync()
         try first.book.delete(Game.self, reference: "Catan")

@@ -102,6 +102,7 @@ package protocol StoreConnection {
     /// Inserts `rows` into `table` in a bounded number of statements (multi-row `VALUES` on
     /// SQLite, one `unnest` of arrays on PostgreSQL); `suffix` follows the rows (an
     /// `ON CONFLICT …` clause, a `RETURNING …` list) and the rows it returns are returned.
+    @discardableResult
     func insertRows(into table: String, columns: [StoreColumn], rows: [[SQLValue]], suffix: String) async throws -> [StoreRow]
 }
 

@@ -40,7 +40,7 @@ extension StoreEngine {
     package func createAPIToken() async throws -> String {
         let token = RandomToken.hex(bytes: 32)
         let now = clock()
-        try await driver.write { connection in
+        _ = try await driver.write { connection in
             try await connection.execute("INSERT INTO api_tokens (token_hash, created_at) VALUES (?, ?)", [.text(TokenHash.hex(token)), .int(now)])
         }
         return token
@@ -127,7 +127,7 @@ extension StoreEngine {
         }
         guard let found else { return nil }
         if now - found.int(3) >= CourierRules.useRecordingMillis {
-            try await driver.write { connection in
+            _ = try await driver.write { connection in
                 try await connection.execute("UPDATE push_tokens SET last_used_at = ? WHERE token = ?", [.int(now), .text(token)])
             }
         }

@@ -189,7 +189,7 @@ extension StoreEngine {
 
     /// Adds `query_counts` rows (zone id, record type, field, entries) to the counts there.
     static func addIndexCounts(rows: [[SQLValue]], _ connection: any StoreConnection) async throws {
-        _ = try await connection.insertRows(into: "query_counts", columns: [StoreColumn("zone_id", .integer), StoreColumn("record_type", .text),
+        try await connection.insertRows(into: "query_counts", columns: [StoreColumn("zone_id", .integer), StoreColumn("record_type", .text),
                                                                         StoreColumn("field", .text), StoreColumn("entries", .integer)],
                                         rows: rows,
                                         suffix: "ON CONFLICT (zone_id, record_type, field) DO UPDATE SET entries = query_counts.entries + excluded.entries")
