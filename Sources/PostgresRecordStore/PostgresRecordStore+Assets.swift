@@ -32,9 +32,9 @@ extension PostgresRecordStore {
                 "SELECT data FROM asset_chunks WHERE scope = \(scope) AND checksum = \(checksum) AND seq = \(sequence)", logger: self.logger
             ).collect().first?.decode(ByteBuffer.self)
         }
-        guard var buffer else { throw ServerError(.internalError, "the asset's chunk \(sequence) is missing") }
+        guard var buffer else { throw AssetLimits.missingBytes() }
         let skip = Int(offset - Int64(sequence) * chunkBytes)
-        guard skip < buffer.readableBytes else { throw ServerError(.internalError, "the asset's chunk \(sequence) is short") }
+        guard skip < buffer.readableBytes else { throw AssetLimits.missingBytes() }
         buffer.moveReaderIndex(forwardBy: skip)
         return buffer.readSlice(length: min(buffer.readableBytes, maximumLength)) ?? ByteBuffer()
     }

@@ -10,9 +10,7 @@ extension RecordAPI {
         let desiredKeys = try body.desiredKeys()
         guard var rawOperations = request.operations else { throw ServerError.badRequest("operations must be an array") }
         _ = consume request
-        guard rawOperations.count <= 400 else {
-            throw ServerError(.limitExceeded, "at most 400 operations per request, got \(rawOperations.count)")
-        }
+        try RecordRules.checkOperationCount(rawOperations.count)
         // CloudKit's operation dictionary may carry its own desiredKeys, over the request's.
         var operationKeys: [String: Set<String>] = [:]
         // Each draft is moved out of the parsed operation (`take()`), not copied: a copy retained
@@ -68,15 +66,17 @@ extension RecordAPI {
             results = try await self.store.modifyRecords(scope, zone: zone, operations: prepared.operations, atomic: atomic, deviceID: deviceID)
         } else if atomic {
             results = operations.indices.map { index in
-                prepared.refused[index].map { .failed($0) }
-                    ?? .failed(ServerError(.atomicError, "another operation of this atomic batch failed")
-                        .with(recordName: operations[index].recordName))
+                .failed(prepared.refused[index] ?? RecordRules.atomicError(recordName: operations[index].recordName))
             }
         } else {
             let kept = prepared.operations.indices.filter { prepared.refused[$0] == nil }.map { prepared.operations[$0] }
             let saved = kept.isEmpty
                 ? [] : try await self.store.modifyRecords(scope, zone: zone, operations: kept, atomic: false, deviceID: deviceID)
-            results = prepared.refused.keys.sorted().map { .failed(prepared.refused[$0]!) } + saved
+            // In the request's order, as every other batch answers: the refused where they stood.
+            var savedResults = saved.makeIterator()
+            results = prepared.operations.indices.compactMap { index in
+                prepared.refused[index].map { .failed($0) } ?? savedResults.next()
+            }
         }
         let spent = results.flatMap { result -> [String] in
             if case .saved(let record) = result { return prepared.receiptsByRecord[record.recordName] ?? [] }

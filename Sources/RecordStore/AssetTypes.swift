@@ -111,6 +111,12 @@ package enum AssetLimits {
     /// PostgreSQL keeps an asset's bytes in rows of this size (small enough that 20 transfers at
     /// once hold little of it in memory, large enough that a 50 MB asset is 200 rows).
     package static let chunkBytes = 256 * 1024
+
+    /// What a download answers when a record's stored bytes are gone or shorter than recorded, on
+    /// either backend: the server lost data the record still names (`scorebookd check` reports it).
+    package static func missingBytes() -> ServerError {
+        ServerError(.internalError, "the asset's stored bytes are missing; scorebookd check reports the damage")
+    }
 }
 
 /// `fileChecksum` on the wire is the base64 SHA-256 of the bytes; tables and file names hold hex.

@@ -221,7 +221,7 @@ package final class SQLiteStorage: RecordStorage {
         return try await readPool.runIfActive {
             // pread straight into the buffer the response will send: no Data in between.
             let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw ServerError(.notFound, "the asset's bytes are missing") }
+            guard fd >= 0 else { throw AssetLimits.missingBytes() }
             defer { Glibc.close(fd) }
             var buffer = ByteBufferAllocator().buffer(capacity: count)
             var filled = 0
@@ -229,7 +229,7 @@ package final class SQLiteStorage: RecordStorage {
                 let read = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: count - filled) { target in
                     max(0, pread(fd, target.baseAddress, count - filled, off_t(offset) + off_t(filled)))
                 }
-                if read == 0 { break }
+                if read == 0 { throw AssetLimits.missingBytes() }  // shorter than recorded, as a short chunk row on PostgreSQL
                 filled += read
             }
             return buffer

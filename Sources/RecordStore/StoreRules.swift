@@ -83,9 +83,7 @@ package struct ExistingRecord: Sendable {
 package enum RecordRules {
     /// The batch's shape: at most 400 operations, each naming a distinct record.
     package static func validateBatch(_ operations: [RecordOperation]) throws {
-        guard operations.count <= StoreLimits.maximumOperations else {
-            throw ServerError(.limitExceeded, "at most \(StoreLimits.maximumOperations) operations per request, got \(operations.count)")
-        }
+        try checkOperationCount(operations.count)
         // A name seen twice is found with an open-addressed table of the names' hashes and
         // indexes: a `Set<String>` hashed each name with SipHash, 2–4 % of a batch write's store
         // time. (Colliding names cost string comparisons, bounded by the operations' limit.)
@@ -128,15 +126,26 @@ package enum RecordRules {
         return Array(name.utf8).withUnsafeBytes(hash)
     }
 
+    /// A batch carries at most `StoreLimits.maximumOperations` operations (checked before its
+    /// records are read, and again by `validateBatch`).
+    package static func checkOperationCount(_ count: Int) throws {
+        guard count <= StoreLimits.maximumOperations else {
+            throw ServerError(.limitExceeded, "at most \(StoreLimits.maximumOperations) operations per request, got \(count)")
+        }
+    }
+
     /// In a failed atomic batch, every operation that would have succeeded reports `ATOMIC_ERROR`.
     package static func atomicFailure(_ result: RecordOperationResult) -> RecordOperationResult {
         switch result {
         case .failed: return result
-        case .saved(let record):
-            return .failed(ServerError(.atomicError, "another operation of this atomic batch failed").with(recordName: record.recordName))
-        case .deleted(let name):
-            return .failed(ServerError(.atomicError, "another operation of this atomic batch failed").with(recordName: name))
+        case .saved(let record): return .failed(atomicError(recordName: record.recordName))
+        case .deleted(let name): return .failed(atomicError(recordName: name))
         }
+    }
+
+    /// What an operation of a failed atomic batch reports when it would itself have succeeded.
+    package static func atomicError(recordName: String?) -> ServerError {
+        ServerError(.atomicError, "another operation of this atomic batch failed").with(recordName: recordName)
     }
 
     package static func changeTag(zoneRowID: Int64, sequence: Int64) -> String {

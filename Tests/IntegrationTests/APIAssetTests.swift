@@ -181,7 +181,16 @@ class APIAssetTests: DaemonTestCase {
         let atomic = try ok("records/modify", alice, modifyBody([
             ("create", record(uniqueName("Game"), "Game", ["name": ["value": "Go"]])), ("create", person(uniqueName("Person"), avatar: forged)),
         ], zone: zone, atomic: true))["records"]?.arrayValue ?? []
-        XCTAssertEqual(Set(atomic.compactMap { $0["serverErrorCode"]?.stringValue }), ["ATOMIC_ERROR", "BAD_REQUEST"])
+        XCTAssertEqual(atomic.map { $0["serverErrorCode"]?.stringValue }, ["ATOMIC_ERROR", "BAD_REQUEST"], "in the request's order")
+
+        // A non-atomic one saves the rest and answers in the request's order, the refusal where it stood.
+        let (firstGame, lastGame) = (uniqueName("Game"), uniqueName("Game"))
+        let mixed = try ok("records/modify", alice, modifyBody([
+            ("create", record(firstGame, "Game", ["name": ["value": "Go"]])), ("create", person(uniqueName("Person"), avatar: forged)),
+            ("create", record(lastGame, "Game", ["name": ["value": "Hex"]])),
+        ], zone: zone, atomic: false))["records"]?.arrayValue ?? []
+        XCTAssertEqual(mixed.map { $0["serverErrorCode"]?.stringValue ?? $0["recordName"]?.stringValue }, [firstGame, "BAD_REQUEST", lastGame],
+                       mixed.description)
 
         // The right receipt attaches once; the same receipt again is refused.
         XCTAssertNil(try refusal(alice, person(name, avatar: file)).first?["serverErrorCode"])

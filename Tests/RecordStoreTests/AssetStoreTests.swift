@@ -137,6 +137,40 @@ final class AssetStoreTests: StoreTestCase {
         XCTAssertEqual(FileManager.default.contents(atPath: copied), Data(repeating: 42, count: 1000), "the backup is unaffected")
     }
 
+    /// Bytes gone or cut short under a record answer one error on either backend (a file, chunk rows).
+    func testMissingOrShortBytesAnswerTheSameErrorOnEitherBackend() throws {
+        let asset = try storeUpload(Array(repeating: 42, count: 1000), recordName: "p1")
+        let stored = try XCTUnwrap(try blob(asset.checksum))
+        let engine = try XCTUnwrap((store.base as? any EngineAssetStorage)?.engine)
+        let path = (store.base as? SQLiteStorage).map { $0.store.assetFilePath(scopeKey: assetScope.key, checksum: asset.checksum) }
+        func damage(keeping count: Int?) throws {
+            if let path {
+                if let count { try Data(repeating: 42, count: count).write(to: URL(fileURLWithPath: path)) } else { try FileManager.default.removeItem(atPath: path) }
+            } else {
+                let checksum = asset.checksum
+                _ = try store.wait { _ in
+                    try await engine.driver.write { connection in
+                        if let count {
+                            try await connection.execute("UPDATE asset_chunks SET data = ? WHERE checksum = ?", [.blob(Array(repeating: 42, count: count)), .text(checksum)])
+                        } else {
+                            try await connection.execute("DELETE FROM asset_chunks WHERE checksum = ?", [.text(checksum)])
+                        }
+                    }
+                }
+            }
+        }
+        func assertMissing(_ what: String) {
+            XCTAssertThrowsError(try store.wait { try await $0.readAssetBlob(stored, offset: 500, maximumLength: 1000) }, what) { error in
+                XCTAssertEqual((error as? ServerError)?.code, .internalError, "\(what): \(error)")
+                XCTAssertEqual((error as? ServerError)?.reason, AssetLimits.missingBytes().reason, what)
+            }
+        }
+        try damage(keeping: 100)
+        assertMissing("bytes cut short")
+        try damage(keeping: nil)
+        assertMissing("bytes gone")
+    }
+
     /// The check reads the bytes wherever the backend keeps them (a file, chunk rows) and holds
     /// both backends to the same invariants: damaged bytes and records left in a deleted zone are
     /// found on either.
