@@ -10,7 +10,8 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh --tests
 command -v swift >/dev/null || export PATH="/opt/swift/usr/bin:$PATH"
 swift build --build-tests
-swift test --skip-build
+# The XCTest suite in two processes at once (scripts/run-xctests.sh says why and how).
+scripts/run-xctests.sh 2
 # The store suite again, unchanged, on PostgreSQL: the tests start a throw-away cluster of their
 # own (Debian's postgresql 15 binaries; SCOREBOOK_SKIP_POSTGRES_TESTS=1 skips on a developer machine).
 SCOREBOOK_STORE_BACKEND=postgres swift test --skip-build --filter RecordStoreTests
