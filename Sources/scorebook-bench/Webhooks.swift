@@ -195,7 +195,7 @@ final class BenchReceiver: Sendable {
                 let name = String(decoding: body[from..<end], as: UTF8.self)
                 state.withLock { $0.received.append((name, arrived)) }
             }
-            guard write(fd, answer, answer.count) == answer.count else { return }
+            guard send(fd, answer, answer.count, Int32(MSG_NOSIGNAL)) == answer.count else { return }
         }
     }
 

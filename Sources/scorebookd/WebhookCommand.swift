@@ -20,18 +20,44 @@ struct WebhookCommand: ParsableCommand {
         @Argument(help: "The http:// or https:// URL events are POSTed to.") var url: String
         @Option(help: "Only this container.") var container: String?
         @Option(help: "Only this environment: development or production.") var environment: String?
-        @Option(help: "Only this database: private, shared (zones with a share) or public.") var database: String?
         @Option(help: "Only the zone of this name.") var zone: String?
         @Option(name: .customLong("record-type"), help: "Only records of this type.") var recordType: String?
         @Option(help: "changed, deleted or changed,deleted (deleted includes zone deletions).") var events = "changed,deleted"
         @Option(help: "The fields a record.changed event carries: none, all, or a comma-separated list of names.") var fields = "all"
         @Option(name: .customLong("secret-file"), help: "A file holding the secret to sign with (whsec_ and base64); default: a new random one.")
         var secretFile: String?
-        @OptionGroup var data: DataDirectoryOption
+        // `--database` is both the filter (private, shared, public) and, as for every command, a
+        // PostgreSQL store (a URL): told apart by the value, so either may come first.
+        @Option(name: .customLong("data-dir"),
+                help: "The directory holding the embedded SQLite store (also env SCOREBOOK_DATA_DIR; default $XDG_DATA_HOME/scorebookd, ~/.local/share/scorebookd).")
+        var dataDirectory: String?
+        @Option(name: .customLong("database"),
+                help: "private, shared (zones with a share) or public: only that database. A postgres:// URL: the PostgreSQL store (also env SCOREBOOK_DATABASE_URL).")
+        var databaseArguments: [String] = []
+
+        /// The `--database` value that filters, if any.
+        var database: String? { databaseArguments.first { DatabaseKind(rawValue: $0) != nil } }
+
+        /// The store, as every other command reads it.
+        var data: DataDirectoryOption {
+            get throws {
+                var arguments = dataDirectory.map { ["--data-dir", $0] } ?? []
+                for value in databaseArguments where DatabaseKind(rawValue: value) == nil { arguments += ["--database", value] }
+                return try DataDirectoryOption.parse(arguments)
+            }
+        }
 
         func validate() throws {
             if let environment, Environment(rawValue: environment) == nil { throw ValidationError("--environment must be development or production") }
-            if let database, DatabaseKind(rawValue: database) == nil { throw ValidationError("--database must be private, shared or public") }
+            let filters = databaseArguments.filter { DatabaseKind(rawValue: $0) != nil }
+            let stores = databaseArguments.filter { DatabaseKind(rawValue: $0) == nil }
+            guard filters.count <= 1, stores.count <= 1 else {
+                throw ValidationError("give --database once as a filter (private, shared or public) and at most once as the store's URL")
+            }
+            if let store = stores.first, !store.contains("://") {
+                throw ValidationError("--database must be private, shared or public (a filter), or a postgres:// URL (the store)")
+            }
+            try data.validate()
             do {
                 _ = try WebhookTarget(url: url)
                 _ = try WebhookEventKind.parse(events)
@@ -61,7 +87,8 @@ struct WebhookCommand: ParsableCommand {
                 FileHandle.standardError.write(Data("scorebookd: note: \(url) is a loopback or private address; only a daemon started with --allow-private-webhooks delivers to it\n".utf8))
             }
             let endpoint = webhook
-            let added = try await data.withExistingStore { try await $0.engine.addWebhook(endpoint) }
+            let store = try data
+            let added = try await store.withExistingStore { try await $0.engine.addWebhook(endpoint) }
             printJSON(["webhookID": .string(added.id), "secret": .string(added.secret)])
         }
     }

@@ -155,7 +155,7 @@ final class WebhookReceiver: Sendable {
             }
             let answer = "HTTP/1.1 \(status) \(status == 200 ? "OK" : "Error")\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
             let bytes = Array(answer.utf8)
-            guard write(fd, bytes, bytes.count) == bytes.count else { return }
+            guard send(fd, bytes, bytes.count, Int32(MSG_NOSIGNAL)) == bytes.count else { return }
         }
     }
 
