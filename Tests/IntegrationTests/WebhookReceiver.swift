@@ -14,8 +14,10 @@ final class WebhookReceiver: Sendable {
     enum Mode: Sendable, Equatable {
         case accept
         case fail(Int)
-        /// Answer 200, but only after this many seconds.
+        /// Answer 200, but only after this many seconds: longer than the daemon's timeout.
         case slow(Double)
+        /// Answer 200 after this many seconds, within the daemon's timeout.
+        case delay(Double)
     }
 
     /// One request as received.
@@ -42,7 +44,11 @@ final class WebhookReceiver: Sendable {
     let key: [UInt8]
     private(set) nonisolated(unsafe) var port: Int = 0
 
+    /// The secret's key part, to check that no log line carries it.
+    let secretForLogCheck: String
+
     init(secret: String) throws {
+        secretForLogCheck = String(secret.dropFirst(6))
         let encoded = secret.hasPrefix("whsec_") ? String(secret.dropFirst(6)) : secret
         guard let key = Data(base64Encoded: encoded) else { throw ReceiverError("secret is not base64") }
         self.key = Array(key)
@@ -143,7 +149,7 @@ final class WebhookReceiver: Sendable {
             switch mode {
             case .accept: break
             case .fail(let code): status = code
-            case .slow(let seconds): Thread.sleep(forTimeInterval: seconds)
+            case .slow(let seconds), .delay(let seconds): Thread.sleep(forTimeInterval: seconds)
             }
             let parsed = (try? JSONValue.parse(body)) ?? .null
             state.withLock { state in
