@@ -215,6 +215,36 @@ final class WebhookDeliveryTests: XCTestCase {
         XCTAssertFalse(daemon.standardErrorText.contains(receiver.secretForLogCheck), "the secret is never logged")
     }
 
+    func testAnEndpointFailingForTheWholeRetryWindowIsDisabledAndSaysSo() throws {
+        // A one-second retry window instead of three days.
+        let daemon = try DaemonProcess.start(extraArguments: Self.fastDelivery + ["--webhook-retry-window-seconds", "1"])
+        defer { daemon.kill() }
+        let token = try daemon.createUser("alice")
+        let receiver = try addReceiver(daemon)
+        receiver.setMode(.fail(503))
+        try createZone(daemon, token, "A")
+        XCTAssertEqual(try write(daemon, token, zone: "A", "doomed"), 200)
+        var endpoint: JSONValue?
+        let deadline = Date().addingTimeInterval(10)
+        repeat {
+            Thread.sleep(forTimeInterval: 0.1)
+            endpoint = try JSONValue.parse(DaemonProcess.run("scorebookd", ["webhook", "list", "--json"] + daemon.storeArguments).stdout).arrayValue?.first
+        } while endpoint?["enabled"] != false && Date() < deadline
+        XCTAssertEqual(endpoint?["enabled"], false)
+        XCTAssertTrue(endpoint?["disabledReason"]?.stringValue?.contains("HTTP 503") == true, endpoint?.serializedString() ?? "")
+        XCTAssertEqual(endpoint?["pending"]?.int64Value, 1, "its event waits")
+        XCTAssertTrue(daemon.standardErrorText.contains("disabled after"), "logged")
+        let metrics = String(decoding: try daemon.request("GET", "/metrics").body, as: UTF8.self)
+        XCTAssertTrue(metrics.contains("scorebookd_webhook_endpoints_disabled_total 1"), metrics)
+
+        // Enabled again, with the receiver fixed, the waiting event goes at once.
+        receiver.setMode(.accept)
+        let id = endpoint!["webhookID"]!.stringValue!
+        XCTAssertEqual(try DaemonProcess.run("scorebookd", ["webhook", "enable", id] + daemon.storeArguments).status, 0)
+        waitForAll(["doomed"], at: receiver, timeout: 5)
+        XCTAssertTrue(receiver.deliveries.contains { $0.acknowledged && $0.body["data"]?["recordName"]?.stringValue == "doomed" })
+    }
+
     func testTwoDaemonsOnPostgreSQLDeliverThroughADatabaseRestart() throws {
         if PostgresTestCluster.skipRequested { throw XCTSkip("SCOREBOOK_SKIP_POSTGRES_TESTS is set") }
         let cluster = try PostgresTestCluster.startDedicated()
