@@ -178,6 +178,8 @@ package struct StoreMigration: Sendable {
         // endpoint and zone (`stream`, the zone's row id). A row is leased (`lease_owner`,
         // `lease_until`) by the daemon delivering it, so daemons sharing a database never send one
         // event at once; `delivered_at` NULL: still to deliver. `webhook_attempts`: recent tries.
+        // Only the undelivered rows are indexed beyond their id: every change writes a row per
+        // endpoint, and `replay` and the hourly purge may scan.
         StoreMigration(
             version: 11,
             sqlite: [
@@ -195,7 +197,6 @@ package struct StoreMigration: Sendable {
                     lease_owner TEXT, lease_until INTEGER NOT NULL DEFAULT 0)
                 """,
                 "CREATE INDEX webhook_events_pending ON webhook_events (webhook_id, stream, id) WHERE delivered_at IS NULL",
-                "CREATE INDEX webhook_events_created ON webhook_events (webhook_id, created_at)",
                 """
                 CREATE TABLE webhook_attempts (
                     id INTEGER PRIMARY KEY AUTOINCREMENT, webhook_id TEXT NOT NULL, event_id TEXT NOT NULL, attempted_at INTEGER NOT NULL,
@@ -218,7 +219,6 @@ package struct StoreMigration: Sendable {
                     lease_owner TEXT, lease_until BIGINT NOT NULL DEFAULT 0)
                 """,
                 "CREATE INDEX webhook_events_pending ON webhook_events (webhook_id, stream, id) WHERE delivered_at IS NULL",
-                "CREATE INDEX webhook_events_created ON webhook_events (webhook_id, created_at)",
                 """
                 CREATE TABLE webhook_attempts (
                     id BIGSERIAL PRIMARY KEY, webhook_id TEXT NOT NULL, event_id TEXT NOT NULL, attempted_at BIGINT NOT NULL,

@@ -234,40 +234,55 @@ package enum WebhookRules {
     /// A new event id: `evt_` and 24 random hex digits, the same for every endpoint the event goes to.
     static func newEventID() -> String { "evt_" + randomHex(12) }
 
-    /// The event's body: `{"type", "id", "timestamp", "data": {…}}`, its keys always in this order.
-    static func body(_ event: Event, id: String, timestamp: Int64, scope: DatabaseScope, zone: String, syncToken: String,
-                     fields: WebhookFields) -> [UInt8]
-    {
+    /// What every event of one transaction shares: `,"timestamp":…,"data":{"container":…,"owner":…`
+    /// (one zone of one database, one commit time), written once for all of them.
+    static func sharedMembers(timestamp: Int64, scope: DatabaseScope, zone: String) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(256 + (event.fieldsJSON?.count ?? 0))
-        out += Array("{\"type\":".utf8)
-        JSONValue.appendString(event.type, to: &out)
-        out += Array(",\"id\":".utf8)
-        JSONValue.appendString(id, to: &out)
-        out += Array(",\"timestamp\":".utf8)
+        out.append(contentsOf: ",\"timestamp\":".utf8)
         JSONValue.appendString(isoTimestamp(milliseconds: timestamp), to: &out)
-        out += Array(",\"data\":{\"container\":".utf8)
+        out.append(contentsOf: ",\"data\":{\"container\":".utf8)
         JSONValue.appendString(scope.container, to: &out)
         for (key, value) in [("environment", scope.environment.rawValue), ("database", scope.kind.rawValue), ("zone", zone),
                              ("owner", scope.zoneOwnerRecordName)] {
-            out += Array(",\"\(key)\":".utf8)
+            out.append(contentsOf: ",\"\(key)\":".utf8)
             JSONValue.appendString(value, to: &out)
         }
-        for (key, value) in [("recordName", event.recordName), ("recordType", event.recordType), ("recordChangeTag", event.changeTag)] {
-            guard let value else { continue }
-            out += Array(",\"\(key)\":".utf8)
-            JSONValue.appendString(value, to: &out)
+        return out
+    }
+
+    /// The event's body: `{"type", "id", "timestamp", "data": {…}}`, its keys always in this order
+    /// (`shared`: `sharedMembers` of its transaction).
+    static func body(_ event: Event, id: String, shared: [UInt8], syncToken: String, fields: WebhookFields) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(shared.count + 160 + (event.fieldsJSON?.count ?? 0))
+        out.append(contentsOf: "{\"type\":\"".utf8)
+        out.append(contentsOf: event.type.utf8)  // one of three names, nothing to escape
+        out.append(contentsOf: "\",\"id\":\"".utf8)
+        out.append(contentsOf: id.utf8)  // evt_ and hex digits
+        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: shared)
+        if let recordName = event.recordName {
+            out.append(contentsOf: ",\"recordName\":".utf8)
+            JSONValue.appendString(recordName, to: &out)
         }
-        out += Array(",\"syncToken\":".utf8)
+        if let recordType = event.recordType {
+            out.append(contentsOf: ",\"recordType\":".utf8)
+            JSONValue.appendString(recordType, to: &out)
+        }
+        if let changeTag = event.changeTag {
+            out.append(contentsOf: ",\"recordChangeTag\":".utf8)
+            JSONValue.appendString(changeTag, to: &out)
+        }
+        out.append(contentsOf: ",\"syncToken\":".utf8)
         JSONValue.appendString(syncToken, to: &out)
         if let fieldsJSON = event.fieldsJSON {
             switch fields {
             case .none: break
             case .all:
-                out += Array(",\"fields\":".utf8)
-                out += fieldsJSON.isEmpty ? Array("{}".utf8) : fieldsJSON
+                out.append(contentsOf: ",\"fields\":".utf8)
+                if fieldsJSON.isEmpty { out.append(contentsOf: "{}".utf8) } else { out.append(contentsOf: fieldsJSON) }
             case .names(let names):
-                out += Array(",\"fields\":".utf8)
+                out.append(contentsOf: ",\"fields\":".utf8)
                 var chosen: [String: JSONValue] = [:]
                 if case .object(let all)? = try? JSONValue.parse(fieldsJSON) {
                     for name in names { if let value = all[name] { chosen[name] = value } }
@@ -275,7 +290,7 @@ package enum WebhookRules {
                 JSONValue.object(chosen).serialize(into: &out)
             }
         }
-        out += Array("}}".utf8)
+        out.append(contentsOf: "}}".utf8)
         return out
     }
 

@@ -33,14 +33,24 @@ extension StoreEngine {
         }
         let now = clock()
         let dialect = connection.dialect
+        let shared = WebhookRules.sharedMembers(timestamp: now, scope: scope, zone: zone.name)
         var rows: [[SQLValue]] = []
+        rows.reserveCapacity(events.count * endpoints.count)
         for (event, kind) in events {
             let id = WebhookRules.newEventID()
             let token = FeedRules.zoneToken(storeID: storeID, zone: ZoneRow(id: zone.id, name: zone.name, seq: event.sequence, purgedSeq: 0))
+            // Endpoints asking for the same fields get the same bytes, made once.
+            var bodies: [(WebhookFields, SQLValue)] = []
             for endpoint in endpoints
             where endpoint.selects(kind, recordType: event.recordType, zone: zone.name, scope: scope, zoneIsShared: zoneIsShared) {
-                let body = WebhookRules.body(event, id: id, timestamp: now, scope: scope, zone: zone.name, syncToken: token, fields: endpoint.fields)
-                rows.append([.text(endpoint.id), .text(id), .int(zone.id), .int(event.sequence), .int(now), dialect.jsonValue(body)])
+                let body: SQLValue
+                if let made = bodies.first(where: { $0.0 == endpoint.fields }) {
+                    body = made.1
+                } else {
+                    body = dialect.jsonValue(WebhookRules.body(event, id: id, shared: shared, syncToken: token, fields: endpoint.fields))
+                    bodies.append((endpoint.fields, body))
+                }
+                rows.append([.text(endpoint.id), .text(id), .int(zone.id), .int(event.sequence), .int(now), body])
             }
         }
         guard !rows.isEmpty else { return false }
