@@ -189,6 +189,9 @@ package final class WebhookDeliveryService: Service, Sendable {
             fail(claim.events[0], status: 0, error: "\(error)", started: Self.milliseconds())
         }
         counters.eventsDelivered(outcome.delivered.count)
+        // Stopped by the daemon's shutdown with nothing to record: the lease ends by itself (at
+        // once on SQLite's next start).
+        if Task.isCancelled && outcome.delivered.isEmpty && outcome.failed == nil { return }
         await finish(claim, outcome)
     }
 
