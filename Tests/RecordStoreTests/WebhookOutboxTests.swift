@@ -194,6 +194,25 @@ final class WebhookOutboxTests: StoreTestCase {
         XCTAssertThrowsError(try BlockingStore.run { try await engine.replayWebhook(id: "wh_missing", from: .timestamp(0)) })
     }
 
+    func testThePurgeKeepsAWeekOfDeliveredEventsAndEveryEventStillToDeliver() throws {
+        let delivered = try addWebhook(Webhook(url: "https://example.com/delivered"))
+        let failing = try addWebhook(Webhook(url: "https://example.com/failing"))
+        let disabled = try addWebhook(Webhook(url: "https://example.com/disabled"))
+        let engine = engine
+        try BlockingStore.run { try await engine.setWebhookEnabled(id: disabled.id, false) }
+        try save(dev, record("g", "Game", ["name": field("G", "STRING")]))
+        for claim in try claim(owner: "d") where claim.webhook.id == delivered.id { try finish(claim, owner: "d", delivered: 1) }
+        let week: Int64 = 7 * 86_400_000
+        XCTAssertEqual(try BlockingStore.run { try await engine.purgeWebhookHistory(eventRetentionMilliseconds: week,
+                                                                                    attemptRetentionMilliseconds: week) }, 0)
+        clock.advance(days: 8)
+        XCTAssertEqual(try BlockingStore.run { try await engine.purgeWebhookHistory(eventRetentionMilliseconds: week,
+                                                                                    attemptRetentionMilliseconds: week) }, 2)
+        XCTAssertEqual(try queued(delivered.id).count, 0)
+        XCTAssertEqual(try queued(disabled.id).count, 0, "a disabled endpoint's queue is bounded by the retention")
+        XCTAssertEqual(try queued(failing.id).count, 1, "an enabled endpoint's undelivered event is never dropped")
+    }
+
     func testADisabledEndpointKeepsItsEventsAndRemovingItDropsThem() throws {
         let hook = try addWebhook(Webhook(url: "https://example.com/hook"))
         let engine = engine

@@ -302,13 +302,17 @@ extension StoreEngine {
         }
     }
 
-    /// Removes delivered events older than `eventRetention` (the window `webhook replay` reaches)
-    /// and attempts older than `attemptRetention`; returns how many events went.
+    /// Removes events older than `eventRetention` that were delivered (the window `webhook replay`
+    /// reaches) or wait for a disabled endpoint (its queue is bounded so), and attempts older than
+    /// `attemptRetention`; returns how many events went.
     package func purgeWebhookHistory(eventRetentionMilliseconds: Int64, attemptRetentionMilliseconds: Int64) async throws -> Int {
         let now = clock()
         return try await driver.write { connection in
-            let events = try await connection.execute("DELETE FROM webhook_events WHERE delivered_at IS NOT NULL AND created_at < ?",
-                                                      [.int(now - eventRetentionMilliseconds)])
+            let events = try await connection.execute(
+                """
+                DELETE FROM webhook_events WHERE created_at < ?
+                AND (delivered_at IS NOT NULL OR webhook_id IN (SELECT id FROM webhooks WHERE enabled = 0))
+                """, [.int(now - eventRetentionMilliseconds)])
             try await connection.execute("DELETE FROM webhook_attempts WHERE attempted_at < ?", [.int(now - attemptRetentionMilliseconds)])
             return events
         }
