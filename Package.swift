@@ -73,6 +73,9 @@ let package = Package(
                 .product(name: "MultipartKit", package: "multipart-kit"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "CompressNIO", package: "compress-nio"),
+                // Webhook deliveries: an HTTP/1.1 client on the NIO stack Hummingbird already runs on (TLS for https targets).
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             // The console's files, compiled into the daemon as bytes (`PackageResources`): one
             // binary, no resource bundle to find at run time.

@@ -68,6 +68,10 @@ extension RecordAPI {
         for operation in linkedOperations.keys {
             table[OperationKey(database: "private", operation: operation)] = { api, call in try await api.performParsed(call) }
         }
+        table[OperationKey(database: "private", operation: "webhooks/modify")] = json { api, call in
+            try await api.modifyWebhooks(try api.parseBody(call.request, operation: "webhooks/modify"), call.scope)
+        }
+        table[OperationKey(database: "private", operation: "webhooks/list")] = json { api, call in try await api.listWebhooks(call.scope) }
         for (key, handler) in sharingOperations { table[key] = handler }
         return table
     }()
@@ -154,6 +158,6 @@ extension RecordAPI {
     }
 
     static let knownOperations: Set<String> = Set(linkedOperations.keys)
-        .union(["users/current", "users/caller", "tokens/create", "tokens/register"])
+        .union(["users/current", "users/caller", "tokens/create", "tokens/register", "webhooks/modify", "webhooks/list"])
         .union(sharingOperationNames)
 }

@@ -32,9 +32,15 @@ package final class RecordAPI: Sendable {
 
     var boundAuthority: String? { listeningAuthority.withLock { $0 } }
 
+    /// Whether users may register webhooks on loopback, link-local and private addresses
+    /// (`serve --allow-private-webhooks`).
+    let allowsPrivateWebhooks: Bool
+
     /// `requestsPerSecond` (with bursts of twice that) is the per-user rate limit.
-    package init(store: any RecordStorage, requestsPerSecond: Double = 2000, logger: Logger = Logger(label: "scorebookd")) {
+    package init(store: any RecordStorage, requestsPerSecond: Double = 2000, logger: Logger = Logger(label: "scorebookd"),
+                 allowsPrivateWebhooks: Bool = false) {
         self.store = store
+        self.allowsPrivateWebhooks = allowsPrivateWebhooks
         self.rateLimiter = RateLimiter(ratePerSecond: requestsPerSecond, burst: requestsPerSecond * 2)
         self.logger = logger
         let hub = PushHub(store: store)
@@ -59,7 +65,14 @@ package final class RecordAPI: Sendable {
             ("scorebookd_zones", "Live zones in all databases.", Double(statistics.zones)),
             ("scorebookd_notifications_stored", "Notifications kept for delivery.", Double(statistics.notifications)),
         ] } ?? []
-        let text = metrics.render(gauges: storeGauges + [
+        let webhooks = try? await StoreTransactionRunner(deadline: RecordAPI.readinessDeadline).run { _ in try await self.store.engine.webhookGauges() }
+        let webhookGauges: [(String, String, Double)] = webhooks.map { [
+            ("scorebookd_webhook_endpoints", "Registered webhook endpoints.", Double($0.endpoints)),
+            ("scorebookd_webhook_endpoints_disabled", "Webhook endpoints disabled (by an operator, or after failing for the whole retry window).",
+             Double($0.disabled)),
+            ("scorebookd_webhook_events_pending", "Webhook events not yet delivered.", Double($0.pending)),
+        ] } ?? []
+        let text = metrics.render(gauges: storeGauges + webhookGauges + [
             ("scorebookd_subscribers_connected", "Open event streams.", Double(metrics.connectedEventStreams)),
             ("scorebookd_waiters", "Long-polls and event streams waiting for a commit.", Double(pushHub.waiterCount)),
             ("scorebookd_store_transactions_abandoned", "Store transactions given up at the request deadline and still running.",

@@ -23,6 +23,8 @@ package final class ServerMetrics: Sendable {
     private let state = Mutex(State())
     /// gzip request bodies and answers (`CompressionResponder`).
     let compression = CompressionCounters()
+    /// Webhook deliveries (`WebhookDeliveryService`).
+    package let webhooks = WebhookCounters()
 
     package init() {}
 
@@ -64,6 +66,7 @@ package final class ServerMetrics: Sendable {
         out += "# HELP scorebookd_store_unavailable_total Answers refused because the store could not serve (503 TRY_AGAIN_LATER, /ready 503).\n"
         out += "# TYPE scorebookd_store_unavailable_total counter\nscorebookd_store_unavailable_total \(storeUnavailable)\n"
         out += compression.render()
+        out += webhooks.render()
         for (name, help, value) in gauges {
             out += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n\(name) \(value)\n"
         }

@@ -91,6 +91,10 @@ package protocol RecordStorage: AnyObject, Sendable {
     /// Totals for monitoring.
     func statistics() async throws -> StoreStatistics
 
+    /// The store's transaction scripts, for what is written once over both backends and needs no
+    /// backend method of its own (webhooks: `StoreEngine+Webhooks`).
+    var engine: StoreEngine { get }
+
     /// Removes tombstones older than the retention period; returns how many were removed.
     func purgeTombstones(olderThanMilliseconds: Int64) async throws -> Int
     /// Flushes and closes (on shutdown).

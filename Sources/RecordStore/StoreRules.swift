@@ -44,12 +44,15 @@ package struct CommittedChange: Sendable {
     package var recordType: String
     /// The record after a save; its last state before a deletion.
     package var record: StoredRecord
+    /// The zone's sequence number the change took (its tombstone's, for a deletion); 0 where unknown.
+    package var sequence: Int64
 
-    package init(kind: Kind, recordName: String, recordType: String, record: StoredRecord) {
+    package init(kind: Kind, recordName: String, recordType: String, record: StoredRecord, sequence: Int64 = 0) {
         self.kind = kind
         self.recordName = recordName
         self.recordType = recordType
         self.record = record
+        self.sequence = sequence
     }
 }
 

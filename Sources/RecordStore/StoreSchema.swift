@@ -173,6 +173,59 @@ package struct StoreMigration: Sendable {
         // resumes there (NULL: none answered yet, start at `start_cursor`).
         StoreMigration(version: 10, sqlite: ["ALTER TABLE push_tokens ADD COLUMN delivered_cursor INTEGER"],
                        postgres: ["ALTER TABLE push_tokens ADD COLUMN delivered_cursor BIGINT"]),
+        // Webhooks (server-side subscribers). `webhook_events` is their outbox, written in the
+        // transaction of the change: one row per endpoint and event, delivered in id order per
+        // endpoint and zone (`stream`, the zone's row id). A row is leased (`lease_owner`,
+        // `lease_until`) by the daemon delivering it, so daemons sharing a database never send one
+        // event at once; `delivered_at` NULL: still to deliver. `webhook_attempts`: recent tries.
+        // Only the undelivered rows are indexed beyond their id: every change writes a row per
+        // endpoint, and `replay` and the hourly purge may scan.
+        StoreMigration(
+            version: 11,
+            sqlite: [
+                """
+                CREATE TABLE webhooks (
+                    id TEXT PRIMARY KEY, url TEXT NOT NULL, secret TEXT NOT NULL, owner_user_id INTEGER, container TEXT,
+                    environment TEXT, database_kind TEXT, zone TEXT, record_type TEXT, events TEXT NOT NULL, fields TEXT NOT NULL,
+                    enabled INTEGER NOT NULL DEFAULT 1, disabled_reason TEXT, created_at INTEGER NOT NULL)
+                """,
+                """
+                CREATE TABLE webhook_events (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT, webhook_id TEXT NOT NULL, event_id TEXT NOT NULL, stream INTEGER NOT NULL,
+                    zone_seq INTEGER NOT NULL, created_at INTEGER NOT NULL, payload BLOB NOT NULL, delivered_at INTEGER,
+                    attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER NOT NULL DEFAULT 0, first_failed_at INTEGER,
+                    lease_owner TEXT, lease_until INTEGER NOT NULL DEFAULT 0)
+                """,
+                "CREATE INDEX webhook_events_pending ON webhook_events (webhook_id, stream, id) WHERE delivered_at IS NULL",
+                """
+                CREATE TABLE webhook_attempts (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT, webhook_id TEXT NOT NULL, event_id TEXT NOT NULL, attempted_at INTEGER NOT NULL,
+                    status INTEGER NOT NULL, latency_ms INTEGER NOT NULL, error TEXT)
+                """,
+                "CREATE INDEX webhook_attempts_webhook ON webhook_attempts (webhook_id, id)",
+            ],
+            postgres: [
+                """
+                CREATE TABLE webhooks (
+                    id TEXT PRIMARY KEY, url TEXT NOT NULL, secret TEXT NOT NULL, owner_user_id BIGINT, container TEXT,
+                    environment TEXT, database_kind TEXT, zone TEXT, record_type TEXT, events TEXT NOT NULL, fields TEXT NOT NULL,
+                    enabled INTEGER NOT NULL DEFAULT 1, disabled_reason TEXT, created_at BIGINT NOT NULL)
+                """,
+                """
+                CREATE TABLE webhook_events (
+                    id BIGSERIAL PRIMARY KEY, webhook_id TEXT NOT NULL, event_id TEXT NOT NULL, stream BIGINT NOT NULL,
+                    zone_seq BIGINT NOT NULL, created_at BIGINT NOT NULL, payload TEXT NOT NULL, delivered_at BIGINT,
+                    attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at BIGINT NOT NULL DEFAULT 0, first_failed_at BIGINT,
+                    lease_owner TEXT, lease_until BIGINT NOT NULL DEFAULT 0)
+                """,
+                "CREATE INDEX webhook_events_pending ON webhook_events (webhook_id, stream, id) WHERE delivered_at IS NULL",
+                """
+                CREATE TABLE webhook_attempts (
+                    id BIGSERIAL PRIMARY KEY, webhook_id TEXT NOT NULL, event_id TEXT NOT NULL, attempted_at BIGINT NOT NULL,
+                    status INTEGER NOT NULL, latency_ms BIGINT NOT NULL, error TEXT)
+                """,
+                "CREATE INDEX webhook_attempts_webhook ON webhook_attempts (webhook_id, id)",
+            ]),
     ]
 
     package static var latestVersion: Int { all.last!.version }

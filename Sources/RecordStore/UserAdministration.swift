@@ -93,6 +93,10 @@ enum UserRemoval {
             "DELETE FROM notifications WHERE database_id IN (\(databases))",
             "DELETE FROM share_participants WHERE user_id = ?",
             "DELETE FROM databases WHERE user_id = ?",
+            // The user's own webhook endpoints (`webhooks/modify`), with their queues and history.
+            "DELETE FROM webhook_events WHERE webhook_id IN (SELECT id FROM webhooks WHERE owner_user_id = ?)",
+            "DELETE FROM webhook_attempts WHERE webhook_id IN (SELECT id FROM webhooks WHERE owner_user_id = ?)",
+            "DELETE FROM webhooks WHERE owner_user_id = ?",
         ] + ["push_tokens", "auth_tokens", "server_keys", "asset_uploads"].map { "DELETE FROM \($0) WHERE user_id = ?" }
         + ["DELETE FROM users WHERE id = ?"]
 }

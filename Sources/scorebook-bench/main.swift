@@ -110,6 +110,7 @@ struct Scenario: Sendable {
         Scenario(name: "first-sync", run: firstSync),
         Scenario(name: "assets", backends: [.sqlite, .postgres], run: assetTransfers),
         Scenario(name: "query-paging", backends: [.sqlite, .postgres], run: queryPaging),
+        Scenario(name: "webhooks", backends: [.sqlite, .postgres], run: webhookDelivery),
         // Run only when named: it takes `--minutes` (ten by default).
         Scenario(name: "soak", run: soak),
     ]

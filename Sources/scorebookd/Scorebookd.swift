@@ -18,8 +18,8 @@ struct Scorebookd: AsyncParsableCommand {
         commandName: "scorebookd",
         abstract: "A CloudKit Web Services-style record store with change feeds and push.",
         version: "scorebookd \(ProductVersion.current)",
-        subcommands: [Serve.self, UserCommand.self, APITokenCommand.self, KeyCommand.self, CatalogAdminCommand.self, Backup.self, Check.self,
-                      Restore.self, Migrate.self])
+        subcommands: [Serve.self, UserCommand.self, APITokenCommand.self, KeyCommand.self, WebhookCommand.self, CatalogAdminCommand.self, Backup.self,
+                      Check.self, Restore.self, Migrate.self])
 
     /// Parses and runs, reporting any failure as one line on standard error.
     static func main() async {
@@ -123,6 +123,15 @@ struct Serve: AsyncParsableCommand {
     var allowOrigin: [String] = []
     @Flag(name: .customLong("allow-any-origin"), help: "Let every web page call the API from a browser (also needed for --allow-origin '*').")
     var allowAnyOrigin = false
+    @Flag(name: .customLong("allow-private-webhooks"),
+          help: "Deliver webhooks to loopback, link-local and private addresses too (refused by default: whoever registers an endpoint could reach services on this host or network).")
+    var allowPrivateWebhooks = false
+    // Webhook delivery timings, shortened by the tests (documented defaults otherwise).
+    @Option(name: .customLong("webhook-timeout-ms"), help: ArgumentHelp(visibility: .hidden)) var webhookTimeoutMilliseconds: Int64 = 10_000
+    @Option(name: .customLong("webhook-retry-base-ms"), help: ArgumentHelp(visibility: .hidden)) var webhookRetryBaseMilliseconds: Int64 = 5_000
+    @Option(name: .customLong("webhook-retry-window-seconds"), help: ArgumentHelp(visibility: .hidden)) var webhookRetryWindowSeconds: Int64 = 3 * 86_400
+    @Option(name: .customLong("webhook-lease-seconds"), help: ArgumentHelp(visibility: .hidden)) var webhookLeaseSeconds: Int64 = 60
+    @Option(name: .customLong("webhook-poll-ms"), help: ArgumentHelp(visibility: .hidden)) var webhookPollMilliseconds: Int64 = 500
 
     func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0-65535") }
@@ -139,6 +148,9 @@ struct Serve: AsyncParsableCommand {
                   url.query == nil
             else { throw ValidationError("--allow-origin '\(origin)' is not an origin such as https://app.example or http://localhost:3000") }
         }
+        guard webhookTimeoutMilliseconds >= 1, webhookRetryBaseMilliseconds >= 1, webhookRetryWindowSeconds >= 1, webhookPollMilliseconds >= 1,
+              webhookLeaseSeconds * 1000 > webhookTimeoutMilliseconds + 2000
+        else { throw ValidationError("webhook timings must be positive, and the lease longer than the timeout plus 2 s") }
         if allowOrigin.contains("*") && !allowAnyOrigin {
             throw ValidationError("--allow-origin '*' lets every web page call the API: spell it out with --allow-any-origin")
         }
@@ -186,7 +198,7 @@ struct Serve: AsyncParsableCommand {
             store.setBusyTimeout(milliseconds: Int32(busyTimeout))
             storage = SQLiteStorage(store)
         }
-        let api = RecordAPI(store: storage, requestsPerSecond: Double(rateLimit), logger: logger)
+        let api = RecordAPI(store: storage, requestsPerSecond: Double(rateLimit), logger: logger, allowsPrivateWebhooks: allowPrivateWebhooks)
         var configuration = HTTPServerConfiguration(host: host, port: port)
         configuration.maximumConnections = maxConnections
         configuration.shutdownGraceSeconds = shutdownGrace
@@ -199,6 +211,7 @@ struct Serve: AsyncParsableCommand {
         server.services = [
             TombstonePurger(store: storage, retentionDays: tombstoneRetention, logger: logger), PushHubCloser(hub: api.pushHub),
             DaemonHeartbeat(api: api, logger: logger),
+            WebhookDeliveryService(store: storage, configuration: webhookConfiguration, counters: api.metrics.webhooks, logger: logger),
         ]
         do {
             try await server.run { host, port in
@@ -214,6 +227,17 @@ struct Serve: AsyncParsableCommand {
         }
         await storage.close()
         Serve.note("scorebookd \(ProductVersion.current) stopped (pid \(getpid()))")
+    }
+
+    var webhookConfiguration: WebhookDeliveryConfiguration {
+        var configuration = WebhookDeliveryConfiguration()
+        configuration.allowPrivateTargets = allowPrivateWebhooks
+        configuration.timeoutMilliseconds = webhookTimeoutMilliseconds
+        configuration.retryBaseMilliseconds = webhookRetryBaseMilliseconds
+        configuration.retryWindowMilliseconds = webhookRetryWindowSeconds * 1000
+        configuration.leaseMilliseconds = webhookLeaseSeconds * 1000
+        configuration.pollMilliseconds = webhookPollMilliseconds
+        return configuration
     }
 
     /// The store as the start line names it: the SQLite file, or the PostgreSQL server and

@@ -23,7 +23,7 @@ final class MigrationTests: StoreTestCase {
     }
 
     /// Turns this test's store back into exactly what the version-1 code made: the same tables
-    /// and indexes as `StoreMigration` step 1 creates, `schema_version` 1 (undoing steps 2 to 10).
+    /// and indexes as `StoreMigration` step 1 creates, `schema_version` 1 (undoing steps 2 to 11).
     func downgradeToVersion1() throws {
         var statements = [
             "DROP TABLE query_index", "DROP TABLE query_counts", "UPDATE meta SET value = '1' WHERE key = 'schema_version'",
@@ -43,6 +43,8 @@ final class MigrationTests: StoreTestCase {
             "ALTER TABLE push_tokens DROP COLUMN auth_token_hash", "ALTER TABLE push_tokens DROP COLUMN last_used_at",
             // Step 10 (where a courier's polls without a cursor were answered up to).
             "ALTER TABLE push_tokens DROP COLUMN delivered_cursor",
+            // Step 11 (webhooks).
+            "DROP TABLE webhooks", "DROP TABLE webhook_events", "DROP TABLE webhook_attempts",
         ]
         if Self.backend == .postgres {
             statements += ["DROP TABLE asset_chunks", "DROP INDEX records_type_name", "CREATE INDEX records_type ON records (zone_id, type) WHERE deleted = 0"]

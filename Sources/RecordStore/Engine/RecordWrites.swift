@@ -91,7 +91,8 @@ struct RecordWrites {
         reindex(name, old: live.map { transaction.indexEntries(type: $0.type, fieldsJSON: $0.fieldsJSON) },
                 new: indexed ?? transaction.indexEntries(type: type, fieldsJSON: fieldsJSON))
         let stored = state.stored(name, zoneID: transaction.zoneID)
-        transaction.changes.append(CommittedChange(kind: live == nil ? .created : .updated, recordName: name, recordType: type, record: stored))
+        transaction.changes.append(CommittedChange(kind: live == nil ? .created : .updated, recordName: name, recordType: type, record: stored,
+                                                   sequence: sequence))
         return stored
     }
 
@@ -129,7 +130,7 @@ struct RecordWrites {
             references[name] = []
             reindex(name, old: transaction.indexEntries(type: previous.type, fieldsJSON: previous.fieldsJSON), new: nil)
             transaction.changes.append(CommittedChange(kind: .deleted, recordName: name, recordType: previous.type,
-                                                       record: previous.stored(name, zoneID: transaction.zoneID)))
+                                                       record: previous.stored(name, zoneID: transaction.zoneID), sequence: sequence))
         }
     }
 

@@ -26,7 +26,7 @@ extension StoreEngine {
                     try await self.modifyScript(scope, zone: zone, operations: operations, atomic: atomic, deviceID: deviceID, now: now,
                                                 privateDatabaseID: privateDatabaseID, lockingSchemaFirst: lockingSchemaFirst, connection)
                 }
-            }, committed: { self.committed($0.changed) })
+            }, committed: { self.committed($0.changed, webhookEvents: $0.webhookEvents) })
         }
         let outcome: ModifyOutcome
         do {
@@ -47,6 +47,8 @@ extension StoreEngine {
         var results: [RecordOperationResult]
         /// The databases whose rows or outboxes the batch changed (empty: it wrote nothing).
         var changed: Set<Int64>
+        /// Whether the batch queued webhook events.
+        var webhookEvents = false
     }
 
     private func modifyScript(_ scope: DatabaseScope, zone: ZoneID, operations: [RecordOperation], atomic: Bool, deviceID: String?,
@@ -94,6 +96,7 @@ extension StoreEngine {
         let failed = results.contains { if case .failed = $0 { return true } else { return false } }
         if atomic && failed { return .rollback(ModifyOutcome(results: results.map(RecordRules.atomicFailure), changed: [])) }
         var changed = Set<Int64>()
+        var webhookEvents = false
         let transaction = writes.transaction
         if transaction.sequence != zoneRow.seq {
             try await writes.flush(connection)
@@ -108,6 +111,7 @@ extension StoreEngine {
             try await driver.announceCommit(of: databaseID, connection)
             changed.formUnion(try await notifyParticipants(transaction.changes, zone: zoneRow, ownerScope: ownerScope, zoneChanged: false,
                                                            connection))
+            webhookEvents = try await recordWebhookEvents(transaction.changes, zone: zoneRow, scope: ownerScope, zoneDeleted: false, connection)
         }
         if savesShare {
             for index in results.indices {
@@ -115,7 +119,7 @@ extension StoreEngine {
                 results[index] = .saved(try await attachShare(record, zoneRowID: zoneRow.id, caller: scope.userRecordName, connection))
             }
         }
-        return .commit(ModifyOutcome(results: results, changed: changed))
+        return .commit(ModifyOutcome(results: results, changed: changed, webhookEvents: webhookEvents))
     }
 
     // MARK: Schema

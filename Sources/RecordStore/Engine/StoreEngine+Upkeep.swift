@@ -108,6 +108,12 @@ package struct ExportedTable: Sendable {
         ("asset_blobs", [text("scope"), text("checksum"), int("size"), int("created_at"), int("attached"), int("unreferenced_since")]),
         ("asset_uploads", [text("upload_id"), int("user_id"), text("scope"), text("binding"), int("created_at"), int("claimed_at"),
                            text("checksum"), int("size"), text("receipt"), int("uploaded_at"), int("attached_at")]),
+        ("webhooks", [text("id"), text("url"), text("secret"), int("owner_user_id"), text("container"), text("environment"),
+                      text("database_kind"), text("zone"), text("record_type"), text("events"), text("fields"), int("enabled"),
+                      text("disabled_reason"), int("created_at")]),
+        // Undelivered events go on being delivered from PostgreSQL, in the same order, with the same ids.
+        ("webhook_events", [int("id"), text("webhook_id"), text("event_id"), int("stream"), int("zone_seq"), int("created_at"),
+                            text("payload"), int("delivered_at"), int("attempts"), int("next_attempt_at"), int("first_failed_at")]),
     ]
 
     private static func int(_ name: String) -> StoreColumn { StoreColumn(name, .integer) }

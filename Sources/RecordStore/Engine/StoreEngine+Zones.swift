@@ -46,7 +46,7 @@ extension StoreEngine {
         guard scope.kind != .shared else { throw ServerError(.accessDenied, "only the owner deletes a shared zone") }
         let databaseID = try await databaseID(scope)
         let now = clock()
-        let changed = try await driver.write { connection -> Set<Int64> in
+        let (changed, webhookEvents) = try await driver.write { connection -> (Set<Int64>, Bool) in
             try await self.lockDatabase(databaseID, connection)
             let zone = try await self.requireZone(databaseID, ZoneID(zoneName: zoneName), forUpdate: true, connection)
             let zoneID = self.zoneID(zone.name, scope)
@@ -59,6 +59,8 @@ extension StoreEngine {
             changed.formUnion(try await self.recordNotifications(for: removed, zone: zone.name, databaseID: databaseID, scope: scope,
                                                                  zoneChanged: true, connection))
             changed.formUnion(try await self.notifyParticipants(removed, zone: zone, ownerScope: scope, zoneChanged: true, connection))
+            // One `zone.deleted`, not an event per record: the zone and everything in it went at once.
+            let webhookEvents = try await self.recordWebhookEvents([], zone: zone, scope: scope, zoneDeleted: true, connection)
             try await self.deleteShareRows(zoneRowID: zone.id, connection)
             let dbSeq = try await self.bumpDatabaseSequence(databaseID, connection)
             for table in ["records", "refs", "query_index", "query_counts", "query_fields"] {
@@ -67,8 +69,8 @@ extension StoreEngine {
             _ = try await connection.execute("UPDATE zones SET deleted = 1, deleted_at = ?, db_seq = ? WHERE id = ?",
                                          [.int(now), .int(dbSeq), .int(zone.id)])
             try await self.driver.announceCommit(of: databaseID, connection)
-            return changed
+            return (changed, webhookEvents)
         }
-        committed(changed)
+        committed(changed, webhookEvents: webhookEvents)
     }
 }

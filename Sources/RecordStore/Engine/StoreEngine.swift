@@ -29,6 +29,7 @@ package final class StoreEngine: Sendable {
     let productionSchema: Schema
     /// Told, after a commit, which databases it changed (the push hub listens here).
     private let observer = Mutex<CommitObserver?>(nil)
+    private let webhookWake = Mutex<CommitObserver?>(nil)
     private let databaseIDs = Mutex<[DatabaseScope: Int64]>([:])
     /// Each database's subscriptions kept between transactions, where one process is the only
     /// writer (SQLite); nil reads them in every transaction (another daemon may change them).
@@ -48,8 +49,15 @@ package final class StoreEngine: Sendable {
         self.observer.withLock { $0 = CommitObserver(notify: observer) }
     }
 
-    /// Tells the observer that these databases changed (after the write returned).
-    package func committed(_ databaseIDs: Set<Int64>) {
+    /// Sets what wakes the webhook delivery service after a commit that queued webhook events.
+    package func setWebhookWake(_ wake: @escaping @Sendable () -> Void) {
+        webhookWake.withLock { $0 = CommitObserver(notify: { _ in wake() }) }
+    }
+
+    /// Tells the observer that these databases changed (after the write returned), and the
+    /// webhook delivery service that events wait (`webhookEvents`).
+    package func committed(_ databaseIDs: Set<Int64>, webhookEvents: Bool = false) {
+        if webhookEvents, let wake = webhookWake.withLock({ $0 }) { wake.notify([]) }
         guard !databaseIDs.isEmpty, let observer = observer.withLock({ $0 }) else { return }
         observer.notify(databaseIDs)
     }
