@@ -182,7 +182,7 @@ public final class SyncStore: Sendable {
     /// conflict settled, progress and state as events; honours cancellation between requests.
     @discardableResult
     public func sync() async throws(RecordSyncError) -> SyncSummary {
-        try await typed { try Task.checkCancellation() }
+        try typed { try Task.checkCancellation() }
         guard try account() != nil else { throw RecordSyncError(.notLoggedIn, "not logged in; call logIn(server:token:) first") }
         hub.send(.stateChanged(.syncing))
         do {

@@ -142,6 +142,7 @@ final class TwoMachineTests: XCTestCase {
     }
 
     func testAWatchingMachineHearsOfAnEditAsItIsPushed() async throws {
+        let desktop = try XCTUnwrap(self.desktop)
         try await desktop.sync()
         let events = desktop.events()
         let watch = Task { try await desktop.watch(until: Date().addingTimeInterval(30)) }
