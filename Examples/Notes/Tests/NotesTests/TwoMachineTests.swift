@@ -151,13 +151,19 @@ final class TwoMachineTests: XCTestCase {
         // The watch's first sync may run before or after this one: either way the folder arrives.
         try await Task.sleep(for: .milliseconds(500))
         try await laptop.sync()
-        var arrived = false
-        for await event in events {
-            if case .changed(let change) = event, change.recordName == inbox.recordName {
-                arrived = true
-                break
+        let waiter = Task { () -> Bool in
+            for await event in events {
+                if case .changed(let change) = event, change.recordName == inbox.recordName { return true }
             }
+            return false
         }
+        // A stream ends its iteration when its task is cancelled: the test never waits past this.
+        let timeout = Task {
+            try await Task.sleep(for: .seconds(20))
+            waiter.cancel()
+        }
+        let arrived = await waiter.value
+        timeout.cancel()
         watch.cancel()
         _ = await watch.result
         XCTAssertTrue(arrived)
