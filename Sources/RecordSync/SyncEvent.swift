@@ -38,7 +38,7 @@ public struct ChangedEntity: Sendable {
     public var entity: (any SyncedEntity)?
 
     /// The entity as `type`, when it is one.
-    public func entity<E: SyncedEntity>(as type: E.Type) -> E? { entity as? E }
+    public func entity<E: SyncedEntity>(as type: E.Type) -> E? { self.entity as? E }
     public var recordName: String { record.recordName }
     public var recordType: String { record.recordType }
     /// Who last wrote the record (a user record name), when the server said.

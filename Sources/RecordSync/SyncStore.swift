@@ -83,9 +83,12 @@ public final class SyncStore: Sendable {
 
     /// Checks the token with the server and makes it the store's account. Refused when the
     /// store holds another user's data.
+    ///
+    /// The `development` environment learns an app's record types and fields on first save;
+    /// `production` accepts only those of the daemon's schema (`scorebookd serve --schema`).
     @discardableResult
     public func logIn(server: URL, token: String, container: String = "iCloud.recordsync",
-                      environment: String = "production") async throws(RecordSyncError) -> SyncAccount
+                      environment: String = "development") async throws(RecordSyncError) -> SyncAccount
     {
         let account = try await typed {
             try await accounts.login(serverURL: server, container: container, environment: environment, token: token)
@@ -158,6 +161,12 @@ public final class SyncStore: Sendable {
     /// Edits of this zone not yet acknowledged by the server.
     public func pendingChangeCount() throws(RecordSyncError) -> Int {
         try typed { try store.pendingChangeCount() }
+    }
+
+    /// Edits of this zone the server refused for good (a record type the server's schema does
+    /// not have, say), by record name with the server's reason; they stay here, unsent.
+    public func refusedChanges() throws(RecordSyncError) -> [String: String] {
+        try typed { try store.parkedChanges() }
     }
 
     // MARK: Assets

@@ -43,25 +43,35 @@ func noteRecord(_ index: Int, folder: String) -> JSONValue {
 
 /// A new machine's first sync of `records` records through the library (`SyncStore.sync()` of
 /// notes in an empty store, in this process) against the CLI's first `scorebook sync` of as many
-/// Person records, on one release `scorebookd`, in the same run: the library should sync as
+/// Person records, on one release `scorebookd`, in the same run (the folder is one of the records): the library should sync as
 /// fast as the CLI built on it (within 10%).
 func libraryFirstSync(_ options: BenchOptions) async throws -> [String: JSONValue] {
     let scorebook = try siblingBinary("scorebook")
     let directory = temporaryDirectory("library-first-sync")
     defer { try? FileManager.default.removeItem(atPath: directory) }
-    let daemon = try DaemonUnderTest(directory: directory + "/daemon", container: "iCloud.scorebook", environment: "production",
+    // One container and environment for both, `development` (which learns the app's record
+    // types on first save; `production` would need them in the daemon's schema).
+    let daemon = try DaemonUnderTest(directory: directory + "/daemon", container: "iCloud.bench", environment: "development",
                                      extraArguments: ["--rate-limit", "1000000"])
     defer { _ = try? daemon.stop() }
 
     // The CLI's book and the app's zone, on the same account.
     let cliStore = directory + "/cli/scorebook.sqlite"
-    try seedPeopleBook(records: options.records, on: daemon, loggingIn: cliStore, with: scorebook)
     let connection = try RawHTTPConnection(port: daemon.port)
+    try createZone("ScorebookData", on: daemon, connection)
+    var index = 0
+    while index < options.records {
+        let people = (index..<min(index + batchSize, options.records)).map(personRecord)
+        try post(modifyBody(zone: "ScorebookData", records: people), to: "/records/modify", on: daemon, connection)
+        index += people.count
+    }
+    _ = try Subprocess.run(scorebook, ["--store", cliStore, "account", "login", "--server", daemon.baseURL, "--token", daemon.token,
+                                       "--container", daemon.container, "--environment", daemon.environment])
     try createZone("Notes", on: daemon, connection)
     let folder = "Folder|~|00000000-6C2E-4BAD-9BDD-000000000000"
     let folderRecord: JSONValue = ["recordName": .string(folder), "recordType": "Folder", "fields": ["name": ["value": "Inbox"]]]
     try post(modifyBody(zone: "Notes", records: [folderRecord]), to: "/records/modify", on: daemon, connection)
-    var index = 0
+    index = 0
     while index < options.records - 1 {
         let notes = (index..<min(index + batchSize, options.records - 1)).map { noteRecord($0, folder: folder) }
         try post(modifyBody(zone: "Notes", records: notes), to: "/records/modify", on: daemon, connection)
@@ -77,7 +87,7 @@ func libraryFirstSync(_ options: BenchOptions) async throws -> [String: JSONValu
     let store = try SyncStore(path: directory + "/app/notes.sqlite", zone: "Notes", entityTypes: [BenchNote.self],
                               transport: SocketTransport())
     guard let server = URL(string: daemon.baseURL) else { throw Subprocess.Failure(description: "bad daemon URL \(daemon.baseURL)") }
-    try await store.logIn(server: server, token: daemon.token, container: "iCloud.scorebook")
+    try await store.logIn(server: server, token: daemon.token, container: daemon.container, environment: daemon.environment)
     let started = now()
     let summary = try await store.sync()
     let librarySeconds = now() - started
