@@ -75,6 +75,9 @@ final class EventHub: Sendable {
         return stream
     }
 
+    /// Whether anyone listens: a first sync of many records builds no events for nobody.
+    var hasListeners: Bool { listeners.withLock { !$0.isEmpty } }
+
     func send(_ event: SyncEvent) {
         for continuation in listeners.withLock({ Array($0.values) }) { continuation.yield(event) }
     }

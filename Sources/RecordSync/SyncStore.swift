@@ -233,6 +233,7 @@ public final class SyncStore: Sendable {
 
     /// A change the engine applied, as an event.
     private func report(_ book: LocalBook, _ change: AppliedChange) {
+        guard hub.hasListeners else { return }
         switch change.kind {
         case .saved:
             guard let record = change.record else { return }

@@ -41,32 +41,46 @@ func noteRecord(_ index: Int, folder: String) -> JSONValue {
     ]
 }
 
-/// A new machine's first sync of `records` records through the library (`SyncStore.sync()` of
-/// notes in an empty store, in this process) against the CLI's first `scorebook sync` of as many
-/// Person records, on one release `scorebookd`, in the same run (the folder is one of the records): the library should sync as
-/// fast as the CLI built on it (within 10%).
+/// A new machine's first sync of `records` records through the library (`SyncStore.sync()` of a
+/// folder and its notes into an empty store, in this process) against the CLI's first
+/// `scorebook sync` of as many Person records, in the same run, each from a fresh `scorebookd`:
+/// the library should sync as fast as the CLI built on it (within 10%).
 func libraryFirstSync(_ options: BenchOptions) async throws -> [String: JSONValue] {
     let scorebook = try siblingBinary("scorebook")
     let directory = temporaryDirectory("library-first-sync")
     defer { try? FileManager.default.removeItem(atPath: directory) }
-    // One container and environment for both, `development` (which learns the app's record
-    // types on first save; `production` would need them in the daemon's schema).
-    let daemon = try DaemonUnderTest(directory: directory + "/daemon", container: "iCloud.bench", environment: "development",
-                                     extraArguments: ["--rate-limit", "1000000"])
-    defer { _ = try? daemon.stop() }
+    // A daemon each, one after the other (an account's sync covers every zone it has), in one
+    // container and environment, `development` (which learns the app's record types on first
+    // save; `production` would need them in the daemon's schema).
+    func startDaemon(_ name: String) throws -> DaemonUnderTest {
+        try DaemonUnderTest(directory: directory + "/" + name, container: "iCloud.bench", environment: "development",
+                            extraArguments: ["--rate-limit", "1000000"])
+    }
 
-    // The CLI's book and the app's zone, on the same account.
+    // The CLI's first sync of a book of Person records.
+    let cliDaemon = try startDaemon("cli-daemon")
     let cliStore = directory + "/cli/scorebook.sqlite"
-    let connection = try RawHTTPConnection(port: daemon.port)
-    try createZone("ScorebookData", on: daemon, connection)
+    var connection = try RawHTTPConnection(port: cliDaemon.port)
+    try createZone("ScorebookData", on: cliDaemon, connection)
     var index = 0
     while index < options.records {
         let people = (index..<min(index + batchSize, options.records)).map(personRecord)
-        try post(modifyBody(zone: "ScorebookData", records: people), to: "/records/modify", on: daemon, connection)
+        try post(modifyBody(zone: "ScorebookData", records: people), to: "/records/modify", on: cliDaemon, connection)
         index += people.count
     }
-    _ = try Subprocess.run(scorebook, ["--store", cliStore, "account", "login", "--server", daemon.baseURL, "--token", daemon.token,
-                                       "--container", daemon.container, "--environment", daemon.environment])
+    _ = try Subprocess.run(scorebook, ["--store", cliStore, "account", "login", "--server", cliDaemon.baseURL, "--token", cliDaemon.token,
+                                       "--container", cliDaemon.container, "--environment", cliDaemon.environment])
+    let cli = try peakResidentSize(scorebook, ["--store", cliStore, "--json", "sync"])
+    _ = try? cliDaemon.stop()
+    let cliSummary = try JSONValue.parse(cli.output.trimmingCharacters(in: .whitespacesAndNewlines))
+    guard cliSummary["received"]?["saved"]?.int64Value == Int64(options.records) else {
+        throw Subprocess.Failure(description: "the CLI's first sync did not receive every record: \(cli.output)")
+    }
+
+    // The library's first sync of a folder and its notes.
+    let daemon = try startDaemon("app-daemon")
+    defer { _ = try? daemon.stop() }
+    connection = try RawHTTPConnection(port: daemon.port)
     try createZone("Notes", on: daemon, connection)
     let folder = "Folder|~|00000000-6C2E-4BAD-9BDD-000000000000"
     let folderRecord: JSONValue = ["recordName": .string(folder), "recordType": "Folder", "fields": ["name": ["value": "Inbox"]]]
@@ -76,12 +90,6 @@ func libraryFirstSync(_ options: BenchOptions) async throws -> [String: JSONValu
         let notes = (index..<min(index + batchSize, options.records - 1)).map { noteRecord($0, folder: folder) }
         try post(modifyBody(zone: "Notes", records: notes), to: "/records/modify", on: daemon, connection)
         index += notes.count
-    }
-
-    let cli = try peakResidentSize(scorebook, ["--store", cliStore, "--json", "sync"])
-    let cliSummary = try JSONValue.parse(cli.output.trimmingCharacters(in: .whitespacesAndNewlines))
-    guard cliSummary["received"]?["saved"]?.int64Value == Int64(options.records) else {
-        throw Subprocess.Failure(description: "the CLI's first sync did not receive every record: \(cli.output)")
     }
 
     let store = try SyncStore(path: directory + "/app/notes.sqlite", zone: "Notes", entityTypes: [BenchNote.self],
