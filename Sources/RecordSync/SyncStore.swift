@@ -34,6 +34,8 @@ public final class SyncStore: Sendable {
     /// Opens (creating if needed) the store file at `path` on `zone`, the app's home zone.
     ///
     /// - Parameters:
+    ///   - path: the store file (its folder is made if needed; assets go in a folder beside it).
+    ///   - zone: the app's home zone on the account, made on the server at the first sync.
     ///   - entityTypes: the app's entity types, for typed events and reads.
     ///   - transport: how requests reach the server (`SocketTransport`, plain sockets and
     ///     libcurl for HTTPS, by default); an app on another platform brings its own.
