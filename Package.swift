@@ -141,6 +141,8 @@ let package = Package(
                            .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "RecordClientTests", dependencies: ["RecordClient", "RecordModel", "TestSupport"]),
         .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "RecordClient", "RecordModel"]),
+        // The typed API as an app sees it (plain `import RecordSync`); the two-machine test is Examples/Notes'.
+        .testTarget(name: "RecordSyncTests", dependencies: ["RecordSync"]),
         .testTarget(name: "ScorebookTests", dependencies: ["Scorebook", "ScorebookKit", "RecordSync", "SyncEngine", "RecordClient", "RecordModel", "TestSupport"]),
         // The sync engine against a real store through a fault-injecting in-process transport.
         .testTarget(
