@@ -13,6 +13,12 @@ let package = Package(
     products: [
         .executable(name: "scorebookd", targets: ["scorebookd"]),
         .executable(name: "scorebook", targets: ["scorebook"]),
+        // The sync layer as a library: any Swift program syncs its own types through scorebookd
+        // (Examples/Notes is one). RecordSync is the generic layer (record model, client, local
+        // store, sync engine, the entity protocol); ScorebookKit is the scorekeeping domain on it.
+        // Neither pulls in the daemon, its HTTP stack or PostgreSQL.
+        .library(name: "RecordSync", targets: ["RecordSync"]),
+        .library(name: "ScorebookKit", targets: ["ScorebookKit"]),
     ],
     // `PostgreSQL` (on by default) builds the daemon's PostgreSQL backend and postgres-nio; an
     // SQLite-only daemon is `swift build --product scorebookd --disable-default-traits`.
@@ -87,7 +93,16 @@ let package = Package(
         .target(name: "CCurl"),
         .target(name: "RecordClient", dependencies: ["RecordModel", "CCurl", "CZlib"]),
         .target(name: "SyncEngine", dependencies: ["RecordModel", "RecordClient", "SQLiteDB"]),
-        .target(name: "Scorebook", dependencies: ["RecordModel", "RecordClient", "SyncEngine", "SQLiteDB"]),
+        // The typed face of the layer: entities, `SyncStore`, events. Re-exports RecordModel.
+        .target(name: "RecordSync", dependencies: ["RecordModel", "RecordClient", "SyncEngine"]),
+        .target(name: "ScorebookKit", dependencies: ["RecordSync", "SyncEngine"]),
+        // The CLI's own code (display names, REF resolution, --json shapes, tables, commands'
+        // logic) and the executable: `packageAccess: false` keeps `package` symbols of the
+        // library modules out of their reach, so the compiler proves the CLI is built from the
+        // products' public API alone (scripts/check-public-api.sh checks the rest).
+        .target(
+            name: "Scorebook", dependencies: ["ScorebookKit", "RecordSync", "RecordModel", "RecordClient", "SyncEngine", "SQLiteDB"],
+            packageAccess: false),
         .executableTarget(
             name: "scorebookd",
             dependencies: [
@@ -96,7 +111,8 @@ let package = Package(
             ]),
         .executableTarget(
             name: "scorebook",
-            dependencies: ["Scorebook", .product(name: "ArgumentParser", package: "swift-argument-parser")]),
+            dependencies: ["Scorebook", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            packageAccess: false),
         // The bench: no declared product, so nothing outside this package can depend on it; SwiftPM
         // still builds it with the package (an executable of the root package), or alone with
         // `swift build -c release --product scorebook-bench` (BENCHMARKS.md).
@@ -104,7 +120,7 @@ let package = Package(
             name: "scorebook-bench",
             dependencies: [
                 "RecordServer", "RecordStore", "RecordModel", "SQLiteDB", "CSQLite", "RecordClient", "SyncEngine", "Scorebook",
-                .product(name: "Logging", package: "swift-log"),
+                "RecordSync", "ScorebookKit", .product(name: "Logging", package: "swift-log"),
                 // The PostgreSQL scenarios: the backend, a raw postgres-nio baseline, a throw-away cluster.
                 .target(name: "PostgresRecordStore", condition: .when(traits: ["PostgreSQL"])),
                 .target(name: "PostgresCluster", condition: .when(traits: ["PostgreSQL"])),
@@ -128,7 +144,9 @@ let package = Package(
                            .product(name: "NIOCore", package: "swift-nio")]),
         .testTarget(name: "RecordClientTests", dependencies: ["RecordClient", "RecordModel", "TestSupport"]),
         .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "RecordClient", "RecordModel"]),
-        .testTarget(name: "ScorebookTests", dependencies: ["Scorebook", "SyncEngine", "RecordClient", "RecordModel", "TestSupport"]),
+        // The typed API as an app sees it (plain `import RecordSync`); the two-machine test is Examples/Notes'.
+        .testTarget(name: "RecordSyncTests", dependencies: ["RecordSync"]),
+        .testTarget(name: "ScorebookTests", dependencies: ["Scorebook", "ScorebookKit", "RecordSync", "SyncEngine", "RecordClient", "RecordModel", "TestSupport"]),
         // The sync engine against a real store through a fault-injecting in-process transport.
         .testTarget(
             name: "ReliabilityTests",

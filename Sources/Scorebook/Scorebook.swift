@@ -1,5 +1,8 @@
 import Foundation
 import RecordModel
+// The domain and the layer under it, for every file of the CLI (and its tests) that imports Scorebook.
+@_exported import RecordSync
+@_exported import ScorebookKit
 import SyncEngine
 
 /// One machine's scorebook: the entities in a local store, the commands of the CLI, and sync.
@@ -16,7 +19,7 @@ import SyncEngine
 /// ```
 public final class Scorebook {
     /// The zone every Scorebook record lives in.
-    public static let zoneID = ZoneID(zoneName: "ScorebookData")
+    public static let zoneID = ZoneID(zoneName: ScorebookDomain.defaultZoneName)
 
     /// Every entity type. Adding one to the scorebook means writing a `CloudKitCompatible`
     /// type and listing it here; nothing else switches on types.
@@ -118,10 +121,7 @@ public final class Scorebook {
     /// The record to store for an entity: its fields, and the removal of known fields it left
     /// empty (fields it does not know are kept).
     static func localRecord(of entity: any CloudKitCompatible) -> Record {
-        var record = entity.record(in: zoneID)
-        record.zoneID = nil
-        record.removedFieldNames = Set(type(of: entity).fieldNames).subtracting(record.fields.keys)
-        return record
+        entity.localRecord
     }
 
     /// The time stamped on an edit.

@@ -29,8 +29,8 @@ extension AccountManager {
     {
         // Checks the account and the switch before anything reaches the server; through the
         // default book, whose database is the private one whatever book this store was opened on.
-        let first = try AccountManager(store: try store.opening(.defaultBook), makeDatabase: makeDatabase)
-            .makeSynchronizer(zoneID: LocalBook.defaultBook.zoneID)
+        let first = try AccountManager(store: try store.opening(store.homeBook), makeDatabase: makeDatabase)
+            .makeSynchronizer(zoneID: store.homeBook.zoneID)
         let database = first.database
         var summary = try await reconcilePrivateZones(database: database, first: first)
         for known in try store.books() where known.book.scope == .private && !known.pendingDelete {
@@ -84,7 +84,7 @@ extension AccountManager {
             }
             // A zone this file synced before that the server no longer has was deleted on
             // another machine (the default book is created again instead, as it always was).
-            if known.book != .defaultBook, !serverZones.contains(known.book.zoneName),
+            if known.book != store.homeBook, !serverZones.contains(known.book.zoneName),
                try bookStore.setting(SyncSettingKey.zoneReady) != nil
             {
                 let pending = try bookStore.sendableChanges().filter { $0.operation == .save }

@@ -31,8 +31,8 @@ extension AccountManager {
                            onInitialSyncProgress: ((SyncProgress) -> Void)? = nil) async throws -> SyncStopped?
     {
         // The private database and the file-wide settings (channel, cursor) through the default book.
-        let anchorManager = AccountManager(store: try store.opening(.defaultBook), makeDatabase: makeDatabase)
-        let anchor = try anchorManager.makeSynchronizer(zoneID: LocalBook.defaultBook.zoneID)
+        let anchorManager = AccountManager(store: try store.opening(store.homeBook), makeDatabase: makeDatabase)
+        let anchor = try anchorManager.makeSynchronizer(zoneID: store.homeBook.zoneID)
         let database = anchor.database
         let session = anchor.session
         var subscribed: Set<LocalBook> = []

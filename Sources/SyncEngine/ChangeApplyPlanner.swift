@@ -4,26 +4,26 @@ import RecordModel
 /// Orders fetched changes so that each record is applied after the records it cannot exist
 /// without; a record whose required record is neither local nor arriving is kept waiting
 /// (a child whose parent has not arrived yet is kept, not dropped).
-public enum ChangeApplyPlanner {
-    public struct Plan: Equatable, Sendable {
+package enum ChangeApplyPlanner {
+    package struct Plan: Equatable, Sendable {
         /// Tombstones, in feed order.
-        public var deletions: [String]
+        package var deletions: [String]
         /// Records to apply, each after the records it requires.
-        public var saves: [Record]
+        package var saves: [Record]
         /// Records still missing a required record, with the name of one missing record.
-        public var waiting: [Waiting]
+        package var waiting: [Waiting]
     }
 
-    public struct Waiting: Equatable, Sendable {
-        public var record: Record
-        public var missingRecordName: String
+    package struct Waiting: Equatable, Sendable {
+        package var record: Record
+        package var missingRecordName: String
     }
 
     /// - Parameters:
     ///   - changes: one page of the change feed.
     ///   - waiting: records kept waiting from earlier pages.
     ///   - isPresentLocally: whether the local store holds a record (before this page).
-    public static func plan(changes: [RecordChange], waiting: [Record], isPresentLocally: (String) -> Bool) -> Plan {
+    package static func plan(changes: [RecordChange], waiting: [Record], isPresentLocally: (String) -> Bool) -> Plan {
         var deletions: [String] = []
         var candidates: [String: Record] = [:]
         var order: [String] = []

@@ -61,7 +61,7 @@ extension LocalRecordStore {
                 {
                     continue  // our own write coming back, or a record already applied
                 }
-                let merge = try Self.mergeServerRecord(record, in: connection)
+                let merge = try Self.mergeServerRecord(record, merge: fieldMerge, in: connection)
                 if let applied = merge.applied {
                     outcome.applied.append(applied)
                     outcome.savedCount += 1

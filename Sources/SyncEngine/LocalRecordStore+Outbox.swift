@@ -194,10 +194,10 @@ extension LocalRecordStore {
     /// copy as ancestor) and records it as the new server copy. The outbox keeps the record
     /// only if the merge holds local changes the server lacks.
     func mergeServerRecord(_ server: Record) throws -> MergeOutcome {
-        try transaction { try Self.mergeServerRecord(server, in: $0) }
+        try transaction { try Self.mergeServerRecord(server, merge: fieldMerge, in: $0) }
     }
 
-    static func mergeServerRecord(_ server: Record, in connection: SQLiteConnection) throws -> MergeOutcome {
+    static func mergeServerRecord(_ server: Record, merge: RecordMerge.Handler, in connection: SQLiteConnection) throws -> MergeOutcome {
         let name = server.recordName
         let ancestor = try serverCopy(named: name, in: connection)
         let entry = try connection.first("SELECT operation FROM outbox WHERE book = current_book() AND name = ?", [.text(name)]) { $0.text(0) }
@@ -222,7 +222,7 @@ extension LocalRecordStore {
         try forgetSentState(name, in: connection)
         let base = sent.map { Self.ancestorAfterLostAnswer(known: ancestor?.fields, sent: $0.fields, server: server.fields) }
             ?? ancestor?.fields
-        let result = RecordMerge.merge(ancestor: base, local: local, server: server)
+        let result = merge(base, local, server)
         var merged = local
         merged.fields = result.fields
         if merged.parent == nil { merged.parent = server.parent }

@@ -35,12 +35,23 @@ public final class LocalRecordStore: @unchecked Sendable {
     public let book: LocalBook
     /// The book's row in `books`; every per-book row is keyed by it.
     public let bookID: Int64
+    /// How a record edited both here and on the server is merged (`RecordMerge.merge` unless
+    /// the app brought its own).
+    public let fieldMerge: RecordMerge.Handler
+    /// The book every account of the file has (`ScorebookData` for the CLI; an app names its
+    /// own): sync and watch reach the private database through it, and it is made again on the
+    /// server rather than dropped when another machine deletes it.
+    public let homeBook: LocalBook
 
     /// Opens the store at `path`, creating the file and its folder if needed, on `book`
     /// (registered in the file if new).
-    public init(path: String, book: LocalBook = .defaultBook) throws {
+    public init(path: String, book: LocalBook = .defaultBook, homeBook: LocalBook = .defaultBook,
+                fieldMerge: @escaping RecordMerge.Handler = RecordMerge.merge) throws
+    {
         self.path = path
         self.book = book
+        self.homeBook = homeBook
+        self.fieldMerge = fieldMerge
         if path != ":memory:" {
             let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
             do {
@@ -58,7 +69,7 @@ public final class LocalRecordStore: @unchecked Sendable {
 
     /// The same file opened on another book.
     public func opening(_ other: LocalBook) throws -> LocalRecordStore {
-        try LocalRecordStore(path: path, book: other)
+        try LocalRecordStore(path: path, book: other, homeBook: homeBook, fieldMerge: fieldMerge)
     }
 
     static func migrate(_ connection: SQLiteConnection) throws {

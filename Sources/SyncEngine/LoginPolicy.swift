@@ -1,7 +1,7 @@
 /// The account rules of docs/guide/accounts.md as a pure function: whose data a store holds and
 /// what logging in as a given user does to it.
-public enum LoginPolicy {
-    public enum Decision: Equatable, Sendable {
+package enum LoginPolicy {
+    package enum Decision: Equatable, Sendable {
         /// The store's data (possibly none) becomes this user's and is uploaded on sync.
         case adopt
         /// The same user logs in again: carry on where the store left off.
@@ -14,7 +14,7 @@ public enum LoginPolicy {
     ///   - dataOwner: the user whose data the store holds; nil before the first login.
     ///   - hasLocalData: whether the store holds any record or unsent change.
     ///   - user: the user logging in.
-    public static func decide(dataOwner: String?, hasLocalData: Bool, user: String) -> Decision {
+    package static func decide(dataOwner: String?, hasLocalData: Bool, user: String) -> Decision {
         guard let dataOwner else { return .adopt }
         if dataOwner == user { return .resume }
         if !hasLocalData { return .adopt }

@@ -1,8 +1,8 @@
 /// Orders outbox entries into `records/modify` batches: saves first, each record after the
 /// records it depends on (parents before children, also across batches), then deletions;
 /// at most `limit` operations per batch.
-public enum OutboxPlanner {
-    public static func batches(_ changes: [PendingChange], limit: Int = 400) -> [[PendingChange]] {
+package enum OutboxPlanner {
+    package static func batches(_ changes: [PendingChange], limit: Int = 400) -> [[PendingChange]] {
         precondition(limit > 0, "a batch holds at least one operation")
         let ordered = order(changes)
         return stride(from: 0, to: ordered.count, by: limit).map { Array(ordered[$0..<min($0 + limit, ordered.count)]) }
@@ -10,7 +10,7 @@ public enum OutboxPlanner {
 
     /// Saves sorted by their depth in the dependency graph among pending saves (then by edit
     /// order), followed by deletions in edit order.
-    public static func order(_ changes: [PendingChange]) -> [PendingChange] {
+    package static func order(_ changes: [PendingChange]) -> [PendingChange] {
         let saves = changes.filter { $0.operation == .save }
         let deletes = changes.filter { $0.operation == .delete }.sorted { $0.sequence < $1.sequence }
         let byName = Dictionary(saves.map { ($0.recordName, $0) }, uniquingKeysWith: { first, _ in first })

@@ -3,21 +3,21 @@ import RecordModel
 /// One entry of the durable outbox: a record that must be pushed to the server. The outbox
 /// holds at most one entry per record; the record's content is read from the local store when
 /// it is sent, so many edits of one record are sent once.
-public struct PendingChange: Equatable, Sendable {
-    public enum Operation: String, Sendable {
+package struct PendingChange: Equatable, Sendable {
+    package enum Operation: String, Sendable {
         case save, delete
     }
 
-    public var recordName: String
-    public var recordType: String
-    public var operation: Operation
+    package var recordName: String
+    package var recordType: String
+    package var operation: Operation
     /// Grows with every local edit; an acknowledgement only removes the entry it was sent for.
-    public var sequence: Int64
+    package var sequence: Int64
     /// Records that must exist on the server before this one is saved: the targets of its
     /// references and its parent.
-    public var dependencies: [String]
+    package var dependencies: [String]
 
-    public init(recordName: String, recordType: String, operation: Operation, sequence: Int64, dependencies: [String] = []) {
+    package init(recordName: String, recordType: String, operation: Operation, sequence: Int64, dependencies: [String] = []) {
         self.recordName = recordName
         self.recordType = recordType
         self.operation = operation

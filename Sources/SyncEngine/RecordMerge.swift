@@ -8,6 +8,11 @@ public enum RecordMerge {
     /// The field every record type carries with the time of its last edit.
     public static let modificationDateField = "modificationDate"
 
+    /// A merge of a record edited both here and on the server: the fields of the common
+    /// ancestor (nil when unknown), the local record and the server's. `merge` is the default;
+    /// an app may wrap it (to keep, say, the longer of two texts) and pass its own to the store.
+    public typealias Handler = @Sendable (_ ancestor: [String: FieldValue]?, _ local: Record, _ server: Record) -> Result
+
     public struct Result: Equatable, Sendable {
         /// The merged fields.
         public var fields: [String: FieldValue]
@@ -18,6 +23,13 @@ public enum RecordMerge {
         public var needsUpload: Bool
         /// True when the server copy brought something the local copy lacked.
         public var changedLocally: Bool
+
+        public init(fields: [String: FieldValue], conflictingFields: Set<String>, needsUpload: Bool, changedLocally: Bool) {
+            self.fields = fields
+            self.conflictingFields = conflictingFields
+            self.needsUpload = needsUpload
+            self.changedLocally = changedLocally
+        }
     }
 
     /// Merges `local` and `server`, whose common ancestor (the last server copy this machine

@@ -3,7 +3,7 @@ import RecordModel
 
 /// What to do with an outbox entry once the server answered for it. A pure function of the
 /// entry, the operation sent and the answer, so every branch is tested without a server.
-public enum SendDecision: Equatable, Sendable {
+package enum SendDecision: Equatable, Sendable {
     /// Saved: the answer is the new server copy; the entry goes unless edited meanwhile.
     case acknowledgeSave(Record)
     /// Deleted (or already gone): the entry goes.
@@ -30,7 +30,7 @@ public enum SendDecision: Equatable, Sendable {
     ///   - sent: the kind of operation sent for it.
     ///   - result: the server's answer for it.
     ///   - unsentRecordNames: records still waiting in the outbox to be created on the server.
-    public static func decide(change: PendingChange, sent: RecordOperation.Kind, result: RecordOperationResult,
+    package static func decide(change: PendingChange, sent: RecordOperation.Kind, result: RecordOperationResult,
                               unsentRecordNames: Set<String>) -> SendDecision
     {
         switch result {

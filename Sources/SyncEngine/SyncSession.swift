@@ -8,7 +8,7 @@ import SQLiteDB
 /// of each batch just before it is sent, first checks in the same transaction that the store
 /// still holds this session; so nothing fetched under the old token lands in the store, and no
 /// edit leaves under a token other than the store owner's.
-public struct SyncSession: Equatable, Sendable {
+package struct SyncSession: Equatable, Sendable {
     /// The stored account as text (server, container, environment, token, user).
     let account: String
     /// A random value written with every change of the account or the switch (login, logout,

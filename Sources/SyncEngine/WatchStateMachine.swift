@@ -5,8 +5,8 @@ import RecordModel
 /// `sync --watch` as a state machine: open a notification channel, sync, then long-poll and
 /// sync again whenever notifications arrive, until the deadline. The notification cursor is
 /// committed only after the sync that follows it succeeded, so a crash never skips one.
-public struct WatchStateMachine: Sendable {
-    public enum Action: Equatable, Sendable {
+package struct WatchStateMachine: Sendable {
+    package enum Action: Equatable, Sendable {
         /// Create (or reuse) the notification channel and the zone subscription.
         case openChannel
         case sync
@@ -28,19 +28,19 @@ public struct WatchStateMachine: Sendable {
     private var consecutiveFailures = 0
     private var uncommittedCursor: String?
     /// The server refused to set up notifications: sync every poll interval instead.
-    public private(set) var isPollingBySync = false
+    package private(set) var isPollingBySync = false
     /// The cursor of the last notification whose changes were synced.
-    public private(set) var cursor: String?
+    package private(set) var cursor: String?
     /// Why the watch stopped early, if it did.
-    public private(set) var failure: RecordClientError?
+    package private(set) var failure: RecordClientError?
 
-    public init(deadline: Date?, cursor: String?, pollTimeout: Int = 30) {
+    package init(deadline: Date?, cursor: String?, pollTimeout: Int = 30) {
         self.deadline = deadline
         self.cursor = cursor
         self.pollTimeout = max(1, pollTimeout)
     }
 
-    public mutating func nextAction(now: Date) -> Action {
+    package mutating func nextAction(now: Date) -> Action {
         if phase == .stopped { return .stop }
         let remaining = deadline.map { $0.timeIntervalSince(now) }
         if let remaining, remaining <= 0 {
@@ -67,12 +67,12 @@ public struct WatchStateMachine: Sendable {
         }
     }
 
-    public mutating func channelOpened() {
+    package mutating func channelOpened() {
         consecutiveFailures = 0
         phase = .needsSync
     }
 
-    public mutating func channelFailed(_ error: RecordClientError, now: Date) {
+    package mutating func channelFailed(_ error: RecordClientError, now: Date) {
         switch error.serverErrorCode {
         case .badRequest?, .notFound?, .accessDenied?:
             // Notifications are not to be had from this server; keep syncing without them.
@@ -83,19 +83,19 @@ public struct WatchStateMachine: Sendable {
         }
     }
 
-    public mutating func syncSucceeded() {
+    package mutating func syncSucceeded() {
         consecutiveFailures = 0
         if let uncommittedCursor { cursor = uncommittedCursor }
         uncommittedCursor = nil
         phase = .polling
     }
 
-    public mutating func syncFailed(_ error: RecordClientError, now: Date) {
+    package mutating func syncFailed(_ error: RecordClientError, now: Date) {
         handleFailure(error, now: now)
     }
 
     /// A poll answered. Notifications mean remote changes: sync, then move the cursor.
-    public mutating func pollReturned(notificationCount: Int, cursor newCursor: String?, now: Date) {
+    package mutating func pollReturned(notificationCount: Int, cursor newCursor: String?, now: Date) {
         consecutiveFailures = 0
         if notificationCount > 0 {
             uncommittedCursor = newCursor
@@ -107,16 +107,16 @@ public struct WatchStateMachine: Sendable {
 
     /// Waiting out failures: the wait is not cut short for local edits, which could not be
     /// sent now either.
-    public var isBackingOff: Bool { consecutiveFailures > 0 }
+    package var isBackingOff: Bool { consecutiveFailures > 0 }
 
     /// Local edits are waiting in the outbox (made by another process meanwhile): sync, now
     /// rather than at the end of the poll interval when the server gives no notifications.
-    public mutating func localChangesPending() {
+    package mutating func localChangesPending() {
         if phase == .polling { phase = .needsSync }
         if isPollingBySync && !isBackingOff { sleepUntil = nil }
     }
 
-    public mutating func pollFailed(_ error: RecordClientError, now: Date) {
+    package mutating func pollFailed(_ error: RecordClientError, now: Date) {
         switch error.serverErrorCode {
         case .notFound?, .accessDenied?:
             // The channel is gone (a reset server): open a new one, then catch up by syncing.

@@ -10,8 +10,8 @@ import RecordModel
 /// var action = machine.start()
 /// // .fetch(token) → call changes/zone, apply the page, then action = machine.pageApplied(...)
 /// ```
-public struct ZoneFetchStateMachine: Sendable {
-    public enum Action: Equatable, Sendable {
+package struct ZoneFetchStateMachine: Sendable {
+    package enum Action: Equatable, Sendable {
         /// Fetch the page after this token (from the beginning when nil).
         case fetch(syncToken: String?)
         /// The stored token is useless: forget it and mark every local server copy unseen,
@@ -27,9 +27,9 @@ public struct ZoneFetchStateMachine: Sendable {
         case fail(RecordClientError)
     }
 
-    public private(set) var syncToken: String?
-    public private(set) var isRefetchingFromScratch: Bool
-    public private(set) var pagesApplied = 0
+    package private(set) var syncToken: String?
+    package private(set) var isRefetchingFromScratch: Bool
+    package private(set) var pagesApplied = 0
     private var hasRecreatedZone = false
     private var failedAttempts = 0
     private var restarts = 0
@@ -39,17 +39,17 @@ public struct ZoneFetchStateMachine: Sendable {
     /// - Parameters:
     ///   - syncToken: the token stored after the last applied page.
     ///   - refetchInProgress: a refetch from scratch was interrupted and must be finished.
-    public init(syncToken: String?, refetchInProgress: Bool = false, retryPolicy: RetryPolicy = RetryPolicy(), maximumPages: Int = 100_000) {
+    package init(syncToken: String?, refetchInProgress: Bool = false, retryPolicy: RetryPolicy = RetryPolicy(), maximumPages: Int = 100_000) {
         self.syncToken = refetchInProgress ? nil : syncToken
         self.isRefetchingFromScratch = refetchInProgress
         self.retryPolicy = retryPolicy
         self.maximumPages = maximumPages
     }
 
-    public mutating func start() -> Action { .fetch(syncToken: syncToken) }
+    package mutating func start() -> Action { .fetch(syncToken: syncToken) }
 
     /// A page was applied locally (and `syncToken` stored with it).
-    public mutating func pageApplied(syncToken: String, moreComing: Bool) -> Action {
+    package mutating func pageApplied(syncToken: String, moreComing: Bool) -> Action {
         self.syncToken = syncToken
         pagesApplied += 1
         failedAttempts = 0
@@ -60,7 +60,7 @@ public struct ZoneFetchStateMachine: Sendable {
         return .fetch(syncToken: syncToken)
     }
 
-    public mutating func fetchFailed(_ error: RecordClientError) -> Action {
+    package mutating func fetchFailed(_ error: RecordClientError) -> Action {
         switch error.serverErrorCode {
         case .changeTokenExpired?:
             return restartFromScratch(after: error)
@@ -87,19 +87,19 @@ public struct ZoneFetchStateMachine: Sendable {
     }
 
     /// The local store forgot its token and marked its server copies unseen.
-    public mutating func restartedFromScratch() -> Action {
+    package mutating func restartedFromScratch() -> Action {
         syncToken = nil
         isRefetchingFromScratch = true
         return .fetch(syncToken: nil)
     }
 
     /// The zone was created again and every local record queued for sending.
-    public mutating func zoneRecreated() -> Action {
+    package mutating func zoneRecreated() -> Action {
         syncToken = nil
         isRefetchingFromScratch = false
         return .fetch(syncToken: nil)
     }
 
     /// The wait asked for by `.wait` is over.
-    public mutating func waited() -> Action { .fetch(syncToken: syncToken) }
+    package mutating func waited() -> Action { .fetch(syncToken: syncToken) }
 }

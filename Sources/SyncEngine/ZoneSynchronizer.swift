@@ -26,8 +26,10 @@ public final class ZoneSynchronizer: Sendable {
     /// whose parents were refused meanwhile, throttled ones).
     static let maximumSendRounds = 8
 
-    public init(store: LocalRecordStore, database: any CloudDatabase, zoneID: ZoneID, retryPolicy: RetryPolicy = RetryPolicy(),
-                session: SyncSession? = nil,
+    // `package`: a synchronizer outside an `AccountManager` runs without its session checks;
+    // apps get theirs from `makeSynchronizer(zoneID:)` (or use RecordSync's `SyncStore`).
+    package init(store: LocalRecordStore, database: any CloudDatabase, zoneID: ZoneID, retryPolicy: RetryPolicy = RetryPolicy(),
+                 session: SyncSession? = nil,
                 sleep: @escaping @Sendable (Double) async throws -> Void = { seconds in
                     try await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1_000_000_000))
                 })

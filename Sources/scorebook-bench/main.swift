@@ -108,6 +108,7 @@ struct Scenario: Sendable {
         Scenario(name: "daemon-memory", run: daemonMemory),
         Scenario(name: "cli-memory", run: cliMemory),
         Scenario(name: "first-sync", run: firstSync),
+        Scenario(name: "library-first-sync", run: libraryFirstSync),
         Scenario(name: "assets", backends: [.sqlite, .postgres], run: assetTransfers),
         Scenario(name: "query-paging", backends: [.sqlite, .postgres], run: queryPaging),
         Scenario(name: "webhooks", backends: [.sqlite, .postgres], run: webhookDelivery),

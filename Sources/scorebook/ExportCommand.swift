@@ -2,7 +2,9 @@ import ArgumentParser
 import Foundation
 import Scorebook
 
-extension ExportFormat: ExpressibleByArgument {}
+// Retroactive: Scorebook (the CLI's logic) compiles without package access to this target, so
+// the compiler counts it as another package's type; both are the CLI's own.
+extension ExportFormat: @retroactive ExpressibleByArgument {}
 
 struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 import Foundation
 import RecordModel
 @testable import Scorebook
+@testable import ScorebookKit
 import XCTest
 
 /// The cases of Fixtures/scoreboard-cases.json through the CLI's own code (the book's results and

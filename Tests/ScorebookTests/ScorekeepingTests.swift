@@ -1,6 +1,7 @@
 import Foundation
 import RecordModel
 @testable import Scorebook
+@testable import ScorebookKit
 @testable import SyncEngine
 import XCTest
 

@@ -1,8 +1,8 @@
 import Foundation
-import RecordModel
+import RecordSync
 
 /// A person's seat in a match. Deleting the match or the person deletes it.
-public struct Player: CloudKitCompatible, Equatable {
+public struct Player: SyncedEntity, Equatable {
     public static let recordType = "Player"
     public static let fieldNames = ["match", "person", "seat", "modificationDate"]
 
@@ -30,9 +30,6 @@ public struct Player: CloudKitCompatible, Equatable {
     }
 
     public func record(in zone: ZoneID) -> Record {
-        baseRecord(in: zone, fields: ["match": .owner(match), "person": .owner(person), "seat": .int64(seat)])
+        record(in: zone, fields: ["match": .deleteSelfReference(to: match), "person": .deleteSelfReference(to: person), "seat": .int64(seat)])
     }
-
-    public var displayName: String { "seat \(seat)" }
-    public var jsonFields: [String: JSONValue] { ["match": .string(match), "person": .string(person), "seat": .int(seat)] }
 }

@@ -1,9 +1,8 @@
 import Foundation
-import RecordModel
-import SyncEngine
+import RecordSync
 
 /// A photo of a match (`image`, an `ASSET`). Deleting the match deletes it.
-public struct MatchImage: CloudKitCompatible, Equatable {
+public struct MatchImage: SyncedEntity, Equatable {
     public static let recordType = "MatchImage"
     public static let fieldNames = ["match", "image", "modificationDate"]
 
@@ -29,17 +28,9 @@ public struct MatchImage: CloudKitCompatible, Equatable {
     }
 
     public func record(in zone: ZoneID) -> Record {
-        baseRecord(in: zone, fields: ["match": .owner(match), "image": image])
+        record(in: zone, fields: ["match": .deleteSelfReference(to: match), "image": image])
     }
 
     /// The photo's picture (checksum and size).
     public var picture: PictureReference? { PictureReference(image) }
-
-    public var displayName: String { "photo \(recordName.split(separator: "|").last.map(String.init)?.prefix(8) ?? "")" }
-    public var jsonFields: [String: JSONValue] { ["match": .string(match), "image": picture?.json ?? .null] }
-}
-
-extension PictureReference {
-    /// How `--json` shows a picture: its SHA-256 (hex) and size.
-    public var json: JSONValue { ["sha256": .string(checksum), "size": .int(size)] }
 }

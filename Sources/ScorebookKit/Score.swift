@@ -1,8 +1,8 @@
 import Foundation
-import RecordModel
+import RecordSync
 
 /// Points a player scored, in a round or overall. Deleting the player deletes it.
-public struct Score: CloudKitCompatible, Equatable {
+public struct Score: SyncedEntity, Equatable {
     public static let recordType = "Score"
     public static let fieldNames = ["player", "value", "round", "modificationDate"]
 
@@ -32,12 +32,6 @@ public struct Score: CloudKitCompatible, Equatable {
     }
 
     public func record(in zone: ZoneID) -> Record {
-        baseRecord(in: zone, fields: ["player": .owner(player), "value": .double(value), "round": round.map(FieldValue.int64)])
-    }
-
-    public var displayName: String { round.map { "\(NumberText.format(value)) in round \($0)" } ?? NumberText.format(value) }
-
-    public var jsonFields: [String: JSONValue] {
-        ["player": .string(player), "value": .double(value), "round": round.map(JSONValue.int) ?? .null]
+        record(in: zone, fields: ["player": .deleteSelfReference(to: player), "value": .double(value), "round": round.map(FieldValue.int64)])
     }
 }

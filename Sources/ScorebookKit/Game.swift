@@ -1,8 +1,8 @@
 import Foundation
-import RecordModel
+import RecordSync
 
 /// A game that matches are played of.
-public struct Game: CloudKitCompatible, Equatable {
+public struct Game: SyncedEntity, Equatable {
     public static let recordType = "Game"
     public static let fieldNames = ["name", "lowScoreWins", "modificationDate"]
 
@@ -28,10 +28,6 @@ public struct Game: CloudKitCompatible, Equatable {
     }
 
     public func record(in zone: ZoneID) -> Record {
-        baseRecord(in: zone, fields: ["name": .string(name), "lowScoreWins": .int64(lowScoreWins ? 1 : 0)])
+        record(in: zone, fields: ["name": .string(name), "lowScoreWins": .int64(lowScoreWins ? 1 : 0)])
     }
-
-    public var displayName: String { name }
-    public var referenceNames: [String] { [name] }
-    public var jsonFields: [String: JSONValue] { ["name": .string(name), "lowScoreWins": .bool(lowScoreWins)] }
 }

@@ -1,9 +1,8 @@
 import Foundation
-import RecordModel
-import SyncEngine
+import RecordSync
 
 /// Someone who plays.
-public struct Person: CloudKitCompatible, Equatable {
+public struct Person: SyncedEntity, Equatable {
     public static let recordType = "Person"
     public static let fieldNames = ["firstName", "lastName", "emailAddress", "avatar", "modificationDate"]
 
@@ -36,7 +35,7 @@ public struct Person: CloudKitCompatible, Equatable {
     }
 
     public func record(in zone: ZoneID) -> Record {
-        baseRecord(in: zone, fields: [
+        record(in: zone, fields: [
             "firstName": .string(firstName), "lastName": lastName.map(FieldValue.string),
             "emailAddress": emailAddress.map(FieldValue.string), "avatar": avatar,
         ])
@@ -48,14 +47,6 @@ public struct Person: CloudKitCompatible, Equatable {
         return "\(firstName) \(lastName)"
     }
 
-    public var displayName: String { fullName }
-    public var referenceNames: [String] { [firstName, fullName] }
-
     /// The avatar's picture (checksum and size), when the person has one.
     public var avatarPicture: PictureReference? { PictureReference(avatar) }
-
-    public var jsonFields: [String: JSONValue] {
-        ["firstName": .string(firstName), "lastName": lastName.map(JSONValue.string) ?? .null,
-         "emailAddress": emailAddress.map(JSONValue.string) ?? .null, "avatar": avatarPicture?.json ?? .null]
-    }
 }
