@@ -21,7 +21,7 @@ public enum NumberText {
         var buffer = [CChar](repeating: 0, count: 48)
         let written = withVaList([value]) { vsnprintf(&buffer, buffer.count, "%.\(significantDigits)g", $0) }
         guard written > 0, written < buffer.count else { return value }
-        return Double(String(cString: buffer)) ?? value
+        return Double(String(decoding: buffer[..<Int(written)].map { UInt8(bitPattern: $0) }, as: UTF8.self)) ?? value
     }
 
     /// `value` rounded as above, as text: integral values without a fraction, others in their

@@ -101,7 +101,7 @@ extension ZoneSynchronizer {
         try FileManager.default.createDirectory(atPath: files.directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let partial = files.partialPath(of: picture)
         if !FileManager.default.fileExists(atPath: partial) {
-            FileManager.default.createFile(atPath: partial, contents: nil, attributes: [.posixPermissions: 0o600])
+            _ = FileManager.default.createFile(atPath: partial, contents: nil, attributes: [.posixPermissions: 0o600])  // the open below says if it failed
         }
         guard let handle = FileHandle(forUpdatingAtPath: partial) else { throw SyncError("cannot write \(partial)") }
         defer { try? handle.close() }

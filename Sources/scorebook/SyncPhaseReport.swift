@@ -68,7 +68,7 @@ final class SyncPhaseReport {
     }
 
     private func createFile(_ path: String) -> FileHandle? {
-        FileManager.default.createFile(atPath: path, contents: nil)
+        _ = FileManager.default.createFile(atPath: path, contents: nil)  // the open below says if it failed
         return FileHandle(forWritingAtPath: path)
     }
 }

@@ -86,7 +86,7 @@ extension StoreEngine {
             .text(WebhookEventKind.allCases.filter(stored.events.contains).map(\.rawValue).joined(separator: ",")), .text(stored.fields.text),
             .int(stored.enabled ? 1 : 0), .int(stored.createdAt),
         ]
-        try await driver.write { connection in
+        _ = try await driver.write { connection in
             try await connection.execute(
                 """
                 INSERT INTO webhooks (id, url, secret, owner_user_id, container, environment, database_kind, zone, record_type, events, fields,
@@ -297,7 +297,7 @@ extension StoreEngine {
     /// Frees every lease (a daemon starting on a store no other daemon serves: SQLite's, whose
     /// leases can only be those of a daemon that was killed).
     package func releaseWebhookLeases() async throws {
-        try await driver.write { connection in
+        _ = try await driver.write { connection in
             try await connection.execute("UPDATE webhook_events SET lease_owner = NULL, lease_until = 0 WHERE lease_until > 0")
         }
     }
