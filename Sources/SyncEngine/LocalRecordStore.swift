@@ -62,7 +62,7 @@ public final class LocalRecordStore: @unchecked Sendable {
         }
         connection = try SQLiteConnection(path: path, synchronous: .full)
         checkpointer = path == ":memory:" ? nil : WALCheckpointer(path: path)
-        try Self.migrate(connection)
+        try Self.migrate(connection, homeBook: homeBook)
         bookID = try Self.registerBook(book, in: connection)
         try connection.defineConstantFunction("current_book", value: bookID)
     }
@@ -72,7 +72,7 @@ public final class LocalRecordStore: @unchecked Sendable {
         try LocalRecordStore(path: path, book: other, homeBook: homeBook, fieldMerge: fieldMerge)
     }
 
-    static func migrate(_ connection: SQLiteConnection) throws {
+    static func migrate(_ connection: SQLiteConnection, homeBook: LocalBook = .defaultBook) throws {
         let version = try connection.scalarInt("PRAGMA user_version") ?? 0
         guard version < Self.schemaVersion else { return }
         try connection.transaction {
@@ -97,7 +97,7 @@ public final class LocalRecordStore: @unchecked Sendable {
                     CREATE TABLE IF NOT EXISTS sent_states(name TEXT PRIMARY KEY, record BLOB NOT NULL);
                     """)
             }
-            if version < 2 { try migrateToBooks(connection) }
+            if version < 2 { try migrateToBooks(connection, homeBook: homeBook) }
             if version < 3 { try migrateToWriters(connection) }
             try connection.execute("PRAGMA user_version = \(Self.schemaVersion)")
         }
@@ -105,16 +105,18 @@ public final class LocalRecordStore: @unchecked Sendable {
 
     /// Version 2: one file holds several books. Every per-record row gains the book it belongs
     /// to (a `books` row: database scope, zone name, owner) and is keyed by (book, name); what
-    /// the file held is moved into book 1, `ScorebookData` of the private database, with the
+    /// the file held is moved into book 1, the home book of the private database (`ScorebookData`,
+    /// whose only files had version 1; an app's new file starts with its own zone), with the
     /// zone's sync state (token, refetch flag, last sync).
-    static func migrateToBooks(_ connection: SQLiteConnection) throws {
+    static func migrateToBooks(_ connection: SQLiteConnection, homeBook: LocalBook = .defaultBook) throws {
         let perBookKeys = perBookSettingKeys.map { "'\($0)'" }.joined(separator: ", ")
+        let homeZone = homeBook.zoneName.replacingOccurrences(of: "'", with: "''")
         try connection.execute("""
             CREATE TABLE books(
                 id INTEGER PRIMARY KEY, scope TEXT NOT NULL, zone_name TEXT NOT NULL, owner TEXT NOT NULL DEFAULT '',
                 title TEXT, role TEXT NOT NULL DEFAULT 'owner', pending_delete INTEGER NOT NULL DEFAULT 0,
                 UNIQUE(scope, zone_name, owner));
-            INSERT INTO books(id, scope, zone_name, owner) VALUES(1, 'private', 'ScorebookData', '');
+            INSERT INTO books(id, scope, zone_name, owner) VALUES(1, 'private', '\(homeZone)', '');
 
             ALTER TABLE records RENAME TO records_v1;
             CREATE TABLE records(

@@ -26,6 +26,8 @@ final class TwoMachineTests: XCTestCase {
         desktop = try NotesStore.open(path: directory.appendingPathComponent("desktop.sqlite").path)
         try await laptop.logIn(server: daemon.url, token: token)
         try await desktop.logIn(server: daemon.url, token: token)
+        // The app's file holds the app's zone alone: nothing of the CLI's books.
+        XCTAssertEqual(try laptop.zones().map(\.zone), [NotesStore.zone])
     }
 
     override func tearDown() {
@@ -140,6 +142,30 @@ final class TwoMachineTests: XCTestCase {
         XCTAssertEqual(Set(deletions.map(\.recordType)), ["Folder", "Note"])
         XCTAssertEqual(try laptop.all(Folder.self).map(\.name), ["Work"])
         XCTAssertEqual(try laptop.all(Note.self).map(\.text), ["Ship it"])
+    }
+
+    func testASharedZoneReachesTheInviteeBothWaysUntilTheyLeave() async throws {
+        let inbox = Folder(name: "Inbox")
+        try laptop.save([inbox, Note(folder: inbox, text: "Buy milk")])
+        try await laptop.sync()
+        try await laptop.share(with: "bob@example.com")
+
+        let bob = try NotesStore.open(path: directory.appendingPathComponent("bob.sqlite").path)
+        try await bob.logIn(server: daemon.url, token: daemon.createUser("bob"))
+        let invitations = try await bob.invitations()
+        let invitation = try XCTUnwrap(invitations.first)
+        XCTAssertEqual(invitation.zone, NotesStore.zone)
+        let shared = try await bob.accept(invitation.url ?? invitation.shortGUID)
+        try await bob.sync()
+        XCTAssertEqual(try shared.all(Note.self).map(\.text), ["Buy milk"])
+
+        try shared.save(Note(folder: inbox, text: "Call Ada"))
+        try await bob.sync()
+        try await laptop.sync()
+        XCTAssertEqual(Set(try laptop.all(Note.self).map(\.text)), ["Buy milk", "Call Ada"])
+
+        try await shared.leave()
+        XCTAssertFalse(try bob.zones().contains { $0.owner != nil })
     }
 
     func testAWatchingMachineHearsOfAnEditAsItIsPushed() async throws {
