@@ -232,7 +232,14 @@ struct WebhookCommand: ParsableCommand {
         func run() async throws {
             let id = id
             let start: WebhookReplayStart = Replay.milliseconds(since).map { .timestamp($0) } ?? .syncToken(since)
-            let queued = try await data.withExistingStore { try await $0.engine.replayWebhook(id: id, from: start) }
+            let since = since
+            let queued = try await data.withExistingStore { store in
+                do {
+                    return try await store.engine.replayWebhook(id: id, from: start)
+                } catch let error as ServerError where error.code == .badRequest {
+                    throw CommandFailure(message: "--since '\(since)' is neither a time (ISO 8601 or Unix seconds) nor a zone sync token of this store")
+                }
+            }
             printJSON(["webhookID": .string(id), "queued": .int(Int64(queued))])
         }
     }

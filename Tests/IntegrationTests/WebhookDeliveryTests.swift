@@ -14,8 +14,9 @@ import Glibc
 /// through a database restart with two daemons delivering. A rolled-back batch delivers nothing.
 final class WebhookDeliveryTests: XCTestCase {
     static let container = "iCloud.scorebook.tests"
-    /// Short timings so the suite stays fast: a 300 ms timeout, retries from 50 ms, polls every 50 ms.
-    static let fastDelivery = ["--allow-private-webhooks", "--webhook-timeout-ms", "300", "--webhook-retry-base-ms", "50",
+    /// Short timings so the suite stays fast: a 500 ms timeout (room for a loaded CI machine), retries
+    /// from 50 ms, polls every 50 ms, leases of 3 s.
+    static let fastDelivery = ["--allow-private-webhooks", "--webhook-timeout-ms", "500", "--webhook-retry-base-ms", "50",
                                "--webhook-poll-ms", "50", "--webhook-lease-seconds", "3"]
 
     func path(_ operation: String) -> String { "/database/1/\(Self.container)/development/private/\(operation)" }
@@ -113,9 +114,9 @@ final class WebhookDeliveryTests: XCTestCase {
         receiver.setMode(.fail(500))
         try writeBoth(5)
         Thread.sleep(forTimeInterval: 0.4)
-        receiver.setMode(.slow(0.5))
+        receiver.setMode(.slow(0.8))  // answers after the 500 ms timeout
         try writeBoth(3)
-        Thread.sleep(forTimeInterval: 0.8)
+        Thread.sleep(forTimeInterval: 1.0)
         receiver.setMode(.accept)
         receiver.stop()
         try writeBoth(5)
