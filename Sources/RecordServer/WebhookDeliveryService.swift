@@ -86,6 +86,8 @@ package final class WebhookDeliveryService: Service, Sendable {
                         }
                     }
                 } catch {
+                    // A daemon that is stopping (or never got its port) closes the store under this read: nothing to say.
+                    if Task.isCancelled || Task.isShuttingDownGracefully { break }
                     // The store is unavailable (PostgreSQL restarting): the events wait, and this says so once a minute.
                     if ContinuousClock.now - lastFailureLogged > .seconds(60) {
                         logger.warning("webhook delivery cannot read its queue: \(error)")

@@ -116,7 +116,18 @@ final class WebhookDeliveryTests: XCTestCase {
         Thread.sleep(forTimeInterval: 0.4)
         receiver.setMode(.slow(0.8))  // answers after the 500 ms timeout
         try writeBoth(3)
-        Thread.sleep(forTimeInterval: 1.0)
+        // Until an attempt has timed out (a loaded machine may take longer than the timeout to make
+        // one): stopping the receiver earlier would cut the slow answer short instead.
+        let webhookID = try JSONValue.parse(try DaemonProcess.run("scorebookd", ["webhook", "list", "--json"] + daemon.storeArguments).stdout)
+            .arrayValue?.first?["webhookID"]?.stringValue ?? ""
+        var timedOut = false
+        let timeoutDeadline = Date().addingTimeInterval(20)
+        while !timedOut, Date() < timeoutDeadline {
+            let failed = try DaemonProcess.run("scorebookd", ["webhook", "deliveries", webhookID, "--failed", "--json"] + daemon.storeArguments)
+            timedOut = failed.stdout.contains("no answer within")
+            if !timedOut { Thread.sleep(forTimeInterval: 0.2) }
+        }
+        XCTAssertTrue(timedOut, "an attempt timed out against the slow receiver")
         receiver.setMode(.accept)
         receiver.stop()
         try writeBoth(5)
