@@ -17,7 +17,7 @@ public struct ShareInvitation: Sendable, Equatable {
 /// (the zone then syncs into its store with the rest) and may leave. These calls talk to the
 /// server at once.
 extension SyncStore {
-    static let shareRecordName = "cloudkit.zoneshare"
+    static let shareRecordName = RecordClient.zoneShareRecordName
 
     /// A client of the account's server.
     func accountClient() throws(RecordSyncError) -> RecordClient {
@@ -54,23 +54,8 @@ extension SyncStore {
                 "type": "USER", "permission": .string(readOnly ? "READ_ONLY" : "READ_WRITE"),
                 "acceptanceStatus": "PENDING", "userIdentity": ["lookupInfo": lookupInfo],
             ]]
-            var record: [String: JSONValue] = [
-                "recordName": .string(Self.shareRecordName), "recordType": "cloudkit.share",
-                "fields": ["cloudkit.title": ["value": existing?["fields"]?["cloudkit.title"]?["value"] ?? .string(zone)]],
-                "publicPermission": "NONE", "participants": .array(participants),
-            ]
-            var operation: [String: JSONValue] = ["operationType": "create"]
-            if let tag = existing?["recordChangeTag"]?.stringValue {
-                record["recordChangeTag"] = .string(tag)
-                operation["operationType"] = "update"
-            }
-            operation["record"] = .object(record)
-            let answer = try await client.call("records/modify", ["zoneID": zoneID.json, "operations": [.object(operation)]],
-                                               database: "private")
-            guard let saved = answer["records"]?.arrayValue?.first else { throw RecordSyncError(.server, "the server did not answer the share") }
-            if let code = saved["serverErrorCode"]?.stringValue {
-                throw RecordSyncError(.server, "the server refused the share (\(code)): \(saved["reason"]?.stringValue ?? "")")
-            }
+            let title = existing?["fields"]?["cloudkit.title"]?["value"]?.stringValue ?? zone
+            let saved = try await client.saveZoneShare(zone: zoneID, title: title, participants: participants, existing: existing)
             return saved["url"]?.stringValue ?? saved["shortGUID"]?.stringValue ?? ""
         }
     }

@@ -27,7 +27,7 @@ public struct BookInvitation: Sendable {
 /// Sharing a book: the share record in the owner's zone, invitations, accepting and leaving
 ///. These talk to the server at once; they need a login.
 extension Scorebook {
-    static let shareRecordName = "cloudkit.zoneshare"
+    static let shareRecordName = RecordClient.zoneShareRecordName
 
     /// A client of the logged-in account's server.
     func accountClient() throws -> RecordClient {
@@ -97,25 +97,7 @@ extension Scorebook {
     {
         let title = title ?? existing?["fields"]?["cloudkit.title"]?["value"]?.stringValue
             ?? (try? store.bookSummary())??.title ?? zone.zoneName
-        var record: [String: JSONValue] = [
-            "recordName": .string(Self.shareRecordName), "recordType": "cloudkit.share",
-            "fields": ["cloudkit.title": ["value": .string(title)]],
-            "publicPermission": "NONE", "participants": .array(participants),
-        ]
-        var operation: [String: JSONValue] = ["operationType": "create"]
-        if let tag = existing?["recordChangeTag"]?.stringValue {
-            record["recordChangeTag"] = .string(tag)
-            operation["operationType"] = "update"
-        }
-        operation["record"] = .object(record)
-        let answer = try await client.call("records/modify", ["zoneID": zone.json, "operations": [.object(operation)]], database: "private")
-        guard let saved = answer["records"]?.arrayValue?.first else {
-            throw ScorebookError(.sync, "the server did not answer the share")
-        }
-        if let code = saved["serverErrorCode"]?.stringValue {
-            throw ScorebookError(.sync, "the server refused the share (\(code)): \(saved["reason"]?.stringValue ?? "")")
-        }
-        return saved
+        return try await client.saveZoneShare(zone: zone, title: title, participants: participants, existing: existing)
     }
 
     /// The participants to save again: every current one but the owner, by user record name.

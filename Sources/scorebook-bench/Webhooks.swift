@@ -1,3 +1,6 @@
+// CNIOLinux as in RawHTTPClient.swift: glibc's socket constants belong to whichever C module
+// included <sys/socket.h> first, so without it a fresh build of this target may not see them.
+import CNIOLinux
 import Foundation
 #if canImport(Glibc)
 import Glibc
