@@ -57,7 +57,7 @@ extension PostgresRecordStore {
             try await connection.query(
                 "UPDATE databases d SET note_seq = COALESCE((SELECT MAX(id) FROM notifications n WHERE n.database_id = d.id), 0)",
                 logger: self.logger)
-            for sequence in ["users", "databases", "zones", "webhook_events"] {
+            for sequence in ["users", "databases", "zones"] {
                 try await connection.query(PostgresQuery(unsafeSQL:
                     "SELECT setval(pg_get_serial_sequence('\(sequence)', 'id'), GREATEST((SELECT MAX(id) FROM \(sequence)), 1))"), logger: self.logger)
             }

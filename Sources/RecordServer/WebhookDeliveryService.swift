@@ -28,8 +28,7 @@ package struct WebhookDeliveryConfiguration: Sendable {
     /// dead endpoint holds at most `streamsPerEndpoint` of the `streams`.
     package var streams = 64
     package var streamsPerEndpoint = 8
-    /// Delivered events are kept this long for `webhook replay`; attempts for `webhook deliveries`.
-    package var eventRetentionMilliseconds: Int64 = 7 * 86_400_000
+    /// Attempts are kept this long for `webhook deliveries`.
     package var attemptRetentionMilliseconds: Int64 = 3 * 86_400_000
 
     package init() {}
@@ -76,9 +75,17 @@ package final class WebhookDeliveryService: Service, Sendable {
             }
             var wakes = wakeSignal.makeAsyncIterator()
             var lastFailureLogged = ContinuousClock.now - .seconds(3600)
+            var lastRead = ContinuousClock.now - .seconds(3600)
+            // Every commit wakes the service; with no enabled endpoint when it last read, it reads at most
+            // once per poll interval (a store without webhooks pays one small read per interval).
+            var endpointsSeen = true
             while !Task.isCancelled && !Task.isShuttingDownGracefully {
+                if !endpointsSeen { try? await Task.sleep(until: lastRead + .milliseconds(configuration.pollMilliseconds)) }
+                lastRead = ContinuousClock.now
                 do {
-                    for claim in try await claimStreams() {
+                    let (claims, endpoints) = try await claimStreams()
+                    endpointsSeen = endpoints
+                    for claim in claims {
                         group.addTask {
                             await self.deliver(claim)
                             self.active.withLock { _ = $0[claim.webhook.id]?.remove(claim.stream) }
@@ -107,9 +114,10 @@ package final class WebhookDeliveryService: Service, Sendable {
         }
     }
 
-    /// Claims the streams whose first event is due, within the concurrency limits.
-    private func claimStreams() async throws -> [WebhookStreamClaim] {
-        let heads = try await store.engine.webhookStreamHeads(limit: configuration.streams * 8)
+    /// Claims the streams with events due, within the concurrency limits; and whether any
+    /// endpoint is registered.
+    private func claimStreams() async throws -> (claims: [WebhookStreamClaim], endpointsSeen: Bool) {
+        let (heads, endpointsSeen) = try await store.engine.webhookStreamHeads(limit: configuration.streams * 8)
         let chosen = active.withLock { active -> [WebhookStreamHead] in
             var chosen: [WebhookStreamHead] = []
             var total = active.values.reduce(0) { $0 + $1.count }
@@ -124,13 +132,13 @@ package final class WebhookDeliveryService: Service, Sendable {
             }
             return chosen
         }
-        guard !chosen.isEmpty else { return [] }
+        guard !chosen.isEmpty else { return ([], endpointsSeen) }
         let claims = try await store.engine.claimWebhookStreams(chosen, owner: owner, leaseMilliseconds: configuration.leaseMilliseconds,
                                                                 chunk: configuration.chunk)
         active.withLock { active in
             for claim in claims { active[claim.webhook.id, default: []].insert(claim.stream) }
         }
-        return claims
+        return (claims, endpointsSeen)
     }
 
     /// Posts a claimed stream's events in order until one fails or the lease nears its end, then
@@ -148,7 +156,7 @@ package final class WebhookDeliveryService: Service, Sendable {
             let now = Self.milliseconds()
             outcome.attempts.append(WebhookAttempt(eventID: event.eventID, attemptedAt: started, status: status,
                                                    latencyMilliseconds: now - started, error: error))
-            outcome.failed = (event.rowID, now + WebhookRules.retryDelay(afterFailures: event.attempts + 1,
+            outcome.failed = (event.sequence, now + WebhookRules.retryDelay(afterFailures: event.attempts + 1,
                                                                         baseMilliseconds: configuration.retryBaseMilliseconds))
             counters.attemptFailed()
             logger.notice("webhook \(webhook.id) delivery of \(event.eventID) failed (attempt \(event.attempts + 1)): \(error)")
@@ -176,7 +184,7 @@ package final class WebhookDeliveryService: Service, Sendable {
                             }
                             outcome.attempts.append(WebhookAttempt(eventID: event.eventID, attemptedAt: started, status: response.status,
                                                                    latencyMilliseconds: Self.milliseconds() - started, error: nil))
-                            outcome.delivered.append(event.rowID)
+                            outcome.delivered.append(event.sequence)
                             next += 1
                             if !response.reusable { return }
                         }
@@ -214,8 +222,7 @@ package final class WebhookDeliveryService: Service, Sendable {
     private func purgeHistoryHourly() async {
         while !Task.isCancelled {
             do {
-                _ = try await store.engine.purgeWebhookHistory(eventRetentionMilliseconds: configuration.eventRetentionMilliseconds,
-                                                               attemptRetentionMilliseconds: configuration.attemptRetentionMilliseconds)
+                _ = try await store.engine.purgeWebhookHistory(attemptRetentionMilliseconds: configuration.attemptRetentionMilliseconds)
             } catch {
                 if Task.isCancelled { return }
                 logger.warning("webhook history purge failed: \(error)")

@@ -226,7 +226,38 @@ package struct StoreMigration: Sendable {
                 """,
                 "CREATE INDEX webhook_attempts_webhook ON webhook_attempts (webhook_id, id)",
             ]),
+        // Webhooks read their events from the zones' change history instead of a row per endpoint
+        // and change: `webhook_streams` holds each endpoint's position in each zone (and its retry
+        // and lease), `webhook_backlog` the changes the records table no longer holds (a state a
+        // later change replaced, a deleted zone's last changes and its `zone.deleted`) while an
+        // enabled endpoint still lacks them. Each stream starts where its oldest undelivered event was.
+        StoreMigration(version: 12, sqlite: webhookStreams(integer: "INTEGER", fields: "BLOB"),
+                       postgres: webhookStreams(integer: "BIGINT", fields: "TEXT")),
     ]
+
+    private static func webhookStreams(integer: String, fields: String) -> [String] {
+        [
+            """
+            CREATE TABLE webhook_streams (
+                webhook_id TEXT NOT NULL, zone_id \(integer) NOT NULL, delivered_seq \(integer) NOT NULL,
+                attempts \(integer) NOT NULL DEFAULT 0, next_attempt_at \(integer) NOT NULL DEFAULT 0, first_failed_at \(integer),
+                lease_owner TEXT, lease_until \(integer) NOT NULL DEFAULT 0, PRIMARY KEY (webhook_id, zone_id))
+            """,
+            "CREATE INDEX webhook_streams_zone ON webhook_streams (zone_id)",
+            """
+            CREATE TABLE webhook_backlog (
+                zone_id \(integer) NOT NULL, seq \(integer) NOT NULL, kind \(integer) NOT NULL, record_name TEXT, record_type TEXT, tag TEXT,
+                fields \(fields), created_at \(integer) NOT NULL, zone_shared \(integer) NOT NULL DEFAULT 0, PRIMARY KEY (zone_id, seq))
+            """,
+            """
+            INSERT INTO webhook_streams (webhook_id, zone_id, delivered_seq)
+            SELECT w.id, z.id, COALESCE((SELECT MIN(e.zone_seq) - 1 FROM webhook_events e
+                WHERE e.webhook_id = w.id AND e.stream = z.id AND e.delivered_at IS NULL), z.seq)
+            FROM webhooks w CROSS JOIN zones z WHERE z.deleted = 0
+            """,
+            "DROP TABLE webhook_events",
+        ]
+    }
 
     package static var latestVersion: Int { all.last!.version }
 

@@ -83,7 +83,7 @@ enum UserRemoval {
     static let shareCount = "SELECT COUNT(*) FROM shares WHERE owner_user_id = ?"
 
     static let statements: [String] =
-        ["records", "refs", "query_index", "query_counts", "query_fields", "shares", "share_participants"].map {
+        ["records", "refs", "query_index", "query_counts", "query_fields", "shares", "share_participants", "webhook_streams", "webhook_backlog"].map {
             "DELETE FROM \($0) WHERE zone_id IN (\(zones))"
         } + [
             "DELETE FROM zones WHERE database_id IN (\(databases))",
@@ -93,8 +93,8 @@ enum UserRemoval {
             "DELETE FROM notifications WHERE database_id IN (\(databases))",
             "DELETE FROM share_participants WHERE user_id = ?",
             "DELETE FROM databases WHERE user_id = ?",
-            // The user's own webhook endpoints (`webhooks/modify`), with their queues and history.
-            "DELETE FROM webhook_events WHERE webhook_id IN (SELECT id FROM webhooks WHERE owner_user_id = ?)",
+            // The user's own webhook endpoints (`webhooks/modify`), with their positions and history.
+            "DELETE FROM webhook_streams WHERE webhook_id IN (SELECT id FROM webhooks WHERE owner_user_id = ?)",
             "DELETE FROM webhook_attempts WHERE webhook_id IN (SELECT id FROM webhooks WHERE owner_user_id = ?)",
             "DELETE FROM webhooks WHERE owner_user_id = ?",
         ] + ["push_tokens", "auth_tokens", "server_keys", "asset_uploads"].map { "DELETE FROM \($0) WHERE user_id = ?" }

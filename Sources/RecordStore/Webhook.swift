@@ -144,10 +144,10 @@ package enum WebhookFields: Sendable, Equatable {
     }
 }
 
-/// One event waiting in the outbox, leased to this daemon for delivery.
+/// One event to deliver, leased to this daemon.
 package struct WebhookDelivery: Sendable {
-    /// The outbox row (delivery order within the stream).
-    package var rowID: Int64
+    /// The change's zone sequence (delivery order within the stream).
+    package var sequence: Int64
     /// The event's stable `id` (`webhook-id`): the receiver de-duplicates by it.
     package var eventID: String
     /// The JSON body, exactly as signed and sent.
@@ -161,16 +161,21 @@ package struct WebhookDelivery: Sendable {
 /// Events of one endpoint and zone, in order, leased to this daemon until `leaseUntil`.
 package struct WebhookStreamClaim: Sendable {
     package var webhook: Webhook
+    /// The zone's row id.
     package var stream: Int64
     package var events: [WebhookDelivery]
+    /// The zone sequence the claim read up to: the stream's position once every event is delivered.
+    package var through: Int64
     package var leaseUntil: Int64
 }
 
-/// The first undelivered event of one endpoint and zone.
+/// An endpoint and zone with events to deliver, and its position when read.
 package struct WebhookStreamHead: Sendable, Hashable {
     package var webhookID: String
+    /// The zone's row id.
     package var stream: Int64
-    package var rowID: Int64
+    /// The zone sequence delivered up to.
+    package var position: Int64
 }
 
 /// One delivery attempt, as `webhook deliveries` shows it.
@@ -195,10 +200,10 @@ package struct WebhookAttempt: Sendable, Equatable {
 
 /// How a claimed stream's delivery ended, for `StoreEngine.finishWebhookStream`.
 package struct WebhookStreamOutcome: Sendable {
-    /// Rows delivered (2xx), in order.
+    /// The sequences of the events delivered (2xx), in order.
     package var delivered: [Int64] = []
-    /// The row that failed, with when to try it again (nil: none failed).
-    package var failed: (rowID: Int64, retryAt: Int64)?
+    /// The event that failed, with when to try it again (nil: none failed).
+    package var failed: (sequence: Int64, retryAt: Int64)?
     /// Every attempt made, for `webhook deliveries`.
     package var attempts: [WebhookAttempt] = []
 
@@ -231,8 +236,9 @@ package enum WebhookRules {
         return SHA256Hasher.hex((0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) })
     }
 
-    /// A new event id: `evt_` and 24 random hex digits, the same for every endpoint the event goes to.
-    static func newEventID() -> String { "evt_" + randomHex(12) }
+    /// An event's id: `evt_` and its zone's row id and sequence in base 36 (`evt_5-2s`), the same
+    /// for every endpoint it goes to and every time it is sent again.
+    static func eventID(zoneRowID: Int64, sequence: Int64) -> String { "evt_" + RecordRules.changeTag(zoneRowID: zoneRowID, sequence: sequence) }
 
     /// What every event of one transaction shares: `,"timestamp":…,"data":{"container":…,"owner":…`
     /// (one zone of one database, one commit time), written once for all of them.
@@ -258,7 +264,7 @@ package enum WebhookRules {
         out.append(contentsOf: "{\"type\":\"".utf8)
         out.append(contentsOf: event.type.utf8)  // one of three names, nothing to escape
         out.append(contentsOf: "\",\"id\":\"".utf8)
-        out.append(contentsOf: id.utf8)  // evt_ and hex digits
+        out.append(contentsOf: id.utf8)  // evt_ and base-36 digits
         out.append(UInt8(ascii: "\""))
         out.append(contentsOf: shared)
         if let recordName = event.recordName {

@@ -44,7 +44,9 @@ final class MigrationTests: StoreTestCase {
             // Step 10 (where a courier's polls without a cursor were answered up to).
             "ALTER TABLE push_tokens DROP COLUMN delivered_cursor",
             // Step 11 (webhooks).
-            "DROP TABLE webhooks", "DROP TABLE webhook_events", "DROP TABLE webhook_attempts",
+            "DROP TABLE webhooks", "DROP TABLE webhook_attempts",
+            // Step 12 (webhooks read the zones' history).
+            "DROP TABLE webhook_streams", "DROP TABLE webhook_backlog",
         ]
         if Self.backend == .postgres {
             statements += ["DROP TABLE asset_chunks", "DROP INDEX records_type_name", "CREATE INDEX records_type ON records (zone_id, type) WHERE deleted = 0"]

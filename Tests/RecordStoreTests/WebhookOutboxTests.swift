@@ -3,10 +3,10 @@ import RecordModel
 import RecordStore
 import XCTest
 
-/// Issue 46: webhook events are written in the change's own transaction (none for a rolled-back
-/// batch), one per record a cascade removes and one per zone deletion, selected by each
-/// endpoint's filters, and leased from the queue one stream (endpoint and zone) at a time, in
-/// order; on SQLite and on PostgreSQL.
+/// Webhook events are the zones' committed changes (none for a rolled-back batch), one per record
+/// a cascade removes and one per zone deletion, selected by each endpoint's filters, and leased one
+/// stream (endpoint and zone) at a time, in order; a change writes nothing for them unless it
+/// replaces a state an enabled endpoint has not had; on SQLite and on PostgreSQL.
 final class WebhookOutboxTests: StoreTestCase {
     var engine: StoreEngine { store.base.engine }
 
@@ -16,30 +16,36 @@ final class WebhookOutboxTests: StoreTestCase {
         return try BlockingStore.run { try await engine.addWebhook(webhook) }
     }
 
-    /// Every event queued for the endpoint, delivered or not, oldest first, as JSON.
+    /// The events the endpoint has still to receive, as they would be sent, as JSON.
     func queued(_ webhookID: String) throws -> [JSONValue] {
         let engine = engine
-        return try BlockingStore.run {
-            try await engine.driver.read { connection in
-                try await connection.rows("SELECT payload FROM webhook_events WHERE webhook_id = ? ORDER BY id", [.text(webhookID)])
-                    .map { try JSONValue.parse($0.blob(0)) }
-            }
-        }
+        return try BlockingStore.run { try await engine.pendingWebhookEvents(id: webhookID) }.map { try JSONValue.parse($0.body) }
+    }
+
+    /// How many rows the table holds.
+    func count(_ table: String) throws -> Int64 {
+        let engine = engine
+        return try BlockingStore.run { try await engine.driver.read { try await $0.scalarInt("SELECT COUNT(*) FROM \(table)") ?? 0 } }
+    }
+
+    func purge() throws -> Int {
+        let engine = engine
+        return try BlockingStore.run { try await engine.purgeWebhookHistory(attemptRetentionMilliseconds: 86_400_000) }
     }
 
     func claim(owner: String, chunk: Int = 100) throws -> [WebhookStreamClaim] {
         let engine = engine
         return try BlockingStore.run {
-            let heads = try await engine.webhookStreamHeads(limit: 100)
+            let heads = try await engine.webhookStreamHeads(limit: 100).heads
             return try await engine.claimWebhookStreams(heads, owner: owner, leaseMilliseconds: 60_000, chunk: chunk)
         }
     }
 
     func finish(_ claim: WebhookStreamClaim, owner: String, delivered: Int, failRetryAt: Int64? = nil) throws {
         var outcome = WebhookStreamOutcome()
-        outcome.delivered = claim.events.prefix(delivered).map(\.rowID)
+        outcome.delivered = claim.events.prefix(delivered).map(\.sequence)
         if let failRetryAt, delivered < claim.events.count {
-            outcome.failed = (claim.events[delivered].rowID, failRetryAt)
+            outcome.failed = (claim.events[delivered].sequence, failRetryAt)
             outcome.attempts.append(WebhookAttempt(eventID: claim.events[delivered].eventID, attemptedAt: clock.now, status: 500,
                                                    latencyMilliseconds: 3, error: "HTTP 500"))
         }
@@ -176,14 +182,14 @@ final class WebhookOutboxTests: StoreTestCase {
         XCTAssertEqual(attempts.map(\.status), [500])
     }
 
-    func testReplayQueuesKeptEventsAgainFromATimeOrASyncToken() throws {
+    func testReplayDeliversAgainFromATimeOrASyncToken() throws {
         let hook = try addWebhook(Webhook(url: "https://example.com/hook"))
         for index in 0..<4 { try save(dev, record("g\(index)", "Game", ["name": field("G", "STRING")])) }
         let claims = try claim(owner: "d")
+        let events = try claims[0].events.map { try JSONValue.parse($0.body) }
         try finish(claims[0], owner: "d", delivered: 4)
         XCTAssertTrue(try claim(owner: "d").isEmpty)
 
-        let events = try queued(hook.id)
         let token = events[1]["data"]!["syncToken"]!.stringValue!
         let engine = engine
         XCTAssertEqual(try BlockingStore.run { try await engine.replayWebhook(id: hook.id, from: .syncToken(token)) }, 2)
@@ -194,23 +200,42 @@ final class WebhookOutboxTests: StoreTestCase {
         XCTAssertThrowsError(try BlockingStore.run { try await engine.replayWebhook(id: "wh_missing", from: .timestamp(0)) })
     }
 
-    func testThePurgeKeepsAWeekOfDeliveredEventsAndEveryEventStillToDeliver() throws {
+    func testAChangeWritesNothingForWebhooksUnlessItReplacesAStateAnEndpointLacks() throws {
+        let hook = try addWebhook(Webhook(url: "https://example.com/hook"))
+        let created = try save(dev, record("g", "Game", ["name": field("Catan", "STRING")]))
+        try save(dev, record("h", "Game", ["name": field("Go", "STRING")]))
+        XCTAssertEqual(try count("webhook_backlog"), 0, "new records are read from the records table")
+        for claim in try claim(owner: "d") { try finish(claim, owner: "d", delivered: claim.events.count) }
+        let updated = try save(dev, .update, record("g", "Game", ["name": field("Carcassonne", "STRING")], tag: created.changeTag))
+        XCTAssertEqual(try count("webhook_backlog"), 0, "the state it replaced was delivered")
+
+        let replaced = try save(dev, .update, record("g", "Game", ["name": field("Agricola", "STRING")], tag: updated.changeTag))
+        XCTAssertEqual(try count("webhook_backlog"), 1, "the endpoint has not had the state this update replaced")
+        let pending = try queued(hook.id)
+        XCTAssertEqual(pending.map { $0["data"]?["recordChangeTag"]?.stringValue }, [updated.changeTag, replaced.changeTag])
+        XCTAssertEqual(pending.map { $0["data"]?["fields"]?["name"]?["value"]?.stringValue }, ["Carcassonne", "Agricola"],
+                       "each event carries its own state's fields")
+        for claim in try claim(owner: "d") { try finish(claim, owner: "d", delivered: claim.events.count) }
+        XCTAssertEqual(try count("webhook_backlog"), 0, "delivered to every enabled endpoint, the kept state goes")
+    }
+
+    func testTheBacklogKeepsAReplacedStateOnlyWhileAnEnabledEndpointLacksIt() throws {
         let delivered = try addWebhook(Webhook(url: "https://example.com/delivered"))
         let failing = try addWebhook(Webhook(url: "https://example.com/failing"))
         let disabled = try addWebhook(Webhook(url: "https://example.com/disabled"))
         let engine = engine
         try BlockingStore.run { try await engine.setWebhookEnabled(id: disabled.id, false) }
-        try save(dev, record("g", "Game", ["name": field("G", "STRING")]))
-        for claim in try claim(owner: "d") where claim.webhook.id == delivered.id { try finish(claim, owner: "d", delivered: 1) }
-        let week: Int64 = 7 * 86_400_000
-        XCTAssertEqual(try BlockingStore.run { try await engine.purgeWebhookHistory(eventRetentionMilliseconds: week,
-                                                                                    attemptRetentionMilliseconds: week) }, 0)
-        clock.advance(days: 8)
-        XCTAssertEqual(try BlockingStore.run { try await engine.purgeWebhookHistory(eventRetentionMilliseconds: week,
-                                                                                    attemptRetentionMilliseconds: week) }, 2)
-        XCTAssertEqual(try queued(delivered.id).count, 0)
-        XCTAssertEqual(try queued(disabled.id).count, 0, "a disabled endpoint's queue is bounded by the retention")
-        XCTAssertEqual(try queued(failing.id).count, 1, "an enabled endpoint's undelivered event is never dropped")
+        let first = try save(dev, record("g", "Game", ["name": field("G", "STRING")]))
+        let second = try save(dev, .update, record("g", "Game", ["name": field("H", "STRING")], tag: first.changeTag))
+        XCTAssertEqual(try queued(delivered.id).map { $0["data"]?["recordChangeTag"]?.stringValue }, [first.changeTag, second.changeTag],
+                       "the replaced state first, then the record as it is")
+        for claim in try claim(owner: "d") where claim.webhook.id == delivered.id { try finish(claim, owner: "d", delivered: 2) }
+        XCTAssertEqual(try purge(), 0, "the failing endpoint still lacks the replaced state")
+        XCTAssertEqual(try queued(failing.id).count, 2)
+        try BlockingStore.run { try await engine.setWebhookEnabled(id: failing.id, false) }
+        XCTAssertEqual(try purge(), 1, "no enabled endpoint lacks it any more")
+        XCTAssertEqual(try queued(disabled.id).map { $0["data"]?["recordChangeTag"]?.stringValue }, [second.changeTag],
+                       "a disabled endpoint hears of the record as it is now")
     }
 
     func testADisabledEndpointKeepsItsEventsAndRemovingItDropsThem() throws {
@@ -224,7 +249,8 @@ final class WebhookOutboxTests: StoreTestCase {
         try BlockingStore.run { try await engine.setWebhookEnabled(id: hook.id, true) }
         XCTAssertEqual(try claim(owner: "d").first?.events.count, 1)
         try BlockingStore.run { try await engine.removeWebhook(id: hook.id) }
-        XCTAssertEqual(try queued(hook.id).count, 0)
+        XCTAssertThrowsError(try queued(hook.id))
+        XCTAssertEqual(try count("webhook_streams"), 0, "its positions went with it")
         XCTAssertThrowsError(try BlockingStore.run { try await engine.removeWebhook(id: hook.id) })
     }
 }

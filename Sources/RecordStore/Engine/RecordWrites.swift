@@ -18,6 +18,12 @@ struct RecordWrites {
     /// The references of each record the batch wrote whose stored ones it replaces (a record
     /// that had none and has none is absent).
     private var references: [String: [(target: String, action: StoredReferenceAction)]] = [:]
+    /// The zone sequence of each state in `known` (the stored row's, or the one the batch gave it).
+    private var knownSequences: [String: Int64] = [:]
+    /// The states this batch replaced: each record's stored state before the batch first wrote it,
+    /// and each state the batch wrote and then wrote again. A webhook endpoint that has not had
+    /// one yet still gets it (`StoreEngine.keepUndeliveredVersions`).
+    private(set) var superseded: [SupersededVersion] = []
     /// The stored references to each target read so far, by target (the table does not change
     /// before `flush`; those of sources in `references` are stale and skipped).
     private var storedReferences: [String: [(source: String, action: StoredReferenceAction)]] = [:]
@@ -27,7 +33,8 @@ struct RecordWrites {
     private var zoneRowID: Int64 { transaction.zone.id }
 
     static let columns = "type, tag, deleted, fields, parent, created_at, created_by, created_device, modified_at, modified_by, modified_device, name"
-    static let columnsOfR = columns.split(separator: ",").map { "r." + $0.filter { !$0.isWhitespace } }.joined(separator: ", ")
+    /// `columns` of `records r`, then its `seq`.
+    static let columnsOfR = columns.split(separator: ",").map { "r." + $0.filter { !$0.isWhitespace } }.joined(separator: ", ") + ", r.seq"
 
     /// Reads the named records the batch does not know yet, in one statement.
     mutating func load(_ names: [String], _ connection: any StoreConnection) async throws {
@@ -37,7 +44,9 @@ struct RecordWrites {
         for name in unknown { known[name] = .some(nil) }
         for row in try await connection.rows("SELECT \(Self.columnsOfR) " + connection.dialect.recordsNamed(left: false, liveOnly: false),
                                              [.text(SQLDialect.jsonArray(unknown)), .int(zoneRowID)]) {
-            known[row.text(11)] = ExistingRecord(row)
+            let name = row.text(11)
+            known[name] = ExistingRecord(row)
+            knownSequences[name] = row.int(12)
         }
     }
 
@@ -169,7 +178,11 @@ struct RecordWrites {
     }
 
     private mutating func write(_ name: String, _ state: ExistingRecord, sequence: Int64) {
+        if let previous = known[name] ?? nil, let previousSequence = knownSequences[name] {
+            superseded.append(SupersededVersion(recordName: name, state: previous, sequence: previousSequence))
+        }
         known[name] = state
+        knownSequences[name] = sequence
         let row: [SQLValue] = [
             .int(zoneRowID), .text(name), .text(state.type), .text(state.tag), .int(sequence), .int(state.deleted ? 1 : 0),
             .blob(state.fieldsJSON), state.parent.sqlValue, .int(state.created.timestamp), .text(state.created.userRecordName ?? ""),

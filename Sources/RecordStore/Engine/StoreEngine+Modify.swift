@@ -111,7 +111,8 @@ extension StoreEngine {
             try await driver.announceCommit(of: databaseID, connection)
             changed.formUnion(try await notifyParticipants(transaction.changes, zone: zoneRow, ownerScope: ownerScope, zoneChanged: false,
                                                            connection))
-            webhookEvents = try await recordWebhookEvents(transaction.changes, zone: zoneRow, scope: ownerScope, zoneDeleted: false, connection)
+            try await keepUndeliveredVersions(writes.superseded, zone: zoneRow, connection)
+            webhookEvents = true
         }
         if savesShare {
             for index in results.indices {

@@ -111,9 +111,11 @@ package struct ExportedTable: Sendable {
         ("webhooks", [text("id"), text("url"), text("secret"), int("owner_user_id"), text("container"), text("environment"),
                       text("database_kind"), text("zone"), text("record_type"), text("events"), text("fields"), int("enabled"),
                       text("disabled_reason"), int("created_at")]),
-        // Undelivered events go on being delivered from PostgreSQL, in the same order, with the same ids.
-        ("webhook_events", [int("id"), text("webhook_id"), text("event_id"), int("stream"), int("zone_seq"), int("created_at"),
-                            text("payload"), int("delivered_at"), int("attempts"), int("next_attempt_at"), int("first_failed_at")]),
+        // Each endpoint goes on from its positions on PostgreSQL: the same events, in the same order, with the same ids.
+        ("webhook_streams", [text("webhook_id"), int("zone_id"), int("delivered_seq"), int("attempts"), int("next_attempt_at"),
+                             int("first_failed_at")]),
+        ("webhook_backlog", [int("zone_id"), int("seq"), int("kind"), text("record_name"), text("record_type"), text("tag"), text("fields"),
+                             int("created_at"), int("zone_shared")]),
     ]
 
     private static func int(_ name: String) -> StoreColumn { StoreColumn(name, .integer) }

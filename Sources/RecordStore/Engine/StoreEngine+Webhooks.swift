@@ -1,64 +1,72 @@
 import RecordModel
 import SQLiteDB
 
-/// Webhooks: their events written in the change's own transaction (a committed change always has
-/// its events, a rolled-back one never), their administration, and the delivery queue the daemons
-/// lease events from.
-extension StoreEngine {
-    // MARK: The outbox
+/// A state of a record that a batch replaced (see `RecordWrites.superseded`).
+struct SupersededVersion {
+    var recordName: String
+    var state: ExistingRecord
+    var sequence: Int64
+}
 
-    /// Writes one event per change (and one `zone.deleted` when `zoneDeleted`) for every endpoint
-    /// that selects it, in the caller's transaction. `scope` is the zone owner's database. Returns
-    /// whether it wrote any (the delivery service is woken after the commit).
-    func recordWebhookEvents(_ changes: [CommittedChange], zone: ZoneRow, scope: DatabaseScope, zoneDeleted: Bool,
-                             _ connection: any StoreConnection) async throws -> Bool
-    {
-        guard !changes.isEmpty || zoneDeleted else { return false }
-        let endpoints = try await connection.rows("SELECT \(Self.webhookColumns) FROM webhooks WHERE container IS NULL OR container = ?",
-                                                  [.text(scope.container)]).map(Self.webhook)
-        guard !endpoints.isEmpty else { return false }
-        var zoneIsShared = false
-        if endpoints.contains(where: { $0.database == .shared }) {
-            zoneIsShared = try await connection.scalarInt("SELECT 1 FROM shares WHERE zone_id = ?", [.int(zone.id)]) != nil
-        }
-        var events: [(WebhookRules.Event, WebhookEventKind)] = changes.map { change in
-            let deleted = change.kind == .deleted
-            let tag = deleted ? RecordRules.changeTag(zoneRowID: zone.id, sequence: change.sequence) : change.record.changeTag
-            return (WebhookRules.Event(type: deleted ? "record.deleted" : "record.changed", recordName: change.recordName,
-                                       recordType: change.recordType, changeTag: tag, sequence: change.sequence,
-                                       fieldsJSON: deleted ? nil : change.record.fieldsJSON), deleted ? .deleted : .changed)
-        }
-        if zoneDeleted {
-            events.append((WebhookRules.Event(type: "zone.deleted", sequence: zone.seq), .deleted))
-        }
-        let now = clock()
+/// Webhooks. Their events are the zones' own change history: a record's row carries the
+/// sequence of its latest change (a tombstone, its deletion), so an endpoint's position in a zone
+/// (`webhook_streams.delivered_seq`) is all its queue needs, and a change costs the webhooks
+/// nothing to write. Only what the records table no longer holds is kept apart, in the change's
+/// own transaction, and only while an enabled endpoint still lacks it (`webhook_backlog`): a state
+/// a later change replaced, and a deleted zone's last changes with its `zone.deleted`.
+extension StoreEngine {
+    // MARK: What the records table cannot say later
+
+    /// Keeps, in the batch's transaction, the replaced states that an enabled endpoint has not had
+    /// yet. One indexed read, and only for batches that replace something in a zone some endpoint
+    /// follows.
+    func keepUndeliveredVersions(_ superseded: [SupersededVersion], zone: ZoneRow, _ connection: any StoreConnection) async throws {
+        guard !superseded.isEmpty, let lowest = try await lowestWebhookPosition(zoneRowID: zone.id, connection) else { return }
         let dialect = connection.dialect
-        let shared = WebhookRules.sharedMembers(timestamp: now, scope: scope, zone: zone.name)
-        var rows: [[SQLValue]] = []
-        rows.reserveCapacity(events.count * endpoints.count)
-        for (event, kind) in events {
-            let id = WebhookRules.newEventID()
-            let token = FeedRules.zoneToken(storeID: storeID, zone: ZoneRow(id: zone.id, name: zone.name, seq: event.sequence, purgedSeq: 0))
-            // Endpoints asking for the same fields get the same bytes, made once.
-            var bodies: [(WebhookFields, SQLValue)] = []
-            for endpoint in endpoints
-            where endpoint.selects(kind, recordType: event.recordType, zone: zone.name, scope: scope, zoneIsShared: zoneIsShared) {
-                let body: SQLValue
-                if let made = bodies.first(where: { $0.0 == endpoint.fields }) {
-                    body = made.1
-                } else {
-                    body = dialect.jsonValue(WebhookRules.body(event, id: id, shared: shared, syncToken: token, fields: endpoint.fields))
-                    bodies.append((endpoint.fields, body))
-                }
-                rows.append([.text(endpoint.id), .text(id), .int(zone.id), .int(event.sequence), .int(now), body])
-            }
+        let rows: [[SQLValue]] = superseded.filter { $0.sequence > lowest }.map { version in
+            let state = version.state
+            return [.int(zone.id), .int(version.sequence), .int(state.deleted ? WebhookBacklogKind.deleted : WebhookBacklogKind.changed),
+                    .text(version.recordName), .text(state.type), .text(state.tag),
+                    state.deleted ? .null : dialect.jsonValue(state.fieldsJSON), .int(state.modified.timestamp)]
         }
-        guard !rows.isEmpty else { return false }
-        try await connection.insertRows(into: "webhook_events", columns: [
-            StoreColumn("webhook_id", .text), StoreColumn("event_id", .text), StoreColumn("stream", .integer),
-            StoreColumn("zone_seq", .integer), StoreColumn("created_at", .integer), StoreColumn("payload", dialect.payloadType),
-        ], rows: rows)
-        return true
+        guard !rows.isEmpty else { return }
+        try await connection.insertRows(into: "webhook_backlog", columns: Self.backlogColumns(dialect), rows: rows,
+                                        suffix: "ON CONFLICT DO NOTHING")
+    }
+
+    /// Keeps, before a zone's rows are deleted, its changes an enabled endpoint has not had yet and
+    /// one `zone.deleted` after them.
+    func keepDeletedZoneForWebhooks(_ zone: ZoneRow, at now: Int64, _ connection: any StoreConnection) async throws {
+        guard let lowest = try await lowestWebhookPosition(zoneRowID: zone.id, connection) else { return }
+        let shared = try await connection.scalarInt("SELECT 1 FROM shares WHERE zone_id = ?", [.int(zone.id)]) != nil
+        try await connection.execute(
+            """
+            INSERT INTO webhook_backlog (zone_id, seq, kind, record_name, record_type, tag, fields, created_at, zone_shared)
+            SELECT zone_id, seq, deleted, name, type, tag, CASE WHEN deleted = 1 THEN NULL ELSE fields END, modified_at, \(shared ? 1 : 0)
+            FROM records WHERE zone_id = ? AND seq > ? ON CONFLICT DO NOTHING
+            """, [.int(zone.id), .int(lowest)])
+        try await connection.execute(
+            "INSERT INTO webhook_backlog (zone_id, seq, kind, created_at, zone_shared) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [.int(zone.id), .int(zone.seq + 1), .int(WebhookBacklogKind.zoneDeleted), .int(now), .int(shared ? 1 : 0)])
+    }
+
+    /// The position of the enabled endpoint furthest behind in the zone; nil when none follows it.
+    private func lowestWebhookPosition(zoneRowID: Int64, _ connection: any StoreConnection) async throws -> Int64? {
+        try await connection.scalarInt(
+            "SELECT MIN(s.delivered_seq) FROM webhook_streams s JOIN webhooks w ON w.id = s.webhook_id WHERE s.zone_id = ? AND w.enabled = 1",
+            [.int(zoneRowID)])
+    }
+
+    /// Starts every endpoint at the beginning of a new zone, in the transaction that creates it.
+    func startWebhookStreams(zoneRowID: Int64, _ connection: any StoreConnection) async throws {
+        try await connection.execute("INSERT INTO webhook_streams (webhook_id, zone_id, delivered_seq) SELECT id, ?, 0 FROM webhooks",
+                                     [.int(zoneRowID)])
+    }
+
+    static func backlogColumns(_ dialect: SQLDialect) -> [StoreColumn] {
+        [StoreColumn("zone_id", .integer), StoreColumn("seq", .integer), StoreColumn("kind", .integer), StoreColumn("record_name", .text),
+         StoreColumn("record_type", .text), StoreColumn("tag", .text), StoreColumn("fields", dialect.fieldsType),
+         StoreColumn("created_at", .integer)]
     }
 
     // MARK: Administration
@@ -74,7 +82,8 @@ extension StoreEngine {
                 enabled: row.int(11) != 0, disabledReason: row.optionalText(12), createdAt: row.int(13))
     }
 
-    /// Registers the endpoint (its id and secret as given) and returns it as stored.
+    /// Registers the endpoint (its id and secret as given) and returns it as stored. It hears of
+    /// the changes committed after it, in every zone.
     package func addWebhook(_ webhook: Webhook) async throws -> Webhook {
         var stored = webhook
         stored.createdAt = clock()
@@ -86,12 +95,17 @@ extension StoreEngine {
             .text(WebhookEventKind.allCases.filter(stored.events.contains).map(\.rawValue).joined(separator: ",")), .text(stored.fields.text),
             .int(stored.enabled ? 1 : 0), .int(stored.createdAt),
         ]
+        let id = stored.id
         _ = try await driver.write { connection in
             try await connection.execute(
                 """
                 INSERT INTO webhooks (id, url, secret, owner_user_id, container, environment, database_kind, zone, record_type, events, fields,
                     enabled, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """, row)
+            // Zones of every database: one that is not selected now may be later (a zone becoming shared).
+            try await connection.execute(
+                "INSERT INTO webhook_streams (webhook_id, zone_id, delivered_seq) SELECT ?, id, seq FROM zones WHERE deleted = 0",
+                [.text(id)])
         }
         return stored
     }
@@ -107,34 +121,42 @@ extension StoreEngine {
         }
     }
 
+    /// The changes after each stream's position, of every zone (those an endpoint's filters pass
+    /// over are counted until the delivery service steps over them).
+    static let pendingCounts = """
+        SELECT s.webhook_id, COUNT(*) FROM webhook_streams s JOIN records r ON r.zone_id = s.zone_id AND r.seq > s.delivered_seq GROUP BY s.webhook_id
+        UNION ALL
+        SELECT s.webhook_id, COUNT(*) FROM webhook_streams s JOIN webhook_backlog b ON b.zone_id = s.zone_id AND b.seq > s.delivered_seq
+        GROUP BY s.webhook_id
+        """
+
     /// How many events each endpoint still has to deliver.
     package func pendingWebhookEvents() async throws -> [String: Int] {
         try await driver.read { connection in
             var counts: [String: Int] = [:]
-            for row in try await connection.rows("SELECT webhook_id, COUNT(*) FROM webhook_events WHERE delivered_at IS NULL GROUP BY webhook_id") {
-                counts[row.text(0)] = Int(row.int(1))
-            }
+            for row in try await connection.rows(Self.pendingCounts) { counts[row.text(0), default: 0] += Int(row.int(1)) }
             return counts
         }
     }
 
-    /// Removes the endpoint with its queue and history; `ownerUserID` set: only if it is that user's.
-    /// Throws `NOT_FOUND` when there is no such endpoint.
+    /// Removes the endpoint with its positions and history; `ownerUserID` set: only if it is that
+    /// user's. Throws `NOT_FOUND` when there is no such endpoint.
     package func removeWebhook(id: String, ownerUserID: Int64? = nil) async throws {
         try await driver.write { connection in
             let owner = ownerUserID.map { " AND owner_user_id = \($0)" } ?? ""
             guard try await connection.execute("DELETE FROM webhooks WHERE id = ?" + owner, [.text(id)]) > 0 else {
                 throw Self.unknownWebhook(id)
             }
-            try await connection.execute("DELETE FROM webhook_events WHERE webhook_id = ?", [.text(id)])
+            try await connection.execute("DELETE FROM webhook_streams WHERE webhook_id = ?", [.text(id)])
             try await connection.execute("DELETE FROM webhook_attempts WHERE webhook_id = ?", [.text(id)])
         }
     }
 
     static func unknownWebhook(_ id: String) -> ServerError { ServerError(.notFound, "no webhook '\(id)'") }
 
-    /// Enables or disables the endpoint. Its events keep queueing while it is disabled; enabling it
-    /// delivers them, the first at once.
+    /// Enables or disables the endpoint. A disabled endpoint keeps its positions; enabled again,
+    /// it goes on from them, at once (a state replaced while it was disabled is not kept for it:
+    /// it hears of the record as it is now).
     package func setWebhookEnabled(id: String, _ enabled: Bool, reason: String? = nil) async throws {
         try await driver.write { connection in
             guard try await connection.execute("UPDATE webhooks SET enabled = ?, disabled_reason = ? WHERE id = ?",
@@ -142,8 +164,7 @@ extension StoreEngine {
             else { throw Self.unknownWebhook(id) }
             if enabled {
                 try await connection.execute(
-                    "UPDATE webhook_events SET attempts = 0, next_attempt_at = 0, first_failed_at = NULL WHERE webhook_id = ? AND delivered_at IS NULL",
-                    [.text(id)])
+                    "UPDATE webhook_streams SET attempts = 0, next_attempt_at = 0, first_failed_at = NULL WHERE webhook_id = ?", [.text(id)])
             }
         }
     }
@@ -161,48 +182,59 @@ extension StoreEngine {
         }
     }
 
-    /// Queues again, with their ids, the endpoint's kept events from `start` on; returns how many.
-    /// They are delivered before any later event of their zone, so each zone's order holds.
+    /// Moves the endpoint's positions back so the zones' changes from `start` on are delivered
+    /// again, with their ids and in order (each record as it is now, plus what the backlog still
+    /// keeps); returns how many events that makes pending.
     package func replayWebhook(id: String, from start: WebhookReplayStart) async throws -> Int {
-        let condition: String
-        let arguments: [SQLValue]
-        switch start {
-        case .timestamp(let milliseconds):
-            (condition, arguments) = ("created_at >= ?", [.int(milliseconds)])
-        case .syncToken(let text):
-            let token = try SyncToken(decoding: text, expectedKind: .zone)
-            guard token.storeID == storeID else { throw ServerError.badRequest("the sync token belongs to another store") }
-            (condition, arguments) = ("stream = ? AND zone_seq > ?", [.int(token.ownerID), .int(token.sequence)])
-        }
+        let reset = "attempts = 0, next_attempt_at = 0, first_failed_at = NULL"
         return try await driver.write { connection in
             guard try await connection.scalarInt("SELECT 1 FROM webhooks WHERE id = ?", [.text(id)]) != nil else { throw Self.unknownWebhook(id) }
-            return try await connection.execute(
-                """
-                UPDATE webhook_events SET delivered_at = NULL, attempts = 0, next_attempt_at = 0, first_failed_at = NULL
-                WHERE webhook_id = ? AND \(condition)
-                """, [.text(id)] + arguments)
+            switch start {
+            case .timestamp(let milliseconds):
+                try await connection.execute(
+                    """
+                    UPDATE webhook_streams SET delivered_seq = (SELECT MIN(r.seq) - 1 FROM records r
+                        WHERE r.zone_id = webhook_streams.zone_id AND r.modified_at >= ?), \(reset)
+                    WHERE webhook_id = ? AND delivered_seq >= (SELECT MIN(r.seq) FROM records r
+                        WHERE r.zone_id = webhook_streams.zone_id AND r.modified_at >= ?)
+                    """, [.int(milliseconds), .text(id), .int(milliseconds)])
+            case .syncToken(let text):
+                let token = try SyncToken(decoding: text, expectedKind: .zone)
+                guard token.storeID == self.storeID else { throw ServerError.badRequest("the sync token belongs to another store") }
+                try await connection.execute("UPDATE webhook_streams SET delivered_seq = ?, \(reset) WHERE webhook_id = ? AND zone_id = ?",
+                                             [.int(token.sequence), .text(id), .int(token.ownerID)])
+            }
+            return try await connection.rows(Self.pendingCounts).filter { $0.text(0) == id }.reduce(0) { $0 + Int($1.int(1)) }
         }
     }
 
     // MARK: Delivery
 
-    /// The first undelivered event of each endpoint and zone whose endpoint is enabled, at most
-    /// `limit`: one read, which never waits for a writer.
-    package func webhookStreamHeads(limit: Int) async throws -> [WebhookStreamHead] {
-        try await driver.readStatement { connection in
-            try await connection.rows(
+    /// The streams (endpoint and zone) with changes after their position, due and leased to no
+    /// one, of enabled endpoints, at most `limit`, and whether any endpoint is enabled: reads that
+    /// never wait for a writer.
+    package func webhookStreamHeads(limit: Int) async throws -> (heads: [WebhookStreamHead], endpointsEnabled: Bool) {
+        let now = clock()
+        return try await driver.readStatement { connection in
+            guard try await connection.scalarInt("SELECT 1 FROM webhooks WHERE enabled = 1 LIMIT 1") != nil else { return ([], false) }
+            let heads = try await connection.rows(
                 """
-                SELECT e.webhook_id, e.stream, MIN(e.id) FROM webhook_events e JOIN webhooks w ON w.id = e.webhook_id
-                WHERE e.delivered_at IS NULL AND w.enabled = 1 GROUP BY e.webhook_id, e.stream ORDER BY MIN(e.id) LIMIT ?
-                """, [.int(Int64(limit))]
-            ).map { WebhookStreamHead(webhookID: $0.text(0), stream: $0.int(1), rowID: $0.int(2)) }
+                SELECT s.webhook_id, s.zone_id, s.delivered_seq FROM webhook_streams s JOIN webhooks w ON w.id = s.webhook_id
+                JOIN zones z ON z.id = s.zone_id
+                WHERE w.enabled = 1 AND s.next_attempt_at <= ? AND s.lease_until <= ?
+                AND (z.seq > s.delivered_seq OR EXISTS (SELECT 1 FROM webhook_backlog b WHERE b.zone_id = s.zone_id AND b.seq > s.delivered_seq))
+                ORDER BY s.next_attempt_at, s.zone_id LIMIT ?
+                """, [.int(now), .int(now), .int(Int64(limit))]
+            ).map { WebhookStreamHead(webhookID: $0.text(0), stream: $0.int(1), position: $0.int(2)) }
+            return (heads, true)
         }
     }
 
-    /// Leases to `owner`, until `now + leaseMilliseconds`, up to `chunk` events of each stream
-    /// whose first event is still `head`, due and leased to no one. Rows another daemon is
-    /// leasing are skipped (`FOR UPDATE SKIP LOCKED` on PostgreSQL), so two daemons never
-    /// deliver one stream at once and a later event never goes before an earlier one.
+    /// Leases to `owner`, until `now + leaseMilliseconds`, each stream still at the position its
+    /// head read, due and leased to no one, with its next `chunk` events the endpoint selects.
+    /// A stream another daemon is claiming is skipped (`FOR UPDATE SKIP LOCKED` on PostgreSQL),
+    /// so two daemons never deliver one stream at once and a later event never goes before an
+    /// earlier one. Changes the endpoint's filters pass over only move its position.
     package func claimWebhookStreams(_ heads: [WebhookStreamHead], owner: String, leaseMilliseconds: Int64, chunk: Int) async throws
         -> [WebhookStreamClaim]
     {
@@ -215,50 +247,60 @@ extension StoreEngine {
             let endpoints = Dictionary(enabled.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
             var claims: [WebhookStreamClaim] = []
             for head in heads {
-                guard let webhook = endpoints[head.webhookID] else { continue }
-                let rows = try await connection.rows(
-                    """
-                    SELECT id, event_id, payload, attempts, first_failed_at, next_attempt_at, lease_until FROM webhook_events
-                    WHERE webhook_id = ? AND stream = ? AND delivered_at IS NULL ORDER BY id LIMIT ?\(skipLocked)
-                    """, [.text(head.webhookID), .int(head.stream), .int(Int64(chunk))])
-                // The head moved (delivered meanwhile), is leased, or is waiting for its retry.
-                guard let first = rows.first, first.int(0) == head.rowID, first.int(5) <= now, first.int(6) <= now else { continue }
-                var events: [WebhookDelivery] = []
-                for row in rows {
-                    if row.int(6) > now { break }  // leased by another daemon: what follows is not ours either
-                    events.append(WebhookDelivery(rowID: row.int(0), eventID: row.text(1), body: row.blob(2), attempts: Int(row.int(3)),
-                                                  firstFailedAt: row.optionalInt(4)))
+                guard let webhook = endpoints[head.webhookID],
+                    let stream = try await connection.first(
+                        """
+                        SELECT delivered_seq, attempts, first_failed_at, next_attempt_at, lease_until FROM webhook_streams
+                        WHERE webhook_id = ? AND zone_id = ?\(skipLocked)
+                        """, [.text(head.webhookID), .int(head.stream)]),
+                    stream.int(0) == head.position, stream.int(3) <= now, stream.int(4) <= now,
+                    let zone = try await self.webhookZone(head.stream, connection)
+                else { continue }
+                let window = try await self.webhookEvents(for: webhook, zone: zone, after: head.position, chunk: chunk, connection)
+                let key: [SQLValue] = [.text(head.webhookID), .int(head.stream)]
+                guard !window.events.isEmpty else {
+                    // Nothing here for this endpoint: its position moves past what it does not select.
+                    if window.through > head.position {
+                        try await connection.execute("UPDATE webhook_streams SET delivered_seq = ? WHERE webhook_id = ? AND zone_id = ?",
+                                                     [.int(window.through)] + key)
+                    }
+                    continue
                 }
-                try await connection.execute(
-                    "UPDATE webhook_events SET lease_owner = ?, lease_until = ? WHERE " + Self.rowIDIsIn(connection.dialect),
-                    [.text(owner), .int(leaseUntil), .text(Self.rowIDList(events.map(\.rowID)))])
-                claims.append(WebhookStreamClaim(webhook: webhook, stream: head.stream, events: events, leaseUntil: leaseUntil))
+                var events = window.events
+                events[0].attempts = Int(stream.int(1))
+                events[0].firstFailedAt = stream.optionalInt(2)
+                try await connection.execute("UPDATE webhook_streams SET lease_owner = ?, lease_until = ? WHERE webhook_id = ? AND zone_id = ?",
+                                             [.text(owner), .int(leaseUntil)] + key)
+                claims.append(WebhookStreamClaim(webhook: webhook, stream: head.stream, events: events, through: window.through,
+                                                 leaseUntil: leaseUntil))
             }
             return claims
         }
     }
 
-    /// Ends a claim: marks the delivered rows, schedules the failed one's retry (or disables the
-    /// endpoint, returning why, once it has failed for `retryWindowMilliseconds`), gives the rest of
-    /// the lease back, and keeps the attempts.
+    /// Ends a claim: moves the stream's position past what was delivered (and what the filters
+    /// passed over), schedules the failed event's retry (or disables the endpoint, returning why,
+    /// once its zone has failed for `retryWindowMilliseconds`), gives the lease back, drops the
+    /// zone's backlog every enabled endpoint has had, and keeps the attempts.
     package func finishWebhookStream(_ claim: WebhookStreamClaim, owner: String, outcome: WebhookStreamOutcome,
                                      retryWindowMilliseconds: Int64) async throws -> String?
     {
         let now = clock()
-        let leased = Self.rowIDList(claim.events.map(\.rowID))
+        let delivered = Set(outcome.delivered)
+        // Everything before the first event not delivered was delivered or not selected.
+        let position = claim.events.first { !delivered.contains($0.sequence) }.map { $0.sequence - 1 } ?? claim.through
+        let key: [SQLValue] = [.text(claim.webhook.id), .int(claim.stream)]
         return try await driver.write { connection in
-            let dialect = connection.dialect
-            if !outcome.delivered.isEmpty {
-                try await connection.execute(
-                    "UPDATE webhook_events SET delivered_at = ?, lease_owner = NULL, lease_until = 0 WHERE lease_owner = ? AND "
-                        + Self.rowIDIsIn(dialect), [.int(now), .text(owner), .text(Self.rowIDList(outcome.delivered))])
-            }
             var disabledReason: String?
-            if let failed = outcome.failed, let event = claim.events.first(where: { $0.rowID == failed.rowID }) {
-                let firstFailedAt = event.firstFailedAt ?? now
+            if let failed = outcome.failed, let event = claim.events.first(where: { $0.sequence == failed.sequence }) {
+                // A failure after deliveries is a new event's first.
+                let firstFailedAt = (outcome.delivered.isEmpty ? event.firstFailedAt : nil) ?? now
+                let attempts = (outcome.delivered.isEmpty ? event.attempts : 0) + 1
                 try await connection.execute(
-                    "UPDATE webhook_events SET attempts = attempts + 1, next_attempt_at = ?, first_failed_at = ? WHERE id = ? AND lease_owner = ?",
-                    [.int(failed.retryAt), .int(firstFailedAt), .int(failed.rowID), .text(owner)])
+                    """
+                    UPDATE webhook_streams SET delivered_seq = ?, attempts = ?, next_attempt_at = ?, first_failed_at = ?, lease_owner = NULL,
+                        lease_until = 0 WHERE webhook_id = ? AND zone_id = ? AND lease_owner = ?
+                    """, [.int(position), .int(Int64(attempts)), .int(failed.retryAt), .int(firstFailedAt)] + key + [.text(owner)])
                 if now - firstFailedAt >= retryWindowMilliseconds {
                     let hours = retryWindowMilliseconds / 3_600_000
                     let reason = "disabled after \(hours > 0 ? "\(hours) hours" : "\(retryWindowMilliseconds / 1000) seconds") of failed deliveries"
@@ -267,10 +309,21 @@ extension StoreEngine {
                                                  [.text(reason), .text(claim.webhook.id)])
                     disabledReason = reason
                 }
+            } else {
+                let reset = outcome.delivered.isEmpty ? "" : ", attempts = 0, next_attempt_at = 0, first_failed_at = NULL"
+                try await connection.execute(
+                    """
+                    UPDATE webhook_streams SET delivered_seq = ?, lease_owner = NULL, lease_until = 0\(reset)
+                    WHERE webhook_id = ? AND zone_id = ? AND lease_owner = ?
+                    """, [.int(position)] + key + [.text(owner)])
             }
-            try await connection.execute(
-                "UPDATE webhook_events SET lease_owner = NULL, lease_until = 0 WHERE lease_owner = ? AND delivered_at IS NULL AND "
-                    + Self.rowIDIsIn(dialect), [.text(owner), .text(leased)])
+            if !outcome.delivered.isEmpty {
+                try await connection.execute(
+                    """
+                    DELETE FROM webhook_backlog WHERE zone_id = ? AND seq <= (SELECT MIN(s.delivered_seq) FROM webhook_streams s
+                        JOIN webhooks w ON w.id = s.webhook_id WHERE s.zone_id = ? AND w.enabled = 1)
+                    """, [.int(claim.stream), .int(claim.stream)])
+            }
             if !outcome.attempts.isEmpty {
                 try await connection.insertRows(into: "webhook_attempts", columns: [
                     StoreColumn("webhook_id", .text), StoreColumn("event_id", .text), StoreColumn("attempted_at", .integer),
@@ -284,49 +337,170 @@ extension StoreEngine {
         }
     }
 
-    /// `id` is one of the integers of a JSON array bound to one `?` (`rowIDList`): the primary key probed once per id.
-    static func rowIDIsIn(_ dialect: SQLDialect) -> String {
-        switch dialect.kind {
-        case .sqlite: return "id IN (SELECT value FROM json_each(?))"
-        case .postgres: return "id = ANY(ARRAY(SELECT jsonb_array_elements_text(?::jsonb)::bigint))"
+    /// The events the endpoint has still to receive, as they would be sent, oldest first in each
+    /// zone (zones in row order): what `webhook list` counts, built whole.
+    package func pendingWebhookEvents(id: String, limit: Int = 10_000) async throws -> [WebhookDelivery] {
+        try await driver.read { connection in
+            guard let webhook = try await connection.first("SELECT \(Self.webhookColumns) FROM webhooks WHERE id = ?", [.text(id)]).map(Self.webhook)
+            else { throw Self.unknownWebhook(id) }
+            var events: [WebhookDelivery] = []
+            for stream in try await connection.rows("SELECT zone_id, delivered_seq FROM webhook_streams WHERE webhook_id = ? ORDER BY zone_id",
+                                                    [.text(id)]) {
+                guard let zone = try await self.webhookZone(stream.int(0), connection) else { continue }
+                var position = stream.int(1)
+                while events.count < limit {
+                    let window = try await self.webhookEvents(for: webhook, zone: zone, after: position, chunk: limit - events.count, connection)
+                    events += window.events
+                    if window.through == position { break }
+                    position = window.through
+                }
+            }
+            return events
         }
     }
 
-    static func rowIDList(_ ids: [Int64]) -> String { "[" + ids.map(String.init).joined(separator: ",") + "]" }
+    /// What an event's body needs of its zone.
+    struct WebhookZone {
+        var row: ZoneRow
+        var scope: DatabaseScope
+        var deleted: Bool
+        var shared: Bool
+    }
+
+    private func webhookZone(_ zoneRowID: Int64, _ connection: any StoreConnection) async throws -> WebhookZone? {
+        guard let row = try await connection.first(
+            """
+            SELECT z.name, z.seq, z.deleted, d.container, d.environment, d.user_id, u.record_name,
+                CASE WHEN EXISTS (SELECT 1 FROM shares s WHERE s.zone_id = z.id) THEN 1 ELSE 0 END
+            FROM zones z JOIN databases d ON d.id = z.database_id LEFT JOIN users u ON u.id = d.user_id WHERE z.id = ?
+            """, [.int(zoneRowID)]),
+            let environment = Environment(rawValue: row.text(4))
+        else { return nil }
+        let ownerID = row.int(5)
+        let owner = User(id: ownerID, name: "", recordName: row.optionalText(6) ?? "")
+        let scope = ownerID == DatabaseScope.publicOwnerID
+            ? DatabaseScope.publicDatabase(caller: nil, container: row.text(3), environment: environment)
+            : DatabaseScope(user: owner, container: row.text(3), environment: environment)
+        return WebhookZone(row: ZoneRow(id: zoneRowID, name: row.text(0), seq: row.int(1), purgedSeq: 0), scope: scope,
+                           deleted: row.int(2) != 0, shared: row.int(7) != 0)
+    }
+
+    /// The endpoint's next events in the zone after `position`: the changes the records table
+    /// holds merged with the backlog, in sequence order, at most `chunk` selected ones, and the
+    /// sequence examined up to (`through`: where the position goes once they are delivered).
+    private func webhookEvents(for webhook: Webhook, zone: WebhookZone, after position: Int64, chunk: Int,
+                               _ connection: any StoreConnection) async throws -> (events: [WebhookDelivery], through: Int64)
+    {
+        let couldSelect = WebhookEventKind.allCases.contains {
+            webhook.selects($0, recordType: nil, zone: zone.row.name, scope: zone.scope, zoneIsShared: zone.shared)
+        }
+        // A zone the endpoint never selects (another container, another zone): straight to its end.
+        if !couldSelect && !zone.deleted {
+            let backlogEnd = try await connection.scalarInt("SELECT MAX(seq) FROM webhook_backlog WHERE zone_id = ?", [.int(zone.row.id)]) ?? 0
+            return ([], max(position, zone.row.seq, backlogEnd))
+        }
+        let shared = WebhookRules.sharedMembers
+        var events: [WebhookDelivery] = []
+        var through = position
+        // Bounded: a long run of changes the filters pass over is stepped over a window at a time.
+        for _ in 0..<64 where events.count < chunk {
+            let window = max(chunk - events.count, 100)
+            let records = try await connection.rows(
+                "SELECT seq, deleted, name, type, tag, fields, modified_at FROM records WHERE zone_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+                [.int(zone.row.id), .int(through), .int(Int64(window))])
+            let kept = try await connection.rows(
+                """
+                SELECT seq, kind, record_name, record_type, tag, fields, created_at, zone_shared FROM webhook_backlog
+                WHERE zone_id = ? AND seq > ? ORDER BY seq LIMIT ?
+                """, [.int(zone.row.id), .int(through), .int(Int64(window))])
+            guard !records.isEmpty || !kept.isEmpty else {
+                // Nothing after the position, though the zone's sequence is past it: those changes are gone
+                // (tombstones purged, a zone deleted while no enabled endpoint followed it).
+                through = max(through, zone.row.seq)
+                break
+            }
+            // Both are in sequence order; a change read from both (moved to the backlog between the two reads) counts once.
+            var changes: [(sequence: Int64, row: StoreRow, fromBacklog: Bool)] = records.map { ($0.int(0), $0, false) }
+            for row in kept where !records.contains(where: { $0.int(0) == row.int(0) }) { changes.append((row.int(0), row, true)) }
+            changes.sort { $0.sequence < $1.sequence }
+            // Only as far as both reads reach: past the end of one, the other may still hold earlier changes.
+            let reach = min(records.count == window ? records.last!.int(0) : .max, kept.count == window ? kept.last!.int(0) : .max)
+            for change in changes where change.sequence <= reach {
+                if events.count == chunk { break }
+                through = change.sequence
+                let row = change.row
+                let kind = change.fromBacklog ? row.int(1) : row.int(1) == 0 ? WebhookBacklogKind.changed : WebhookBacklogKind.deleted
+                let zoneShared = change.fromBacklog ? row.int(7) != 0 || zone.shared : zone.shared
+                let event: WebhookRules.Event
+                let eventKind: WebhookEventKind
+                switch kind {
+                case WebhookBacklogKind.zoneDeleted:
+                    event = WebhookRules.Event(type: "zone.deleted", sequence: change.sequence)
+                    eventKind = .deleted
+                case WebhookBacklogKind.deleted:
+                    event = WebhookRules.Event(type: "record.deleted", recordName: row.text(2), recordType: row.text(3), changeTag: row.text(4),
+                                               sequence: change.sequence)
+                    eventKind = .deleted
+                default:
+                    event = WebhookRules.Event(type: "record.changed", recordName: row.text(2), recordType: row.text(3), changeTag: row.text(4),
+                                               sequence: change.sequence, fieldsJSON: row.blob(5))
+                    eventKind = .changed
+                }
+                guard webhook.selects(eventKind, recordType: event.recordType, zone: zone.row.name, scope: zone.scope, zoneIsShared: zoneShared)
+                else { continue }
+                let id = WebhookRules.eventID(zoneRowID: zone.row.id, sequence: change.sequence)
+                let token = FeedRules.zoneToken(storeID: storeID, zone: ZoneRow(id: zone.row.id, name: zone.row.name, seq: change.sequence, purgedSeq: 0))
+                let body = WebhookRules.body(event, id: id, shared: shared(row.int(6), zone.scope, zone.row.name), syncToken: token,
+                                             fields: webhook.fields)
+                events.append(WebhookDelivery(sequence: change.sequence, eventID: id, body: body, attempts: 0, firstFailedAt: nil))
+            }
+            if reach == .max { break }  // both reads ended: nothing more
+        }
+        return (events, through)
+    }
 
     /// Frees every lease (a daemon starting on a store no other daemon serves: SQLite's, whose
     /// leases can only be those of a daemon that was killed).
     package func releaseWebhookLeases() async throws {
         _ = try await driver.write { connection in
-            try await connection.execute("UPDATE webhook_events SET lease_owner = NULL, lease_until = 0 WHERE lease_until > 0")
+            try await connection.execute("UPDATE webhook_streams SET lease_owner = NULL, lease_until = 0 WHERE lease_until > 0")
         }
     }
 
-    /// Removes events older than `eventRetention` that were delivered (the window `webhook replay`
-    /// reaches) or wait for a disabled endpoint (its queue is bounded so), and attempts older than
-    /// `attemptRetention`; returns how many events went.
-    package func purgeWebhookHistory(eventRetentionMilliseconds: Int64, attemptRetentionMilliseconds: Int64) async throws -> Int {
+    /// Drops the backlog no enabled endpoint still needs, the positions in zones that are gone,
+    /// and attempts older than `attemptRetention`; returns how many backlog rows went.
+    package func purgeWebhookHistory(attemptRetentionMilliseconds: Int64) async throws -> Int {
         let now = clock()
         return try await driver.write { connection in
-            let events = try await connection.execute(
+            let kept = try await connection.execute(
                 """
-                DELETE FROM webhook_events WHERE created_at < ?
-                AND (delivered_at IS NOT NULL OR webhook_id IN (SELECT id FROM webhooks WHERE enabled = 0))
-                """, [.int(now - eventRetentionMilliseconds)])
+                DELETE FROM webhook_backlog WHERE NOT EXISTS (SELECT 1 FROM webhook_streams s JOIN webhooks w ON w.id = s.webhook_id
+                    WHERE w.enabled = 1 AND s.zone_id = webhook_backlog.zone_id AND s.delivered_seq < webhook_backlog.seq)
+                """)
+            try await connection.execute(
+                """
+                DELETE FROM webhook_streams WHERE zone_id NOT IN (SELECT id FROM zones WHERE deleted = 0)
+                AND NOT EXISTS (SELECT 1 FROM webhook_backlog b WHERE b.zone_id = webhook_streams.zone_id)
+                """)
             try await connection.execute("DELETE FROM webhook_attempts WHERE attempted_at < ?", [.int(now - attemptRetentionMilliseconds)])
-            return events
+            return kept
         }
     }
 
-    /// How many endpoints are disabled, and how many events wait in total (for `/metrics`).
+    /// How many endpoints there are, how many are disabled, and how many events wait in total
+    /// (for `/metrics`).
     package func webhookGauges() async throws -> (endpoints: Int, disabled: Int, pending: Int) {
         try await driver.readStatement { connection in
-            let row = try await connection.first(
-                """
-                SELECT (SELECT COUNT(*) FROM webhooks), (SELECT COUNT(*) FROM webhooks WHERE enabled = 0),
-                    (SELECT COUNT(*) FROM webhook_events WHERE delivered_at IS NULL)
-                """)
-            return (Int(row?.int(0) ?? 0), Int(row?.int(1) ?? 0), Int(row?.int(2) ?? 0))
+            let row = try await connection.first("SELECT (SELECT COUNT(*) FROM webhooks), (SELECT COUNT(*) FROM webhooks WHERE enabled = 0)")
+            let pending = try await connection.rows(Self.pendingCounts).reduce(0) { $0 + Int($1.int(1)) }
+            return (Int(row?.int(0) ?? 0), Int(row?.int(1) ?? 0), pending)
         }
     }
+}
+
+/// `webhook_backlog.kind` (a record's row says `deleted` 0 or 1, the same two codes).
+enum WebhookBacklogKind {
+    static let changed: Int64 = 0
+    static let deleted: Int64 = 1
+    static let zoneDeleted: Int64 = 2
 }

@@ -31,6 +31,7 @@ extension StoreEngine {
             let dbSeq = try await self.bumpDatabaseSequence(databaseID, connection)
             let id = try await connection.scalarInt("INSERT INTO zones (database_id, name, db_seq) VALUES (?, ?, ?) RETURNING id",
                                                     [.int(databaseID), .text(zoneName), .int(dbSeq)]) ?? 0
+            try await self.startWebhookStreams(zoneRowID: id, connection)
             try await self.recordNotifications(for: [], zone: zoneName, databaseID: databaseID, scope: scope, zoneChanged: true, connection)
             try await self.driver.announceCommit(of: databaseID, connection)
             return (self.zoneInfo(ZoneRow(id: id, name: zoneName, seq: 0, purgedSeq: 0), scope), true)
@@ -60,7 +61,7 @@ extension StoreEngine {
                                                                  zoneChanged: true, connection))
             changed.formUnion(try await self.notifyParticipants(removed, zone: zone, ownerScope: scope, zoneChanged: true, connection))
             // One `zone.deleted`, not an event per record: the zone and everything in it went at once.
-            let webhookEvents = try await self.recordWebhookEvents([], zone: zone, scope: scope, zoneDeleted: true, connection)
+            try await self.keepDeletedZoneForWebhooks(zone, at: now, connection)
             try await self.deleteShareRows(zoneRowID: zone.id, connection)
             let dbSeq = try await self.bumpDatabaseSequence(databaseID, connection)
             for table in ["records", "refs", "query_index", "query_counts", "query_fields"] {
@@ -69,7 +70,7 @@ extension StoreEngine {
             _ = try await connection.execute("UPDATE zones SET deleted = 1, deleted_at = ?, db_seq = ? WHERE id = ?",
                                          [.int(now), .int(dbSeq), .int(zone.id)])
             try await self.driver.announceCommit(of: databaseID, connection)
-            return (changed, webhookEvents)
+            return (changed, true)
         }
         committed(changed, webhookEvents: webhookEvents)
     }

@@ -86,8 +86,9 @@ package final class StoreEngine: Sendable {
                     ON CONFLICT (user_id, container, environment) DO NOTHING RETURNING id
                     """, arguments)
                 if let inserted {
-                    try await connection.execute("INSERT INTO zones (database_id, name) VALUES (?, ?)",
-                                                 [.int(inserted), .text(ZoneID.defaultZoneName)])
+                    let zone = try await connection.scalarInt("INSERT INTO zones (database_id, name) VALUES (?, ?) RETURNING id",
+                                                              [.int(inserted), .text(ZoneID.defaultZoneName)]) ?? 0
+                    try await self.startWebhookStreams(zoneRowID: zone, connection)
                     return inserted
                 }
                 // Another transaction created it first (and committed: the conflict waited for it).
