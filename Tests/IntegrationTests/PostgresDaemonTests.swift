@@ -289,6 +289,9 @@ final class PostgresDaemonTests: XCTestCase {
         let old = try DaemonProcess.start()
         let alice = try old.createUserInfo("alice", email: "alice@example.com")
         let bob = try old.createUserInfo("bob", email: "bob@example.com")
+        // An endpoint nobody answers (loopback, refused without --allow-private-webhooks): its events stay pending.
+        let added = try DaemonProcess.run("scorebookd", ["webhook", "add", "http://127.0.0.1:1/closed"] + old.storeArguments)
+        XCTAssertEqual(added.status, 0, added.stderr)
         func call(_ daemon: DaemonProcess, _ token: String, _ database: String, _ operation: String, _ body: JSONValue) throws -> JSONValue {
             try daemon.post("/database/1/iCloud.scorebook.tests/development/\(database)/\(operation)", token: token, json: body.serializedString()).body
         }
@@ -301,8 +304,16 @@ final class PostgresDaemonTests: XCTestCase {
         let guid = try XCTUnwrap(saved["records"]?.arrayValue?.last?["shortGUID"]?.stringValue, "\(saved)")
         _ = try call(old, bob.token, "public", "records/accept", ["shortGUIDs": [["value": .string(guid)]]])
         try old.stop()
+        func webhooks(_ store: [String]) throws -> JSONValue {
+            let listed = try DaemonProcess.run("scorebookd", ["webhook", "list", "--json"] + store)
+            XCTAssertEqual(listed.status, 0, listed.stderr)
+            return try JSONValue.parse(listed.stdout)
+        }
+        let pendingBefore = try webhooks(old.storeArguments)
+        XCTAssertGreaterThanOrEqual(pendingBefore.arrayValue?.first?["pending"]?.int64Value ?? 0, 2, "\(pendingBefore)")
         let migrated = try DaemonProcess.run("scorebookd", ["migrate", "--from-data-dir", old.dataDirectory.path, "--database", databaseURL])
         XCTAssertEqual(migrated.status, 0, migrated.stderr)
+        XCTAssertEqual(try webhooks(["--database", databaseURL]), pendingBefore, "the endpoint goes on from where it was")
 
         let daemon = try DaemonProcess.start(postgresURL: databaseURL)
         defer { XCTAssertNoThrow(try daemon.stop()) }
