@@ -10,7 +10,9 @@ import Glibc
 /// `forceDelete`s, paced to `writeRate` records a second), a `records/changes` reader following
 /// its token, lookups of ten records, and a courier long-poll; one event stream; asset round
 /// trips of 10 KB–2 MB. `--parts` runs a subset (writers,feeds,lookups,couriers,stream,assets), to
-/// tell which part grows. Every `window` seconds it samples the daemon's resident memory
+/// tell which part grows, or adds `webhooks`: one endpoint taking every change, delivered to a
+/// receiver in this process (the daemon runs with `--allow-private-webhooks`), which must have
+/// every change the writers made by the end. Every `window` seconds it samples the daemon's resident memory
 /// (`VmRSS`, `RssAnon`) and CPU time and the window's latencies; at the end every feed must hold
 /// exactly the records its writer had acknowledged.
 ///
@@ -24,9 +26,12 @@ struct SoakPart: OptionSet, Sendable {
     static let couriers = SoakPart(rawValue: 8)
     static let stream = SoakPart(rawValue: 16)
     static let assets = SoakPart(rawValue: 32)
+    static let webhooks = SoakPart(rawValue: 64)
+    /// The mixed load of three users (`webhooks` is asked for by name).
     static let all: SoakPart = [.writers, .feeds, .lookups, .couriers, .stream, .assets]
     static let names: [(String, SoakPart)] = [
         ("writers", .writers), ("feeds", .feeds), ("lookups", .lookups), ("couriers", .couriers), ("stream", .stream), ("assets", .assets),
+        ("webhooks", .webhooks),
     ]
 
     /// `writers,feeds,…`; nil when a name is unknown.
@@ -113,7 +118,13 @@ func soak(_ options: BenchOptions) async throws -> [String: JSONValue] {
     let parts = options.soakParts
     let directory = temporaryDirectory("soak")
     defer { try? FileManager.default.removeItem(atPath: directory) }
-    let daemon = try DaemonUnderTest(directory: directory, extraArguments: ["--rate-limit", "1000000"])
+    let daemon = try DaemonUnderTest(directory: directory, extraArguments: ["--rate-limit", "1000000"]
+                                         + (parts.contains(.webhooks) ? ["--allow-private-webhooks"] : []))
+    let receiver = parts.contains(.webhooks) ? try BenchReceiver() : nil
+    defer { receiver?.stop() }
+    if let receiver {
+        _ = try Subprocess.run(try siblingBinary("scorebookd"), ["webhook", "add", receiver.url] + daemon.storeArguments)
+    }
     let pid = daemon.process.pid
     let control = try RawHTTPConnection(port: daemon.port)
     var users: [SoakUser] = []
@@ -174,7 +185,8 @@ func soak(_ options: BenchOptions) async throws -> [String: JSONValue] {
     while now() - started < seconds {
         let next = started + Double(samples.count + 1) * window
         while now() < min(next, started + seconds) { usleep(100_000) }
-        let (latencies, counts) = ledger.takeWindow()
+        var (latencies, counts) = ledger.takeWindow()
+        if let receiver { counts["webhookEvents"] = receiver.count }
         let memory = soakMemory(of: pid)
         let stats = Stats(samples: latencies)
         samples.append(Sample(at: now() - started, resident: memory.resident, anonymous: memory.anonymous, cpu: processCPUSeconds(pid: pid),
@@ -190,6 +202,15 @@ func soak(_ options: BenchOptions) async throws -> [String: JSONValue] {
     // The load's threads end within their own bounded waits (a long-poll's timeout at most).
     let stopBy = now() + 60
     while finished.withLock({ $0 }) < threads.count && now() < stopBy { usleep(100_000) }
+    // Every change the writers made reaches the webhook receiver (at least once), within a minute.
+    var webhookShortfall = 0
+    if let receiver {
+        let changes = ledger.takeWindow().counts["records", default: 0]
+        let drainBy = now() + 60
+        while receiver.count < changes && now() < drainBy { usleep(100_000) }
+        webhookShortfall = max(0, changes - receiver.count)
+        if webhookShortfall > 0 { ledger.fail("webhooks: \(webhookShortfall) of \(changes) changes not delivered a minute after the load") }
+    }
     // Idle: what the daemon gives back once the load has stopped.
     usleep(10_000_000)
     let idle = soakMemory(of: pid)
@@ -238,6 +259,7 @@ func soak(_ options: BenchOptions) async throws -> [String: JSONValue] {
         }),
     ]
     for (part, count) in last.counts { figures["count_" + part] = .int(Int64(count)) }
+    if let receiver { figures["webhookEventsReceived"] = .int(Int64(receiver.count)) }
     if !ledger.failures.isEmpty || !mismatched.isEmpty {
         figures["failureSamples"] = .array((mismatched + ledger.failures.prefix(5)).map { .string($0) })
     }
@@ -317,7 +339,9 @@ private func soakWriter(_ user: SoakUser, port: Int, path: String, ledger: SoakL
         sent += operations.count
         // Paced: sleep until this writer is back at its rate.
         let due = started + Double(sent) / soakWriteRate
-        if due > now() { usleep(useconds_t((due - now()) * 1e6)) }
+        // Read the clock once: between two reads the wait may have passed (a negative wait traps).
+        let wait = due - now()
+        if wait > 0 { usleep(useconds_t(min(wait, 10) * 1e6)) }
     }
     user.acknowledged.withLock { $0 = Set(live) }
 }

@@ -166,6 +166,7 @@ final class BenchReceiver: Sendable {
 
     var url: String { "http://127.0.0.1:\(port)/hook" }
     var received: [(String, Double)] { state.withLock { $0.received } }
+    var count: Int { state.withLock { $0.received.count } }
 
     func reset() { state.withLock { $0.received = [] } }
 

@@ -60,7 +60,7 @@ while let argument = arguments.popFirst() {
     case "--minutes": options.soakMinutes = Double(arguments.popFirst() ?? "") ?? options.soakMinutes
     case "--parts":
         guard let parts = SoakPart(list: arguments.popFirst() ?? "") else {
-            FileHandle.standardError.write(Data("scorebook-bench: --parts takes writers,feeds,lookups,couriers,stream,assets\n".utf8))
+            FileHandle.standardError.write(Data("scorebook-bench: --parts takes writers,feeds,lookups,couriers,stream,assets,webhooks\n".utf8))
             exit(2)
         }
         options.soakParts = parts
