@@ -69,6 +69,8 @@ enum BenchPostgres {
 
     /// A URL to a new, empty database of the cluster.
     static func createDatabase() throws -> String { try sharedCluster().createDatabase() }
+    /// The cluster's data directory (its `postmaster.pid` names the process its CPU is counted from).
+    static func dataDirectory() throws -> String { try sharedCluster().directory + "/data" }
 
     /// The store on a new database (or on `url`), its tables created.
     static func openStore(url: String? = nil) async throws -> any RecordStorage {
@@ -173,6 +175,7 @@ enum BenchPostgres {
     }
 
     static func createDatabase() throws -> String { throw NotBuilt() }
+    static func dataDirectory() throws -> String { throw NotBuilt() }
     static func openStore(url: String? = nil) async throws -> any RecordStorage { throw NotBuilt() }
     static func rawTable() async throws -> any RawBaseline { throw NotBuilt() }
     static func stopCluster() {}

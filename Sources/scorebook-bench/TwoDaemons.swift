@@ -9,6 +9,10 @@ import RecordModel
 /// Different users, because a user's writes serialize on their database row in PostgreSQL
 /// whichever daemon takes them.
 ///
+/// CPU per record: each phase's CPU time of every process serving it (both daemons and all of
+/// PostgreSQL's processes, from `/proc`), divided by its records: two daemons should cost no more
+/// per record than one (target <= 1.1x), whatever the wall-clock rate a two-core machine allows.
+///
 /// Push across daemons: an SSE subscriber on A; one-record writes alternate between B (across
 /// daemons: PostgreSQL NOTIFY to A's LISTEN connection) and A itself (the same-run baseline).
 /// Each sample runs from sending the write to the event's arrival, so it includes the write's
@@ -38,8 +42,20 @@ func twoDaemons(_ options: BenchOptions) async throws -> [String: JSONValue] {
         guard status == 200 else { throw RawHTTPConnection.Failure(description: "zones/modify answered \(status)") }
     }
 
+    let postgresData = try BenchPostgres.dataDirectory()
+    func servingCPU() -> (daemons: Double, postgres: Double) {
+        (processCPUSeconds(pid: a.process.pid) + processCPUSeconds(pid: b.process.pid), postgresCPUSeconds(postgresData))
+    }
+    var cpuPerRecord: [(daemons: Double, postgres: Double)] = []
+
     // Each phase writes `records` new records: batches of 400 dealt round-robin to the clients.
     func phase(_ number: Int, spread: Bool) throws -> Double {
+        let cpuBefore = servingCPU()
+        defer {
+            let cpuAfter = servingCPU()
+            cpuPerRecord.append(((cpuAfter.daemons - cpuBefore.daemons) / Double(options.records) * 1e6,
+                                 (cpuAfter.postgres - cpuBefore.postgres) / Double(options.records) * 1e6))
+        }
         let offset = (number + 1) * 10_000_000
         let bodies = stride(from: 0, to: options.records, by: batchSize).map { start in
             modifyBody(zone: "Bench", records: (start..<min(start + batchSize, options.records)).map { benchRecord(offset + $0) })
@@ -53,6 +69,8 @@ func twoDaemons(_ options: BenchOptions) async throws -> [String: JSONValue] {
     let two = try phase(1, spread: true)
     let oneAfter = try phase(2, spread: false)
     let one = (oneBefore + oneAfter) / 2
+    let totalPerRecord = cpuPerRecord.map { $0.daemons + $0.postgres }
+    let onePerRecord = (totalPerRecord[0] + totalPerRecord[2]) / 2
 
     // Push latency: subscriber on A, writers on A and on B taking turns.
     let zone = "Push"
@@ -80,10 +98,36 @@ func twoDaemons(_ options: BenchOptions) async throws -> [String: JSONValue] {
         "clients": .int(Int64(clients)), "recordsPerPhase": .int(Int64(options.records)),
         "oneDaemonRecordsPerSecondBefore": .double(oneBefore), "oneDaemonRecordsPerSecondAfter": .double(oneAfter),
         "twoDaemonsRecordsPerSecond": .double(two), "twoToOneRatio": .double(two / one),
+        "cpuMicrosecondsPerRecordOneDaemon": .double(onePerRecord), "cpuMicrosecondsPerRecordTwoDaemons": .double(totalPerRecord[1]),
+        "cpuPerRecordTwoToOne": .double(totalPerRecord[1] / onePerRecord),
+        "daemonCPUMicrosecondsPerRecord": .array(cpuPerRecord.map { .double(($0.daemons * 10).rounded() / 10) }),
+        "postgresCPUMicrosecondsPerRecord": .array(cpuPerRecord.map { .double(($0.postgres * 10).rounded() / 10) }),
         "pushRounds": .int(Int64(across.count)),
         "pushAcrossDaemonsMillisecondsMedian": .double(acrossStats.median), "pushAcrossDaemonsMillisecondsP99": .double(acrossStats.p99),
         "pushAcrossDaemonsMillisecondsMax": .double(acrossStats.percentile(100)),
         "pushSameDaemonMillisecondsMedian": .double(sameStats.median), "pushSameDaemonMillisecondsP99": .double(sameStats.p99),
         "pushWriteAnsweredMillisecondsMedian": .double(Stats(samples: writes).median),
     ]
+}
+
+/// CPU seconds of a PostgreSQL cluster: its postmaster and every process it started (the
+/// backends, the WAL writer, the checkpointer), from `/proc/PID/stat`.
+func postgresCPUSeconds(_ dataDirectory: String) -> Double {
+    guard let text = try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8),
+        let postmaster = Int(text.split(separator: "\n").first ?? "")
+    else { return 0 }
+    let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
+    var seconds = 0.0
+    for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] {
+        guard let pid = Int(entry), let stat = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { continue }
+        // After "pid (comm)": state, ppid, ..., utime (14th field of the line) and stime (15th).
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let parent = Int(fields[1]), pid == postmaster || parent == postmaster,
+            let user = Double(fields[11]), let system = Double(fields[12])
+        else { continue }
+        seconds += (user + system) / ticks
+    }
+    return seconds
 }
