@@ -144,6 +144,8 @@ package final class WebhookDeliveryService: Service, Sendable {
     /// Posts a claimed stream's events in order until one fails or the lease nears its end, then
     /// records the outcome.
     private func deliver(_ claim: WebhookStreamClaim) async {
+        // Only changes the endpoint's filters pass over: its position steps over them.
+        guard !claim.events.isEmpty else { return await finish(claim, WebhookStreamOutcome()) }
         var outcome = WebhookStreamOutcome()
         let webhook = claim.webhook
         let timeout = TimeAmount.milliseconds(configuration.timeoutMilliseconds)

@@ -230,19 +230,22 @@ extension StoreEngine {
         }
     }
 
-    /// Leases to `owner`, until `now + leaseMilliseconds`, each stream still at the position its
-    /// head read, due and leased to no one, with its next `chunk` events the endpoint selects.
-    /// A stream another daemon is claiming is skipped (`FOR UPDATE SKIP LOCKED` on PostgreSQL),
-    /// so two daemons never deliver one stream at once and a later event never goes before an
-    /// earlier one. Changes the endpoint's filters pass over only move its position.
+    /// Claims each stream still at the position its head read, due and leased to no one, with its
+    /// next `chunk` events the endpoint selects (none: only the changes its filters pass over,
+    /// which its `finish` steps over). On PostgreSQL, where several daemons share the streams, a
+    /// claim is a lease to `owner` until `now + leaseMilliseconds`, taken in a write transaction
+    /// that skips a stream another daemon is claiming (`FOR UPDATE SKIP LOCKED`), so two daemons
+    /// never deliver one stream at once and a later event never goes before an earlier one. On
+    /// SQLite one daemon serves the store and never claims a stream it is delivering, so a claim is
+    /// a read: no write, and no wait for the writer, between a commit and its delivery.
     package func claimWebhookStreams(_ heads: [WebhookStreamHead], owner: String, leaseMilliseconds: Int64, chunk: Int) async throws
         -> [WebhookStreamClaim]
     {
         guard !heads.isEmpty else { return [] }
         let now = clock()
         let leaseUntil = now + leaseMilliseconds
-        return try await driver.write { connection in
-            let skipLocked = connection.dialect.kind == .postgres ? " FOR UPDATE SKIP LOCKED" : ""
+        let claim: @Sendable (any StoreConnection) async throws -> [WebhookStreamClaim] = { connection in
+            let leases = connection.dialect.kind == .postgres
             let enabled = try await connection.rows("SELECT \(Self.webhookColumns) FROM webhooks WHERE enabled = 1").map(Self.webhook)
             let endpoints = Dictionary(enabled.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
             var claims: [WebhookStreamClaim] = []
@@ -251,31 +254,27 @@ extension StoreEngine {
                     let stream = try await connection.first(
                         """
                         SELECT delivered_seq, attempts, first_failed_at, next_attempt_at, lease_until FROM webhook_streams
-                        WHERE webhook_id = ? AND zone_id = ?\(skipLocked)
+                        WHERE webhook_id = ? AND zone_id = ?\(leases ? " FOR UPDATE SKIP LOCKED" : "")
                         """, [.text(head.webhookID), .int(head.stream)]),
                     stream.int(0) == head.position, stream.int(3) <= now, stream.int(4) <= now,
                     let zone = try await self.webhookZone(head.stream, connection)
                 else { continue }
-                let window = try await self.webhookEvents(for: webhook, zone: zone, after: head.position, chunk: chunk, connection)
-                let key: [SQLValue] = [.text(head.webhookID), .int(head.stream)]
-                guard !window.events.isEmpty else {
-                    // Nothing here for this endpoint: its position moves past what it does not select.
-                    if window.through > head.position {
-                        try await connection.execute("UPDATE webhook_streams SET delivered_seq = ? WHERE webhook_id = ? AND zone_id = ?",
-                                                     [.int(window.through)] + key)
-                    }
-                    continue
+                var window = try await self.webhookEvents(for: webhook, zone: zone, after: head.position, chunk: chunk, connection)
+                guard !window.events.isEmpty || window.through > head.position else { continue }
+                if !window.events.isEmpty {
+                    window.events[0].attempts = Int(stream.int(1))
+                    window.events[0].firstFailedAt = stream.optionalInt(2)
                 }
-                var events = window.events
-                events[0].attempts = Int(stream.int(1))
-                events[0].firstFailedAt = stream.optionalInt(2)
-                try await connection.execute("UPDATE webhook_streams SET lease_owner = ?, lease_until = ? WHERE webhook_id = ? AND zone_id = ?",
-                                             [.text(owner), .int(leaseUntil)] + key)
-                claims.append(WebhookStreamClaim(webhook: webhook, stream: head.stream, events: events, through: window.through,
+                if leases {
+                    try await connection.execute("UPDATE webhook_streams SET lease_owner = ?, lease_until = ? WHERE webhook_id = ? AND zone_id = ?",
+                                                 [.text(owner), .int(leaseUntil), .text(head.webhookID), .int(head.stream)])
+                }
+                claims.append(WebhookStreamClaim(webhook: webhook, stream: head.stream, events: window.events, through: window.through,
                                                  leaseUntil: leaseUntil))
             }
             return claims
         }
+        return driver.dialect.kind == .postgres ? try await driver.write(claim) : try await driver.read(claim)
     }
 
     /// Ends a claim: moves the stream's position past what was delivered (and what the filters
@@ -291,6 +290,9 @@ extension StoreEngine {
         let position = claim.events.first { !delivered.contains($0.sequence) }.map { $0.sequence - 1 } ?? claim.through
         let key: [SQLValue] = [.text(claim.webhook.id), .int(claim.stream)]
         return try await driver.write { connection in
+            // A lease is PostgreSQL's (see `claimWebhookStreams`): only its holder moves the stream.
+            let leaseHeld = connection.dialect.kind == .postgres ? " AND lease_owner = ?" : ""
+            let holder: [SQLValue] = connection.dialect.kind == .postgres ? [.text(owner)] : []
             var disabledReason: String?
             if let failed = outcome.failed, let event = claim.events.first(where: { $0.sequence == failed.sequence }) {
                 // A failure after deliveries is a new event's first.
@@ -299,8 +301,8 @@ extension StoreEngine {
                 try await connection.execute(
                     """
                     UPDATE webhook_streams SET delivered_seq = ?, attempts = ?, next_attempt_at = ?, first_failed_at = ?, lease_owner = NULL,
-                        lease_until = 0 WHERE webhook_id = ? AND zone_id = ? AND lease_owner = ?
-                    """, [.int(position), .int(Int64(attempts)), .int(failed.retryAt), .int(firstFailedAt)] + key + [.text(owner)])
+                        lease_until = 0 WHERE webhook_id = ? AND zone_id = ?\(leaseHeld)
+                    """, [.int(position), .int(Int64(attempts)), .int(failed.retryAt), .int(firstFailedAt)] + key + holder)
                 if now - firstFailedAt >= retryWindowMilliseconds {
                     let hours = retryWindowMilliseconds / 3_600_000
                     let reason = "disabled after \(hours > 0 ? "\(hours) hours" : "\(retryWindowMilliseconds / 1000) seconds") of failed deliveries"
@@ -314,8 +316,8 @@ extension StoreEngine {
                 try await connection.execute(
                     """
                     UPDATE webhook_streams SET delivered_seq = ?, lease_owner = NULL, lease_until = 0\(reset)
-                    WHERE webhook_id = ? AND zone_id = ? AND lease_owner = ?
-                    """, [.int(position)] + key + [.text(owner)])
+                    WHERE webhook_id = ? AND zone_id = ?\(leaseHeld)
+                    """, [.int(position)] + key + holder)
             }
             if !outcome.delivered.isEmpty {
                 try await connection.execute(
