@@ -31,12 +31,7 @@ struct CompressionResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
             request.body = RequestBody(asyncSequence: InflatingRequestBody(compressed: request.body, limit: limit, counters: counters))
         case .unsupported(let coding):
             let error = ServerError.badRequest("Content-Encoding '\(coding.prefix(100))' is not supported; send gzip or identity")
-            var response = Response(.error(error, uuid: UUID().uuidString.lowercased()))
-            response.status = .unsupportedMediaType
-            response.headers[.acceptEncoding] = "gzip, identity"
-            // The body was not read: the connection cannot carry another request.
-            response.headers[.connection] = "close"
-            return response
+            throw RefusedRequest.closingConnection(error, status: .unsupportedMediaType, headers: [.acceptEncoding: "gzip, identity"])
         }
         let acceptsGzip = AcceptEncoding.allowsGzip(request.headers[.acceptEncoding])
         let response = try await inner.respond(to: request, context: context)

@@ -44,7 +44,8 @@ struct APIResponder: HTTPResponder {
         let method: APIRequest.Method = request.method == .get ? .get : request.method == .post ? .post : .other
         var apiRequest = APIRequest(
             method: method, path: request.uri.path, query: APIRequest.parseQuery(request.uri.query ?? ""),
-            authorization: request.headers[.authorization], deviceID: request.headers[APIResponder.deviceIDHeader])
+            authorization: request.headers[.authorization], deviceID: request.headers[APIResponder.deviceIDHeader],
+            requestID: context.requestID)
         let origin = RequestOrigin(peer: context.channel.remoteAddress?.ipAddress, headers: request.headers, trustedProxies: trustedProxies)
         apiRequest.host = origin.host ?? request.head.authority
         apiRequest.forwardedProto = origin.scheme
@@ -58,8 +59,8 @@ struct APIResponder: HTTPResponder {
         apiRequest.signature = request.headers[APIResponder.signatureHeader]
         // Asset bytes are streamed, never collected.
         switch RecordAPI.routes.route(for: apiRequest)?.target {
-        case .assetUpload?: return await AssetTransfer(api: api).respond(to: request, uploading: true)
-        case .assetDownload?: return await AssetTransfer(api: api).respond(to: request, uploading: false)
+        case .assetUpload?: return await AssetTransfer(api: api).respond(to: request, requestID: context.requestID, uploading: true)
+        case .assetDownload?: return await AssetTransfer(api: api).respond(to: request, requestID: context.requestID, uploading: false)
         case .api?, nil: break
         }
         do {
@@ -67,10 +68,7 @@ struct APIResponder: HTTPResponder {
         } catch {
             // The rest of the body is never read, so the connection cannot be reused: close it.
             // A ServerError comes from inflating a gzip body (corrupt, or inflating past the limit).
-            let problem = error as? ServerError ?? ServerError(.limitExceeded, "request body is larger than \(maximumBodyBytes) bytes")
-            var response = Response(.error(problem, uuid: UUID().uuidString.lowercased()))
-            response.headers[.connection] = "close"
-            return response
+            throw RefusedRequest.closingConnection(error as? ServerError ?? ServerError(.limitExceeded, "request body is larger than \(maximumBodyBytes) bytes"))
         }
         let answer = await api.handle(apiRequest)
         guard let parking = answer.parking else { return Response(answer) }
@@ -104,9 +102,11 @@ package struct HTTPServer {
     package func run(onReady: @escaping @Sendable (_ host: String, _ port: Int) -> Void) async throws {
         api.signIn.setCrossOrigin(configuration.crossOrigin)
         let responder = CrossOriginResponder(
-            inner: CompressionResponder(
-                inner: APIResponder(api: api, maximumBodyBytes: configuration.maximumBodyBytes, trustedProxies: configuration.trustedProxies),
-                maximumBodyBytes: configuration.maximumBodyBytes, counters: api.metrics.compression),
+            inner: ErrorAnswerResponder(
+                inner: CompressionResponder(
+                    inner: APIResponder(api: api, maximumBodyBytes: configuration.maximumBodyBytes, trustedProxies: configuration.trustedProxies),
+                    maximumBodyBytes: configuration.maximumBodyBytes, counters: api.metrics.compression),
+                logger: api.logger),
             policy: configuration.crossOrigin)
         let host = configuration.host
         let openConnections = OpenConnections()

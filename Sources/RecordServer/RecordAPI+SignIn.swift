@@ -52,16 +52,16 @@ extension RecordAPI {
         let keys = ["user:" + login.lowercased(), "address:" + (request.clientAddress ?? "-")]
         if let wait = signIn.retryAfter(keys) {
             let error = ServerError(.throttled, "too many failed sign-ins; retry after \(wait) s", retryAfter: wait)
-            return wantsPage ? SignInPage.form(container: container, origin: origin, message: error.reason, status: 429)
-                : .error(error, uuid: UUID().uuidString.lowercased())
+            guard wantsPage else { throw error }
+            return SignInPage.form(container: container, origin: origin, message: error.reason, status: 429)
         }
         let credential = login.isEmpty ? nil : try await store.passwordCredential(login: login)
         guard await PasswordHashing.verify(password, hash: credential?.hash), let user = credential?.user else {
             signIn.recordFailure(keys)
             // The same answer for a wrong name and a wrong password.
             let error = ServerError(.authenticationFailed, "wrong name or password")
-            return wantsPage ? SignInPage.form(container: container, origin: origin, message: error.reason, status: 401)
-                : .error(error, uuid: UUID().uuidString.lowercased())
+            guard wantsPage else { throw error }
+            return SignInPage.form(container: container, origin: origin, message: error.reason, status: 401)
         }
         let (_, token) = try await store.issueToken(userName: user.name, expiresAt: nil)
         return SignInPage.handOff(token: token, origin: origin)
