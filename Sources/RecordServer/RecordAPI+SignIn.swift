@@ -69,8 +69,7 @@ extension RecordAPI {
 
     /// `POST …/private/users/password` `{"currentPassword", "newPassword"}`: a signed-in user
     /// changes its own password (the current one is needed once one is set).
-    func changePassword(_ request: APIRequest, user: User) async throws -> APIResponse {
-        let body = try parseBody(request, operation: "users/password")
+    func changePassword(_ body: JSONValue, user: User) async throws -> JSONValue {
         guard let newPassword = body["newPassword"]?.stringValue else { throw ServerError.badRequest("newPassword is required") }
         if let problem = PasswordHashing.problem(newPassword) { throw ServerError.badRequest(problem) }
         let keys = ["user:" + user.name.lowercased()]
@@ -84,7 +83,7 @@ extension RecordAPI {
             }
         }
         _ = try await store.setPasswordHash(userName: user.name, hash: await PasswordHashing.hash(newPassword))
-        return APIResponse(status: 200, json: ["userRecordName": .string(user.recordName), "passwordChanged": true])
+        return ["userRecordName": .string(user.recordName), "passwordChanged": true]
     }
 
     /// Whether the sign-in page may hand a token to a page of `origin`: an allowed origin, or the
