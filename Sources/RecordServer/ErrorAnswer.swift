@@ -83,16 +83,15 @@ extension RefusedRequest: HTTPResponseError {
     }
 }
 
-/// Renders whatever the responders inside throw (`ErrorAnswer`), so a failure outside the JSON
-/// API (an asset transfer, a refused body) is answered like one inside it.
-struct ErrorAnswerResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context == ConnectionRequestContext {
+/// Renders whatever the middleware and responders inside throw (`ErrorAnswer`), so a failure
+/// outside the JSON API (an asset transfer, a refused body) is answered like one inside it.
+struct ErrorAnswerMiddleware: RouterMiddleware {
     typealias Context = ConnectionRequestContext
-    let inner: Inner
     let logger: Logger
 
-    func respond(to request: Request, context: Context) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
-            return try await inner.respond(to: request, context: context)
+            return try await next(request, context)
         } catch {
             return ErrorAnswer.response(error, requestID: context.requestID, logger: logger)
         }

@@ -12,14 +12,13 @@ import Synchronization
 /// coding is refused with 415. Answers over `minimumBytes` are compressed when the request's
 /// `Accept-Encoding` allows gzip, except event streams, parked long-polls (their bodies are
 /// written later, by the push hub) and asset downloads (pictures are compressed already).
-struct CompressionResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context == ConnectionRequestContext {
+struct CompressionMiddleware: RouterMiddleware {
     typealias Context = ConnectionRequestContext
-    let inner: Inner
     /// The inflated size a JSON body may reach (`HTTPServerConfiguration.maximumBodyBytes`).
     let maximumBodyBytes: Int
     let counters: CompressionCounters
 
-    func respond(to request: Request, context: Context) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var request = request
         switch ContentCoding(request.headers[.contentEncoding]) {
         case .identity:
@@ -34,7 +33,7 @@ struct CompressionResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
             throw RefusedRequest.closingConnection(error, status: .unsupportedMediaType, headers: [.acceptEncoding: "gzip, identity"])
         }
         let acceptsGzip = AcceptEncoding.allowsGzip(request.headers[.acceptEncoding])
-        let response = try await inner.respond(to: request, context: context)
+        let response = try await next(request, context)
         return AnswerCompression.compressed(response, acceptsGzip: acceptsGzip, request: request, counters: counters)
     }
 }

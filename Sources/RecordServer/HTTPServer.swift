@@ -101,13 +101,15 @@ package struct HTTPServer {
     /// Runs until shut down; `onReady` receives the bound address once the socket is listening.
     package func run(onReady: @escaping @Sendable (_ host: String, _ port: Int) -> Void) async throws {
         api.signIn.setCrossOrigin(configuration.crossOrigin)
-        let responder = CrossOriginResponder(
-            inner: ErrorAnswerResponder(
-                inner: CompressionResponder(
-                    inner: APIResponder(api: api, maximumBodyBytes: configuration.maximumBodyBytes, trustedProxies: configuration.trustedProxies),
-                    maximumBodyBytes: configuration.maximumBodyBytes, counters: api.metrics.compression),
-                logger: api.logger),
-            policy: configuration.crossOrigin)
+        // Outermost first: CORS headers go on every answer, errors included; what compression or
+        // the adapter throws (a refused body) is rendered by the error middleware.
+        let responder = MiddlewareChain(
+            [
+                CrossOriginMiddleware(policy: configuration.crossOrigin),
+                ErrorAnswerMiddleware(logger: api.logger),
+                CompressionMiddleware(maximumBodyBytes: configuration.maximumBodyBytes, counters: api.metrics.compression),
+            ],
+            around: APIResponder(api: api, maximumBodyBytes: configuration.maximumBodyBytes, trustedProxies: configuration.trustedProxies))
         let host = configuration.host
         let openConnections = OpenConnections()
         let maximumConnections = configuration.maximumConnections
