@@ -1,3 +1,4 @@
+import Foundation
 import RecordModel
 import Synchronization
 
@@ -32,12 +33,15 @@ package struct APIRequest: Sendable {
     package var signatureDate: String?
     package var signature: String?
     package var body: [UInt8]
+    /// The request's own id: the `uuid` of its error answers and the `request` of its log line.
+    package var requestID: String
     /// A `records/modify` body read into drafts while the caller's token was checked (`RecordAPI.answer`).
     package var parsedModifyBody: ParsedModifyBody?
 
     package init(method: Method, path: String, query: [String: String] = [:], authorization: String? = nil,
-                deviceID: String? = nil, body: [UInt8] = [])
+                deviceID: String? = nil, body: [UInt8] = [], requestID: String = UUID().uuidString.lowercased())
     {
+        self.requestID = requestID
         self.method = method
         self.path = path
         self.query = query
@@ -121,16 +125,6 @@ package struct APIResponse: Sendable {
         self.body = []
         self.parking = parking
         if case .eventStream = parking.kind { contentType = "text/event-stream" }
-    }
-
-    /// `redirectURL`: where a browser signs in, on `AUTHENTICATION_REQUIRED`.
-    package static func error(_ error: ServerError, uuid: String, redirectURL: String? = nil) -> APIResponse {
-        var json = error.json(uuid: uuid)
-        if let redirectURL, case .object(var members) = json {
-            members["redirectURL"] = .string(redirectURL)
-            json = .object(members)
-        }
-        return APIResponse(status: error.code.httpStatus, json: json)
     }
 }
 

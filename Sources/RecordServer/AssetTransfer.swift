@@ -15,29 +15,23 @@ struct AssetTransfer {
 
     let api: RecordAPI
 
-    /// `uploading`: the route is the upload URL's, else the download URL's.
-    func respond(to request: Request, uploading: Bool) async -> Response {
-        let uuid = UUID().uuidString.lowercased()
+    /// `uploading`: the route is the upload URL's, else the download URL's. `requestID` is the
+    /// `uuid` of an error answer.
+    func respond(to request: Request, requestID: String, uploading: Bool) async -> Response {
         let path = request.uri.path
         let started = ContinuousClock.now
         var response: Response
         do {
             if uploading {
                 guard request.method == .post else { throw ServerError.badRequest("upload with POST") }
-                response = try await upload(id: String(path.dropFirst(AssetURLs.uploadPath.count)), request: request, uuid: uuid)
+                response = try await upload(id: String(path.dropFirst(AssetURLs.uploadPath.count)), request: request)
             } else {
                 guard request.method == .get || request.method == .head else { throw ServerError.badRequest("download with GET") }
                 response = try await download(token: String(path.dropFirst(AssetURLs.downloadPath.count)), request: request)
             }
-        } catch let error as TransferFailure {
-            response = Response(.error(error.error, uuid: uuid))
-            // The rest of the body was never read: the connection cannot carry another request.
-            if error.closeConnection { response.headers[.connection] = "close" }
-        } catch let error as ServerError {
-            response = Response(.error(error, uuid: uuid))
         } catch {
-            api.logger.error("asset transfer failed: \(error)", metadata: ["request": .string(uuid)])
-            response = Response(.error(ServerError(storeFailure: error), uuid: uuid))
+            // Rendered here, not by the server's error responder: the metrics count the answer's status.
+            response = ErrorAnswer.response(error, requestID: requestID, logger: api.logger)
         }
         let elapsed = ContinuousClock.now - started
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
@@ -46,14 +40,9 @@ struct AssetTransfer {
         return response
     }
 
-    struct TransferFailure: Error {
-        var error: ServerError
-        var closeConnection: Bool
-    }
-
     // MARK: Upload
 
-    func upload(id: String, request: Request, uuid: String) async throws -> Response {
+    func upload(id: String, request: Request) async throws -> Response {
         let maximum = AssetLimits.maximumBytes
         // A gzip body's Content-Length counts its compressed bytes: only the inflated size is checked.
         let declared = ContentCoding(request.headers[.contentEncoding]) == .identity ? request.headers[.contentLength].flatMap { Int64($0) } : nil
@@ -63,16 +52,14 @@ struct AssetTransfer {
         do {
             body = try AssetUploadBody(contentType: request.headers[.contentType]) { try write($0) }
         } catch let error as ServerError {
-            throw TransferFailure(error: error, closeConnection: true)
+            throw RefusedRequest.closingConnection(error)
         }
         if let declared, declared > maximum + (body.isMultipart ? AssetUploadBody.envelopeAllowance : 0) {
-            throw TransferFailure(error: ServerError(.limitExceeded, "an asset is at most \(maximum) bytes; this one is \(declared)"),
-                                  closeConnection: true)
+            throw RefusedRequest.closingConnection(ServerError(.limitExceeded, "an asset is at most \(maximum) bytes; this one is \(declared)"))
         }
         let now = RecordAPI.nowMilliseconds()
         guard let upload = try await api.store.claimAssetUpload(id: id, createdAfter: now - AssetLimits.uploadURLMilliseconds) else {
-            throw TransferFailure(error: .badRequest("this upload URL is unknown, used or expired; ask assets/upload for another"),
-                                  closeConnection: true)
+            throw RefusedRequest.closingConnection(.badRequest("this upload URL is unknown, used or expired; ask assets/upload for another"))
         }
         let staged = (try api.store.assetStagingDirectory() as NSString).appendingPathComponent(id)
         guard FileManager.default.createFile(atPath: staged, contents: nil, attributes: [.posixPermissions: 0o600]),
@@ -86,7 +73,7 @@ struct AssetTransfer {
             // The file's bytes (from the body as it is, or from its one multipart part).
             write = { buffer in
                 buffer.withUnsafeReadableBytes { digest.update($0) }
-                if digest.size > maximum { throw TransferFailure(error: ServerError(.limitExceeded, "an asset is at most \(maximum) bytes"), closeConnection: true) }
+                if digest.size > maximum { throw RefusedRequest.closingConnection(ServerError(.limitExceeded, "an asset is at most \(maximum) bytes")) }
                 var incoming = buffer
                 pending.writeBuffer(&incoming)
                 if pending.readableBytes >= AssetTransfer.writeBytes {
@@ -98,22 +85,22 @@ struct AssetTransfer {
             for try await buffer in request.body {
                 received += Int64(buffer.readableBytes)
                 if received > maximum + AssetUploadBody.envelopeAllowance {
-                    throw TransferFailure(error: ServerError(.limitExceeded, "an asset is at most \(maximum) bytes"), closeConnection: true)
+                    throw RefusedRequest.closingConnection(ServerError(.limitExceeded, "an asset is at most \(maximum) bytes"))
                 }
                 try body.feed(buffer)
             }
             try body.finish()
             if pending.readableBytes > 0 { try pending.withUnsafeReadableBytes { try handle.write(contentsOf: $0) } }
             if let declared, declared != received {
-                throw TransferFailure(error: .badRequest("the upload ended after \(received) of \(declared) bytes"), closeConnection: true)
+                throw RefusedRequest.closingConnection(.badRequest("the upload ended after \(received) of \(declared) bytes"))
             }
-            guard digest.size > 0 else { throw TransferFailure(error: .badRequest("an asset needs at least one byte"), closeConnection: false) }
+            guard digest.size > 0 else { throw RefusedRequest(.badRequest("an asset needs at least one byte")) }
         } catch {
             // Nothing of a refused or truncated upload is kept, and its URL stays spent.
             try? FileManager.default.removeItem(atPath: staged)
-            if error is TransferFailure { throw error }
-            if let error = error as? ServerError { throw TransferFailure(error: error, closeConnection: true) }
-            throw TransferFailure(error: .badRequest("the upload did not arrive whole"), closeConnection: true)
+            if error is RefusedRequest { throw error }
+            if let error = error as? ServerError { throw RefusedRequest.closingConnection(error) }
+            throw RefusedRequest.closingConnection(.badRequest("the upload did not arrive whole"))
         }
         let blob = AssetBlob(scopeKey: upload.scopeKey, checksum: digest.finish(), size: digest.size)
         let receipt = RandomToken.hex(bytes: 24)
@@ -175,10 +162,8 @@ struct AssetTransfer {
                 status = .partialContent
                 headers[.contentRange] = "bytes \(part.lowerBound)-\(part.upperBound - 1)/\(blob.size)"
             case .unsatisfiable:
-                var response = Response(.error(.badRequest("the range is outside the asset's \(blob.size) bytes"), uuid: UUID().uuidString.lowercased()))
-                response.status = .rangeNotSatisfiable
-                response.headers[.contentRange] = "bytes */\(blob.size)"
-                return response
+                throw RefusedRequest(.badRequest("the range is outside the asset's \(blob.size) bytes"), status: .rangeNotSatisfiable,
+                                     headers: [.contentRange: "bytes */\(blob.size)"])
             }
         }
         headers[.contentLength] = String(range.count)

@@ -36,21 +36,20 @@ package struct CrossOriginPolicy: Sendable {
 
 /// Answers CORS preflights for allowed origins (no credentials needed, as browsers send none)
 /// and adds the CORS headers to every other answer to them; everything else passes through.
-struct CrossOriginResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context == ConnectionRequestContext {
+struct CrossOriginMiddleware: RouterMiddleware {
     typealias Context = ConnectionRequestContext
-    let inner: Inner
     let policy: CrossOriginPolicy
 
-    func respond(to request: Request, context: Context) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard let origin = request.headers[.origin], policy.allows(origin), CrossOriginPolicy.covers(request.uri.path) else {
-            return try await inner.respond(to: request, context: context)
+            return try await next(request, context)
         }
         if request.method == .options {
             var headers: HTTPFields = [.accessControlAllowMethods: "GET, POST, OPTIONS", .accessControlMaxAge: "600"]
             policy.addHeaders(for: origin, to: &headers)
             return Response(status: .noContent, headers: headers)
         }
-        var response = try await inner.respond(to: request, context: context)
+        var response = try await next(request, context)
         policy.addHeaders(for: origin, to: &response.headers)
         return response
     }

@@ -12,14 +12,13 @@ import Synchronization
 /// coding is refused with 415. Answers over `minimumBytes` are compressed when the request's
 /// `Accept-Encoding` allows gzip, except event streams, parked long-polls (their bodies are
 /// written later, by the push hub) and asset downloads (pictures are compressed already).
-struct CompressionResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Context == ConnectionRequestContext {
+struct CompressionMiddleware: RouterMiddleware {
     typealias Context = ConnectionRequestContext
-    let inner: Inner
     /// The inflated size a JSON body may reach (`HTTPServerConfiguration.maximumBodyBytes`).
     let maximumBodyBytes: Int
     let counters: CompressionCounters
 
-    func respond(to request: Request, context: Context) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         var request = request
         switch ContentCoding(request.headers[.contentEncoding]) {
         case .identity:
@@ -31,15 +30,10 @@ struct CompressionResponder<Inner: HTTPResponder>: HTTPResponder where Inner.Con
             request.body = RequestBody(asyncSequence: InflatingRequestBody(compressed: request.body, limit: limit, counters: counters))
         case .unsupported(let coding):
             let error = ServerError.badRequest("Content-Encoding '\(coding.prefix(100))' is not supported; send gzip or identity")
-            var response = Response(.error(error, uuid: UUID().uuidString.lowercased()))
-            response.status = .unsupportedMediaType
-            response.headers[.acceptEncoding] = "gzip, identity"
-            // The body was not read: the connection cannot carry another request.
-            response.headers[.connection] = "close"
-            return response
+            throw RefusedRequest.closingConnection(error, status: .unsupportedMediaType, headers: [.acceptEncoding: "gzip, identity"])
         }
         let acceptsGzip = AcceptEncoding.allowsGzip(request.headers[.acceptEncoding])
-        let response = try await inner.respond(to: request, context: context)
+        let response = try await next(request, context)
         return AnswerCompression.compressed(response, acceptsGzip: acceptsGzip, request: request, counters: counters)
     }
 }

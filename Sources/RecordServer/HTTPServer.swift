@@ -44,7 +44,8 @@ struct APIResponder: HTTPResponder {
         let method: APIRequest.Method = request.method == .get ? .get : request.method == .post ? .post : .other
         var apiRequest = APIRequest(
             method: method, path: request.uri.path, query: APIRequest.parseQuery(request.uri.query ?? ""),
-            authorization: request.headers[.authorization], deviceID: request.headers[APIResponder.deviceIDHeader])
+            authorization: request.headers[.authorization], deviceID: request.headers[APIResponder.deviceIDHeader],
+            requestID: context.requestID)
         let origin = RequestOrigin(peer: context.channel.remoteAddress?.ipAddress, headers: request.headers, trustedProxies: trustedProxies)
         apiRequest.host = origin.host ?? request.head.authority
         apiRequest.forwardedProto = origin.scheme
@@ -58,8 +59,8 @@ struct APIResponder: HTTPResponder {
         apiRequest.signature = request.headers[APIResponder.signatureHeader]
         // Asset bytes are streamed, never collected.
         switch RecordAPI.routes.route(for: apiRequest)?.target {
-        case .assetUpload?: return await AssetTransfer(api: api).respond(to: request, uploading: true)
-        case .assetDownload?: return await AssetTransfer(api: api).respond(to: request, uploading: false)
+        case .assetUpload?: return await AssetTransfer(api: api).respond(to: request, requestID: context.requestID, uploading: true)
+        case .assetDownload?: return await AssetTransfer(api: api).respond(to: request, requestID: context.requestID, uploading: false)
         case .api?, nil: break
         }
         do {
@@ -67,10 +68,7 @@ struct APIResponder: HTTPResponder {
         } catch {
             // The rest of the body is never read, so the connection cannot be reused: close it.
             // A ServerError comes from inflating a gzip body (corrupt, or inflating past the limit).
-            let problem = error as? ServerError ?? ServerError(.limitExceeded, "request body is larger than \(maximumBodyBytes) bytes")
-            var response = Response(.error(problem, uuid: UUID().uuidString.lowercased()))
-            response.headers[.connection] = "close"
-            return response
+            throw RefusedRequest.closingConnection(error as? ServerError ?? ServerError(.limitExceeded, "request body is larger than \(maximumBodyBytes) bytes"))
         }
         let answer = await api.handle(apiRequest)
         guard let parking = answer.parking else { return Response(answer) }
@@ -103,11 +101,15 @@ package struct HTTPServer {
     /// Runs until shut down; `onReady` receives the bound address once the socket is listening.
     package func run(onReady: @escaping @Sendable (_ host: String, _ port: Int) -> Void) async throws {
         api.signIn.setCrossOrigin(configuration.crossOrigin)
-        let responder = CrossOriginResponder(
-            inner: CompressionResponder(
-                inner: APIResponder(api: api, maximumBodyBytes: configuration.maximumBodyBytes, trustedProxies: configuration.trustedProxies),
-                maximumBodyBytes: configuration.maximumBodyBytes, counters: api.metrics.compression),
-            policy: configuration.crossOrigin)
+        // Outermost first: CORS headers go on every answer, errors included; what compression or
+        // the adapter throws (a refused body) is rendered by the error middleware.
+        let responder = MiddlewareChain(
+            [
+                CrossOriginMiddleware(policy: configuration.crossOrigin),
+                ErrorAnswerMiddleware(logger: api.logger),
+                CompressionMiddleware(maximumBodyBytes: configuration.maximumBodyBytes, counters: api.metrics.compression),
+            ],
+            around: APIResponder(api: api, maximumBodyBytes: configuration.maximumBodyBytes, trustedProxies: configuration.trustedProxies))
         let host = configuration.host
         let openConnections = OpenConnections()
         let maximumConnections = configuration.maximumConnections

@@ -34,7 +34,8 @@ final class MalformedRequestResponder: ChannelDuplexHandler, RemovableChannelHan
             return
         }
         let problem = ServerError.badRequest("malformed HTTP request (\(error)); headers are limited to 256 KB per field")
-        let body = problem.json(uuid: UUID().uuidString.lowercased()).serialized()
+        // No request was read, so the answer's id is its own.
+        let body = ErrorAnswer.json(problem, requestID: UUID().uuidString.lowercased()).body
         var head = HTTPResponse(status: .badRequest)
         head.headerFields[.contentType] = "application/json"
         head.headerFields[.contentLength] = String(body.count)

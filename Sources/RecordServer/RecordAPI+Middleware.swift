@@ -13,7 +13,7 @@ protocol APIMiddleware: Sendable {
 
 /// One request's own facts for the middleware: its id (the `uuid` of its errors) and its route.
 struct APIRequestContext: Sendable {
-    let requestID = UUID().uuidString.lowercased()
+    let requestID: String
     let route: APIRouteTable<RecordAPI>.Route?
     /// Who the request turned out to be (noted by the routes that authenticate).
     let caller = RequestCaller()
@@ -25,14 +25,14 @@ extension RecordAPI {
 
     /// Answers one request: finds its route, then runs it through the middleware.
     package func handle(_ request: APIRequest) async -> APIResponse {
-        let context = APIRequestContext(route: RecordAPI.routes.route(for: request))
+        let context = APIRequestContext(requestID: request.requestID, route: RecordAPI.routes.route(for: request))
         return await RequestCaller.$current.withValue(context.caller) {
             await ShareRules.$requestLinkBase.withValue(baseURL(request)) {
                 do {
                     return try await respond(to: request, context: context, through: RecordAPI.middleware[...])
                 } catch {
                     // The error middleware renders every error: one from outside it is a bug, still answered.
-                    return .error(ServerError(.internalError, "the request could not be answered"), uuid: context.requestID)
+                    return ErrorAnswer.json(ServerError(.internalError, "the request could not be answered"), requestID: context.requestID)
                 }
             }
         }
@@ -55,24 +55,17 @@ extension RecordAPI {
     }
 }
 
-/// Renders what a route throws as the CloudKit error dictionary (`serverErrorCode`, `reason`,
-/// `uuid`, `retryAfter`…; for `AUTHENTICATION_REQUIRED` from a browser app, the sign-in page's
-/// `redirectURL`). A failure that is not the API's own is the store's: logged, and answered as
-/// what the client can do about it.
+/// Renders what a route throws (`ErrorAnswer`); for `AUTHENTICATION_REQUIRED` from a browser
+/// app, with the sign-in page's `redirectURL`.
 struct ErrorMiddleware: APIMiddleware {
     func respond(to request: APIRequest, context: APIRequestContext, api: RecordAPI,
                  next: (APIRequest) async throws -> APIResponse) async throws -> APIResponse {
-        let uuid = context.requestID
         do {
             return try await next(request)
-        } catch let error as ServerError {
-            return .error(error, uuid: uuid, redirectURL: error.code == .authenticationRequired ? api.signInRedirectURL(request) : nil)
-        } catch let error as JSONParseError {
-            return .error(.badRequest(error.description), uuid: uuid)
         } catch {
-            let answer = ServerError(storeFailure: error)
-            api.logger.error("request failed: \(error)", metadata: ["request": .string(uuid), "serverErrorCode": .string(answer.code.rawValue)])
-            return .error(answer, uuid: uuid)
+            let answer = ErrorAnswer.serverError(error, requestID: context.requestID, logger: api.logger)
+            let redirectURL = answer.code == .authenticationRequired ? api.signInRedirectURL(request) : nil
+            return ErrorAnswer.json(answer, requestID: context.requestID, redirectURL: redirectURL)
         }
     }
 }

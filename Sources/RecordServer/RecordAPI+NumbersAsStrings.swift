@@ -6,10 +6,10 @@ extension RecordAPI {
     static let numberFieldTypes: Set<String> = ["INT64", "DOUBLE", "INT64_LIST", "DOUBLE_LIST"]
     private static let numbersAsStringsKey = Array(#""numbersAsStrings""#.utf8)
 
-    /// Whether the request asks for it. A `records/modify` body is not parsed as a whole (it is
-    /// read into drafts), so its bytes are looked at first and parsed only when they name the key.
-    static func asksNumbersAsStrings(_ body: JSONValue, request: APIRequest, operation: String) -> Bool {
-        if operation != "records/modify" { return body["numbersAsStrings"]?.boolValue == true }
+    /// Whether the request asks for it. A body read into record drafts (`records/modify`) is not
+    /// parsed as a whole, so its bytes are looked at first and parsed only when they name the key.
+    static func asksNumbersAsStrings(_ body: JSONValue, request: APIRequest, readsRecordDrafts: Bool) -> Bool {
+        if !readsRecordDrafts { return body["numbersAsStrings"]?.boolValue == true }
         let named = request.body.withUnsafeBufferPointer { ByteSearch.offset(past: numbersAsStringsKey, in: $0, from: 0) != nil }
         guard named else { return false }
         return (try? JSONValue.parse(request.body))?["numbersAsStrings"]?.boolValue == true

@@ -5,34 +5,17 @@ import RecordStore
 /// Users read and write it as themselves; a request with only a valid `ckAPIToken` reads it.
 /// Who may change which record is the store's rule (`AccessRules`), checked in its transaction.
 extension RecordAPI {
-    /// The public database's record, zone, change and subscription operations (sharing's
-    /// `/public/records/resolve|accept` and `/public/users/*` are answered elsewhere).
-    static let publicDatabaseOperations: Set<String> = [
-        "zones/list", "zones/lookup", "zones/modify", "zones/changes", "changes/database", "changes/zone", "records/modify",
-        "records/lookup", "records/query", "records/changes", "subscriptions/modify", "subscriptions/list", "subscriptions/lookup",
-        "assets/upload",
-    ]
-
-    /// What a request that carries only an API token may do.
-    static let publicReadOperations: Set<String> = [
-        "zones/list", "zones/lookup", "zones/changes", "changes/database", "changes/zone", "records/lookup", "records/query",
-        "records/changes",
-    ]
-
-    func answerPublic(_ request: APIRequest, route: Route) async throws -> APIResponse {
+    /// A public-database operation (`DatabaseOperation.Caller.publicDatabase`): the caller found
+    /// and rate-limited, then the operation run in the public scope.
+    func answerPublic(_ request: APIRequest, route: Route, operation: DatabaseOperation, anonymousRead: Bool) async throws -> APIResponse {
         let scope = try await publicScope(request, route: route)
-        if scope.isAnonymous && !RecordAPI.publicReadOperations.contains(route.operation) {
+        if scope.isAnonymous && !anonymousRead {
             throw ServerError(.authenticationRequired, "\(route.operation) on the public database needs a user: send a web auth token")
-        }
-        if route.operation == "zones/modify" {
-            // The whole request, as CloudKit answers it: the public database has `_defaultZone` only.
-            try ZoneRules.checkCreation(scope)
         }
         if let wait = rateLimiter.acquire(userID: scope.userID) {
             throw ServerError(.throttled, "too many requests; retry after \(wait) s", retryAfter: wait)
         }
-        let body = try parseBody(request, operation: route.operation)
-        return APIResponse(status: 200, json: try await perform(route.operation, body: body, scope: scope, request: request))
+        return try await run(operation, OperationCall(request: request, route: route, user: nil, scope: scope))
     }
 
     /// The caller: a user (bearer or web auth token), a server-to-server key acting as its user,

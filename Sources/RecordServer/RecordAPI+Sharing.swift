@@ -1,52 +1,11 @@
 import RecordModel
 import RecordStore
 
-// The sharing endpoints: `/shared/` (the zones other users shared with the caller,
-// served by the same store operations with a scope of kind `.shared`), the share links under
-// `/public/records/resolve|accept`, and user discovery under `/public/users/`. Access is decided
-// in the store's transactions; these routes only decode and encode.
+// The sharing endpoints (routed by `RecordAPI.databaseOperations`): `/shared/` (the zones other
+// users shared with the caller, served by the same store operations with a scope of kind
+// `.shared`), the share links under `/public/records/resolve|accept`, and user discovery under
+// `/public/users/`. Access is decided in the store's transactions; these routes only decode and encode.
 extension RecordAPI {
-    static let sharingOperationNames: Set<String> = [
-        "records/resolve", "records/accept", "records/accepts", "users/discover", "users/lookup/email", "invitations/list",
-        "invitations/decline",
-    ]
-
-    /// The sharing routes: the share links and user discovery under `/public/`, and the shared
-    /// database's own operations (its record and zone operations are the private database's,
-    /// run in a scope of kind `.shared`).
-    static let sharingOperations: [OperationKey: OperationHandler] = {
-        var table: [OperationKey: OperationHandler] = [:]
-        let parsed: (@escaping @Sendable (RecordAPI, JSONValue, OperationCall) async throws -> JSONValue) -> OperationHandler = { answer in
-            { api, call in APIResponse(status: 200, json: try await answer(api, try api.parseBody(call.request, operation: call.route.operation), call)) }
-        }
-        for operation in ["records/resolve", "records/accept", "records/accepts"] {
-            table[OperationKey(database: "public", operation: operation)] = parsed { api, body, call in
-                try await api.resolveShares(body, call.scope, accept: operation != "records/resolve")
-            }
-        }
-        for operation in ["users/discover", "users/lookup/email"] {
-            table[OperationKey(database: "public", operation: operation)] = parsed { api, body, _ in
-                try await api.discoverUsers(body, byEmailList: operation == "users/lookup/email")
-            }
-        }
-        table[OperationKey(database: "shared", operation: "invitations/list")] = parsed { api, _, call in
-            ["invitations": .array(try await api.store.invitations(api.sharedCall(call).scope))]
-        }
-        table[OperationKey(database: "shared", operation: "invitations/decline")] = parsed { api, body, call in
-            try await api.declineInvitations(body, api.sharedCall(call).scope)
-        }
-        table[OperationKey(database: "shared", operation: "zones/lookup")] = parsed { api, body, call in
-            try await api.lookupSharedZones(body, api.sharedCall(call).scope)
-        }
-        table[OperationKey(database: "shared", operation: "zones/modify")] = parsed { api, body, call in
-            try await api.modifySharedZones(body, api.sharedCall(call).scope)
-        }
-        for operation in linkedOperations.keys where operation != "zones/lookup" && operation != "zones/modify" {
-            table[OperationKey(database: "shared", operation: operation)] = { api, call in try await api.performParsed(api.sharedCall(call)) }
-        }
-        return table
-    }()
-
     func resolveShares(_ body: JSONValue, _ scope: DatabaseScope, accept: Bool) async throws -> JSONValue {
         let results = try await store.resolveShares(scope, shortGUIDs: try RecordAPI.shortGUIDs(body), accept: accept)
         return RecordAPI.shareResults(results)

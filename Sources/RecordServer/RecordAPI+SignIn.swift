@@ -52,16 +52,16 @@ extension RecordAPI {
         let keys = ["user:" + login.lowercased(), "address:" + (request.clientAddress ?? "-")]
         if let wait = signIn.retryAfter(keys) {
             let error = ServerError(.throttled, "too many failed sign-ins; retry after \(wait) s", retryAfter: wait)
-            return wantsPage ? SignInPage.form(container: container, origin: origin, message: error.reason, status: 429)
-                : .error(error, uuid: UUID().uuidString.lowercased())
+            guard wantsPage else { throw error }
+            return SignInPage.form(container: container, origin: origin, message: error.reason, status: 429)
         }
         let credential = login.isEmpty ? nil : try await store.passwordCredential(login: login)
         guard await PasswordHashing.verify(password, hash: credential?.hash), let user = credential?.user else {
             signIn.recordFailure(keys)
             // The same answer for a wrong name and a wrong password.
             let error = ServerError(.authenticationFailed, "wrong name or password")
-            return wantsPage ? SignInPage.form(container: container, origin: origin, message: error.reason, status: 401)
-                : .error(error, uuid: UUID().uuidString.lowercased())
+            guard wantsPage else { throw error }
+            return SignInPage.form(container: container, origin: origin, message: error.reason, status: 401)
         }
         let (_, token) = try await store.issueToken(userName: user.name, expiresAt: nil)
         return SignInPage.handOff(token: token, origin: origin)
@@ -69,8 +69,7 @@ extension RecordAPI {
 
     /// `POST …/private/users/password` `{"currentPassword", "newPassword"}`: a signed-in user
     /// changes its own password (the current one is needed once one is set).
-    func changePassword(_ request: APIRequest, user: User) async throws -> APIResponse {
-        let body = try parseBody(request, operation: "users/password")
+    func changePassword(_ body: JSONValue, user: User) async throws -> JSONValue {
         guard let newPassword = body["newPassword"]?.stringValue else { throw ServerError.badRequest("newPassword is required") }
         if let problem = PasswordHashing.problem(newPassword) { throw ServerError.badRequest(problem) }
         let keys = ["user:" + user.name.lowercased()]
@@ -84,7 +83,7 @@ extension RecordAPI {
             }
         }
         _ = try await store.setPasswordHash(userName: user.name, hash: await PasswordHashing.hash(newPassword))
-        return APIResponse(status: 200, json: ["userRecordName": .string(user.recordName), "passwordChanged": true])
+        return ["userRecordName": .string(user.recordName), "passwordChanged": true]
     }
 
     /// Whether the sign-in page may hand a token to a page of `origin`: an allowed origin, or the

@@ -55,6 +55,8 @@ package final class RecordAPI: Sendable {
         var environment: Environment
         var database: String
         var operation: String
+
+        var operationName: String { OperationKey(database: database, operation: operation).operationName }
     }
 
     func metricsResponse() async throws -> APIResponse {
@@ -126,17 +128,21 @@ package final class RecordAPI: Sendable {
         throw ServerError(.authenticationRequired, "send Authorization: Bearer TOKEN, or ckAPIToken and ckWebAuthToken")
     }
 
-    static let getOperations: Set<String> = ["zones/list", "subscriptions/list", "users/current", "users/caller"]
-
-    func parseBody(_ request: APIRequest, operation: String) throws -> JSONValue {
+    /// The body of a request to `operation`, read as the operation declares.
+    func readBody(_ request: APIRequest, operation: String, as body: DatabaseOperation.Body) throws -> JSONValue {
+        let acceptsGet: Bool
+        switch body {
+        case .unread: return [:]
+        case .json(let getToo): acceptsGet = getToo
+        case .recordDrafts: acceptsGet = false
+        }
         switch request.method {
         case .get:
-            guard RecordAPI.getOperations.contains(operation) else { throw ServerError.badRequest("\(operation) needs POST") }
+            guard acceptsGet else { throw ServerError.badRequest("\(operation) needs POST") }
             return [:]
         case .post:
-            // records/modify reads its body itself, straight into record drafts (`ModifyRequestBody`).
-            if operation == "records/modify" { return [:] }
-            if JSONValue.isBlank(request.body) { return [:] }
+            // Record drafts are read by their operation, straight from the bytes (`ModifyRequestBody`).
+            if body == .recordDrafts || JSONValue.isBlank(request.body) { return [:] }
             let json = try JSONValue.parse(request.body)
             guard case .object = json else { throw ServerError.badRequest("the request body must be a JSON object") }
             return json
@@ -145,42 +151,13 @@ package final class RecordAPI: Sendable {
         }
     }
 
-    func perform(_ operation: String, body: JSONValue, scope: DatabaseScope, request: APIRequest) async throws -> JSONValue {
-        // Records answered carry a download URL for each asset, made for this caller.
-        let answer = try await withAssetLinks(scope, request: request) {
-            guard let linked = RecordAPI.linkedOperations[operation] else {
-                throw ServerError(.notFound, "unknown operation '\(operation.prefix(100))'")
-            }
-            return try await linked(self, body, scope, request)
-        }
-        return RecordAPI.asksNumbersAsStrings(body, request: request, operation: operation) ? try RecordAPI.numbersAsStrings(answer) : answer
+    /// An operation that answers with records: its records carry a download URL for each asset,
+    /// made for this caller, and their numbers are strings when the request asks.
+    func perform(_ operation: DatabaseOperation, _ call: OperationCall) async throws -> JSONValue {
+        let answer = try await withAssetLinks(call.scope, request: call.request) { try await operation.handler(self, call) }
+        let asksNumbersAsStrings = RecordAPI.asksNumbersAsStrings(call.body, request: call.request, readsRecordDrafts: operation.body == .recordDrafts)
+        return asksNumbersAsStrings ? try RecordAPI.numbersAsStrings(answer) : answer
     }
-
-    /// The record, zone, subscription and asset operations, by name: what `perform` runs.
-    typealias LinkedOperation = @Sendable (RecordAPI, JSONValue, DatabaseScope, APIRequest) async throws -> JSONValue
-    static let linkedOperations: [String: LinkedOperation] = [
-        "assets/upload": { api, body, scope, request in try await api.requestAssetUploads(body, scope, request: request) },
-        "zones/list": { api, _, scope, _ in try await api.listZones(scope) },
-        "zones/lookup": { api, body, scope, _ in try await api.lookupZones(body, scope) },
-        "zones/modify": { api, body, scope, _ in try await api.modifyZones(body, scope) },
-        "zones/changes": { api, body, scope, _ in try await api.databaseChanges(body, scope, metaSyncToken: true) },
-        "changes/database": { api, body, scope, _ in try await api.databaseChanges(body, scope, metaSyncToken: false) },
-        "records/modify": { api, _, scope, request in
-            // Read straight from the bytes (`parseBody` leaves this body to it).
-            guard let modify = try request.parsedModifyBody?.take().map({ try $0.get() }) ?? ModifyRequestBody.parse(request.body) else {
-                throw ServerError.badRequest("the request body must be a JSON object")
-            }
-            // An empty X-Device-ID names no device.
-            return try await api.modifyRecords(consume modify, scope, deviceID: request.deviceID.flatMap { $0.isEmpty ? nil : $0 })
-        },
-        "records/lookup": { api, body, scope, _ in try await api.lookupRecords(body, scope) },
-        "records/query": { api, body, scope, _ in try await api.queryRecords(body, scope) },
-        "records/changes": { api, body, scope, _ in try await api.recordChanges(body, scope) },
-        "changes/zone": { api, body, scope, _ in try await api.zoneChanges(body, scope) },
-        "subscriptions/modify": { api, body, scope, _ in try await api.modifySubscriptions(body, scope) },
-        "subscriptions/list": { api, _, scope, _ in try await api.listSubscriptions(scope) },
-        "subscriptions/lookup": { api, body, scope, _ in try await api.lookupSubscriptions(body, scope) },
-    ]
 }
 
 // MARK: Request decoding helpers

@@ -21,7 +21,7 @@ package final class ServerMetrics: Sendable {
     }
 
     private let state = Mutex(State())
-    /// gzip request bodies and answers (`CompressionResponder`).
+    /// gzip request bodies and answers (`CompressionMiddleware`).
     let compression = CompressionCounters()
     /// Webhook deliveries (`WebhookDeliveryService`).
     package let webhooks = WebhookCounters()
