@@ -1,5 +1,4 @@
 import RecordModel
-import SQLiteDB
 
 /// Webhooks: their events written in the change's own transaction (a committed change always has
 /// its events, a rolled-back one never), their administration, and the delivery queue the daemons
