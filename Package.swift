@@ -32,7 +32,7 @@ let package = Package(
         // Already in Hummingbird's graph; named so the daemon can set shutdown and logging policy.
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        // Already in Hummingbird's graph; named for NIOThreadPool, where SQLiteStorage blocks.
+        // Already in Hummingbird's graph; named for NIOThreadPool, where the SQLite store blocks.
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
         // The PostgreSQL backend only; nothing on the CLI side links it.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
@@ -54,12 +54,20 @@ let package = Package(
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "SQLiteDB", dependencies: ["CSQLite"]),
         .target(name: "RecordModel"),
+        // The store's types, rules and engine over a driver protocol: neither database's own code.
         .target(
             name: "RecordStore",
             dependencies: [
-                "RecordModel", "SQLiteDB", .product(name: "NIOPosix", package: "swift-nio"),
+                "RecordModel", .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
+            ]),
+        // The SQLite backend of `RecordStorage`: the driver, the group-commit writer, the asset files, backups.
+        .target(
+            name: "SQLiteRecordStore",
+            dependencies: [
+                "RecordModel", "RecordStore", "SQLiteDB", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         // The PostgreSQL backend of `RecordStorage`: only scorebookd and the tests depend on it.
         .target(
@@ -106,7 +114,7 @@ let package = Package(
         .executableTarget(
             name: "scorebookd",
             dependencies: [
-                "RecordServer", "RecordStore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "RecordServer", "RecordStore", "SQLiteRecordStore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .target(name: "PostgresRecordStore", condition: .when(traits: ["PostgreSQL"])),
             ]),
         .executableTarget(
@@ -119,7 +127,7 @@ let package = Package(
         .executableTarget(
             name: "scorebook-bench",
             dependencies: [
-                "RecordServer", "RecordStore", "RecordModel", "SQLiteDB", "CSQLite", "RecordClient", "SyncEngine", "Scorebook",
+                "RecordServer", "RecordStore", "SQLiteRecordStore", "RecordModel", "SQLiteDB", "CSQLite", "RecordClient", "SyncEngine", "Scorebook",
                 "RecordSync", "ScorebookKit", .product(name: "Logging", package: "swift-log"),
                 // The PostgreSQL scenarios: the backend, a raw postgres-nio baseline, a throw-away cluster.
                 .target(name: "PostgresRecordStore", condition: .when(traits: ["PostgreSQL"])),
@@ -134,7 +142,7 @@ let package = Package(
         .testTarget(
             name: "RecordStoreTests",
             dependencies: [
-                "RecordStore", "SQLiteDB", "PostgresRecordStore", "RecordServer", "RecordModel", "TestSupport",
+                "RecordStore", "SQLiteRecordStore", "SQLiteDB", "PostgresRecordStore", "RecordServer", "RecordModel", "TestSupport",
             ]),
         // Unit tests are named after the module they test; ReliabilityTests and IntegrationTests
         // cross modules (the sync engine against a real store; the real binaries on loopback).
@@ -142,6 +150,8 @@ let package = Package(
             name: "RecordServerTests",
             dependencies: ["RecordServer", "RecordModel", .product(name: "CompressNIO", package: "compress-nio"),
                            .product(name: "NIOCore", package: "swift-nio")]),
+        // The source files' own structure (no file cycles in any module): reads Sources/, links nothing of ours.
+        .testTarget(name: "SourceGraphTests"),
         .testTarget(name: "RecordClientTests", dependencies: ["RecordClient", "RecordModel", "TestSupport"]),
         .testTarget(name: "SyncEngineTests", dependencies: ["SyncEngine", "RecordClient", "RecordModel"]),
         // The typed API as an app sees it (plain `import RecordSync`); the two-machine test is Examples/Notes'.
@@ -150,7 +160,8 @@ let package = Package(
         // The sync engine against a real store through a fault-injecting in-process transport.
         .testTarget(
             name: "ReliabilityTests",
-            dependencies: ["RecordServer", "RecordStore", "PostgresRecordStore", "RecordModel", "RecordClient", "SyncEngine", "Scorebook", "TestSupport"]),
+            dependencies: ["RecordServer", "RecordStore", "SQLiteRecordStore", "PostgresRecordStore", "RecordModel", "RecordClient", "SyncEngine",
+                           "Scorebook", "TestSupport"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: ["RecordModel", "RecordClient", "SQLiteDB", "SyncEngine", "scorebookd", "scorebook", "TestSupport"]),

@@ -3,7 +3,6 @@ import NIOCore
 import PostgresNIO
 import RecordModel
 import RecordStore
-import SQLiteDB
 import Synchronization
 
 /// The PostgreSQL driver: each transaction on a connection of the store's pool, under the request
@@ -14,7 +13,10 @@ package struct PostgresStoreDriver: StoreDriver {
     let logger: Logger
     let requestDeadline: Duration
 
-    package var dialect: SQLDialect { .postgres }
+    package var dialect: any SQLDialect { PostgresDialect() }
+
+    /// The channel on which every commit that changed a database announces the database's id.
+    static let commitChannel = "scorebook_commits"
 
     package func read<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> T) async throws -> T {
         let logger = self.logger
@@ -34,7 +36,7 @@ package struct PostgresStoreDriver: StoreDriver {
     }
 
     package func announceCommit(of databaseID: Int64, _ connection: any StoreConnection) async throws {
-        try await connection.execute("SELECT pg_notify(?, ?)", [.text(PostgresRecordStore.commitChannel), .text(String(databaseID))])
+        try await connection.execute("SELECT pg_notify(?, ?)", [.text(PostgresStoreDriver.commitChannel), .text(String(databaseID))])
     }
 
     /// Runs `body` in one transaction within the request deadline (`onConnection`).
@@ -66,7 +68,7 @@ package struct PostgresStoreDriver: StoreDriver {
     /// transient failures to `TRY_AGAIN_LATER`.
     private func onConnection<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         let pool = self.pool
-        return try await PostgresRecordStore.mapFailures {
+        return try await PostgresFailure.map {
             try await StoreTransactionRunner(deadline: self.requestDeadline).run(unreachable: "the database did not answer in time") { abandonment in
                 try await pool.withConnection(abandonment, body)
             }
@@ -79,7 +81,7 @@ struct PostgresStoreConnection: StoreConnection {
     let connection: PostgresConnection
     let logger: Logger
 
-    var dialect: SQLDialect { .postgres }
+    var dialect: any SQLDialect { PostgresDialect() }
 
     func rows(_ sql: String, _ arguments: [SQLValue]) async throws -> [StoreRow] {
         return try await received(sql, arguments).map(PostgresStoreConnection.row)

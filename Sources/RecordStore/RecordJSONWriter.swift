@@ -244,30 +244,3 @@ package struct SerializedRecordPage: Sendable {
     }
 }
 
-extension RecordStorage {
-    /// `zoneChanges` with its records as JSON: the default writes the page's `StoredRecord`s; a
-    /// backend writes them from its rows as it reads them.
-    package func zoneChangesJSON(_ scope: DatabaseScope, zone: ZoneID, syncToken: String?, resultsLimit: Int,
-                                 recordTypes: Set<String>?, options: RecordJSONOptions) async throws -> SerializedRecordPage
-    {
-        let page = try await zoneChanges(scope, zone: zone, syncToken: syncToken, resultsLimit: resultsLimit, recordTypes: recordTypes)
-        var writer = RecordJSONWriter(rows: page.changes.count, options: options)
-        for change in page.changes { writer.append(change) }
-        return SerializedRecordPage(zoneID: page.zoneID, records: writer.finish(), syncToken: page.syncToken, moreComing: page.moreComing)
-    }
-
-    /// `lookupRecords` as JSON, in the order asked: a record's dictionary, or the error of a name not read.
-    package func lookupRecordsJSON(_ scope: DatabaseScope, zone: ZoneID, recordNames: [String],
-                                   options: RecordJSONOptions) async throws -> SerializedRecords
-    {
-        let results = try await lookupRecords(scope, zone: zone, recordNames: recordNames)
-        var writer = RecordJSONWriter(rows: results.count, options: options)
-        for result in results {
-            switch result {
-            case .success(let record): writer.append(record)
-            case .failure(let error): writer.append(error)
-            }
-        }
-        return writer.finish()
-    }
-}

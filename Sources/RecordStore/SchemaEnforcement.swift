@@ -1,6 +1,5 @@
 import Foundation
 import RecordModel
-import SQLiteDB
 import Synchronization
 
 /// Checks records against the schema of the request's environment.

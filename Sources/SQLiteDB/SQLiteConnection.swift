@@ -62,7 +62,7 @@ public final class SQLiteConnection {
     }
 
     func error(_ rc: Int32, sql: String? = nil) -> SQLiteError {
-        SQLiteError(code: rc, message: String(cString: sqlite3_errmsg(handle)), sql: sql)
+        SQLiteError(rc, database: handle, sql: sql)
     }
 
     /// Runs one or more statements without results.
@@ -86,7 +86,7 @@ public final class SQLiteConnection {
             if let cached = statementCache[key] {
                 statement = cached
             } else {
-                statement = try SQLiteStatement(connection: self, sql: sql)
+                statement = try SQLiteStatement(database: handle, sql: sql)
                 statementCache[key] = statement
             }
             recentSQL = sql

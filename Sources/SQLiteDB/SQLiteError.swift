@@ -17,3 +17,11 @@ public struct SQLiteError: Error, CustomStringConvertible, Sendable {
     public var isDiskFailure: Bool { code & 0xFF == SQLITE_FULL || code & 0xFF == SQLITE_IOERR }
     public var isConstraintViolation: Bool { code & 0xFF == SQLITE_CONSTRAINT }
 }
+
+extension SQLiteError {
+    /// The failure `code` with the database's message for it (in an extension: the memberwise
+    /// initializer stays).
+    init(_ code: Int32, database: OpaquePointer, sql: String?) {
+        self.init(code: code, message: String(cString: sqlite3_errmsg(database)), sql: sql)
+    }
+}

@@ -7,15 +7,16 @@ private let transientDestructor = unsafeBitCast(-1, to: sqlite3_destructor_type.
 public final class SQLiteStatement {
     let handle: OpaquePointer
     let sql: String
-    unowned let connection: SQLiteConnection
+    /// The connection's database handle, which reports the statement's errors.
+    let database: OpaquePointer
 
-    init(connection: SQLiteConnection, sql: String) throws {
+    init(database: OpaquePointer, sql: String) throws {
         var statement: OpaquePointer?
-        let rc = sqlite3_prepare_v2(connection.handle, sql, -1, &statement, nil)
-        guard rc == SQLITE_OK, let statement else { throw connection.error(rc, sql: sql) }
+        let rc = sqlite3_prepare_v2(database, sql, -1, &statement, nil)
+        guard rc == SQLITE_OK, let statement else { throw SQLiteError(rc, database: database, sql: sql) }
         self.handle = statement
         self.sql = sql
-        self.connection = connection
+        self.database = database
     }
 
     deinit { sqlite3_finalize(handle) }
@@ -51,7 +52,7 @@ public final class SQLiteStatement {
                     sqlite3_bind_blob(handle, index, buffer.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(buffer.count), transientDestructor)
                 }
             }
-            guard rc == SQLITE_OK else { throw connection.error(rc, sql: sql) }
+            guard rc == SQLITE_OK else { throw SQLiteError(rc, database: database, sql: sql) }
         }
     }
 
@@ -62,7 +63,7 @@ public final class SQLiteStatement {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
         default:
-            let error = connection.error(rc, sql: sql)
+            let error = SQLiteError(rc, database: database, sql: sql)
             sqlite3_reset(handle)
             throw error
         }

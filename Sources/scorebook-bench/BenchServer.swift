@@ -3,24 +3,8 @@ import Logging
 import RecordModel
 import RecordServer
 import RecordStore
+import SQLiteRecordStore
 import Synchronization
-
-/// A server the HTTP scenarios talk to: in-process (`BenchServer`) or a real `scorebookd`
-/// subprocess (`DaemonUnderTest`).
-protocol BenchTarget {
-    var port: Int { get }
-    var token: String { get }
-    /// `/database/1/{container}/{environment}/private`
-    var databasePath: String { get }
-    /// `/database/1/{container}/{environment}`
-    var environmentPath: String { get }
-}
-
-/// The store a scenario runs on: the embedded SQLite file, or a database of the bench's own
-/// throw-away PostgreSQL cluster (`BenchPostgres`, only in builds with the PostgreSQL trait).
-enum BenchBackend: String, CaseIterable {
-    case sqlite, postgres
-}
 
 /// A scorebookd served in-process on a free loopback port, with one user, for the HTTP scenarios:
 /// the routes of `RecordAPI` over either backend's `RecordStorage`.
@@ -100,20 +84,6 @@ func modifyBody(zone: String, records: [JSONValue], operation: String = "create"
         "zoneID": ["zoneName": .string(zone)], "atomic": true,
         "operations": .array(records.map { ["operationType": .string(operation), "record": $0] }),
     ]).serialized()
-}
-
-struct Stats {
-    var samples: [Double]
-
-    func percentile(_ p: Double) -> Double {
-        guard !samples.isEmpty else { return .nan }
-        let sorted = samples.sorted()
-        let index = min(sorted.count - 1, max(0, Int((p / 100 * Double(sorted.count)).rounded(.up)) - 1))
-        return sorted[index]
-    }
-
-    var median: Double { percentile(50) }
-    var p99: Double { percentile(99) }
 }
 
 /// User and system CPU seconds of this process, all threads.

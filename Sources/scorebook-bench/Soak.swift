@@ -5,47 +5,19 @@ import Synchronization
 import Glibc
 #endif
 
-/// (11) The soak: a real release `scorebookd` on SQLite under the mixed load of three users for
-/// `--minutes` (default 10): per user a writer (batches of 20–60 creates, `forceUpdate`s and
-/// `forceDelete`s, paced to `writeRate` records a second), a `records/changes` reader following
-/// its token, lookups of ten records, and a courier long-poll; one event stream; asset round
-/// trips of 10 KB–2 MB. `--parts` runs a subset (writers,feeds,lookups,couriers,stream,assets), to
-/// tell which part grows, or adds `webhooks`: one endpoint taking every change, delivered to a
-/// receiver in this process (the daemon runs with `--allow-private-webhooks`), which must have
-/// every change the writers made by the end. Every `window` seconds it samples the daemon's resident memory
-/// (`VmRSS`, `RssAnon`) and CPU time and the window's latencies; at the end every feed must hold
-/// exactly the records its writer had acknowledged.
-///
-/// Flat means: the resident size at the end is at most 1.1× the size after warm-up (five minutes,
-/// or half a shorter run) plus 16 MB, and the last window's p99 latency is at most 1.5× the first's.
-struct SoakPart: OptionSet, Sendable {
-    let rawValue: Int
-    static let writers = SoakPart(rawValue: 1)
-    static let feeds = SoakPart(rawValue: 2)
-    static let lookups = SoakPart(rawValue: 4)
-    static let couriers = SoakPart(rawValue: 8)
-    static let stream = SoakPart(rawValue: 16)
-    static let assets = SoakPart(rawValue: 32)
-    static let webhooks = SoakPart(rawValue: 64)
-    /// The mixed load of three users (`webhooks` is asked for by name).
-    static let all: SoakPart = [.writers, .feeds, .lookups, .couriers, .stream, .assets]
-    static let names: [(String, SoakPart)] = [
-        ("writers", .writers), ("feeds", .feeds), ("lookups", .lookups), ("couriers", .couriers), ("stream", .stream), ("assets", .assets),
-        ("webhooks", .webhooks),
-    ]
-
-    /// `writers,feeds,…`; nil when a name is unknown.
-    init?(list: String) {
-        var parts: SoakPart = []
-        for name in list.split(separator: ",") {
-            guard let part = SoakPart.names.first(where: { $0.0 == name })?.1 else { return nil }
-            parts.insert(part)
-        }
-        self = parts
-    }
-
-    init(rawValue: Int) { self.rawValue = rawValue }
-}
+// (11) The soak: a real release `scorebookd` on SQLite under the mixed load of three users for
+// `--minutes` (default 10): per user a writer (batches of 20–60 creates, `forceUpdate`s and
+// `forceDelete`s, paced to `writeRate` records a second), a `records/changes` reader following
+// its token, lookups of ten records, and a courier long-poll; one event stream; asset round
+// trips of 10 KB–2 MB. `--parts` runs a subset (writers,feeds,lookups,couriers,stream,assets), to
+// tell which part grows, or adds `webhooks`: one endpoint taking every change, delivered to a
+// receiver in this process (the daemon runs with `--allow-private-webhooks`), which must have
+// every change the writers made by the end. Every `window` seconds it samples the daemon's resident memory
+// (`VmRSS`, `RssAnon`) and CPU time and the window's latencies; at the end every feed must hold
+// exactly the records its writer had acknowledged.
+//
+// Flat means: the resident size at the end is at most 1.1× the size after warm-up (five minutes,
+// or half a shorter run) plus 16 MB, and the last window's p99 latency is at most 1.5× the first's.
 
 /// What the load's threads tell the sampler: counts, latencies of the current window, failures.
 final class SoakLedger: Sendable {

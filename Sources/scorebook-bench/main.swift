@@ -5,30 +5,15 @@ import RecordServer
 import RecordStore
 import SQLiteDB
 
-/// scorebook-bench: the benchmark scenarios of BENCHMARKS.md. Every figure is printed next to a
-/// baseline measured in the same run (raw SQLite for writes), because machines here are noisy.
-///
-///   swift build -c release --product scorebook-bench (and scorebook, scorebookd: the subprocess scenarios run them)
-///   .build/release/scorebook-bench [--json] [--backend sqlite|postgres|both] [--records N] [--large N] [--subscribers N] [--rounds N] [--runs N] [--client-nice N] [scenario …]
-///
-/// `--backend postgres` (or `both`) runs the scenarios that have a PostgreSQL form on a
-/// throw-away PostgreSQL 15 cluster the bench starts itself (`BenchPostgres`); `both` runs each
-/// such scenario on SQLite and then on PostgreSQL, back to back.
-struct BenchOptions {
-    var backends: [BenchBackend] = [.sqlite]
-    var json = false
-    var records = 100_000
-    var largeZone = 1_000_000
-    var subscribers = 1000
-    var rounds = 200
-    var runs = 100
-    /// The nice value of the fan-out scenarios' reading thread (0: the daemon's equal).
-    var clientNice: Int32 = 0
-    /// The soak's length and the parts of its load (`soak`).
-    var soakMinutes = 10.0
-    var soakParts = SoakPart.all
-    var scenarios: [String] = []
-}
+// scorebook-bench: the benchmark scenarios of BENCHMARKS.md. Every figure is printed next to a
+// baseline measured in the same run (raw SQLite for writes), because machines here are noisy.
+//
+//   swift build -c release --product scorebook-bench (and scorebook, scorebookd: the subprocess scenarios run them)
+//   .build/release/scorebook-bench [--json] [--backend sqlite|postgres|both] [--records N] [--large N] [--subscribers N] [--rounds N] [--runs N] [--client-nice N] [scenario …]
+//
+// `--backend postgres` (or `both`) runs the scenarios that have a PostgreSQL form on a
+// throw-away PostgreSQL 15 cluster the bench starts itself (`BenchPostgres`); `both` runs each
+// such scenario on SQLite and then on PostgreSQL, back to back.
 
 // The child half of the loopback floor a fan-out compares itself with (see `LoopbackFloor`).
 if CommandLine.arguments.count == 4, CommandLine.arguments[1] == "--loopback-floor",

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import RecordModel
 import RecordStore
+import SQLiteRecordStore
 
 /// Store errors become plain one-line failures.
 func wrap<T>(_ body: () throws -> T) throws -> T {

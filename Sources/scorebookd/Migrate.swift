@@ -6,6 +6,7 @@ import PostgresRecordStore
 #endif
 import RecordModel
 import RecordStore
+import SQLiteRecordStore
 
 /// `scorebookd migrate --from-data-dir DIR --database URL`: copies an SQLite store
 /// into an empty PostgreSQL database. Ids, sequences, token hashes and the store's identity are

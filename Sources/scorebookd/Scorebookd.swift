@@ -10,6 +10,7 @@ import PostgresRecordStore
 import RecordModel
 import RecordServer
 import RecordStore
+import SQLiteRecordStore
 
 /// `scorebookd`: the record-store daemon and its administration commands.
 @main
@@ -58,11 +59,6 @@ func oneLine(_ message: String) -> String {
 
 /// Why `--database` fails in a daemon built with `--disable-default-traits` (no `PostgreSQL` trait).
 let postgreSQLNotBuilt = "this scorebookd was built without PostgreSQL (package trait PostgreSQL); use --data-dir, or rebuild with the default traits"
-
-/// A failure to report as one plain line.
-struct CommandFailure: Error {
-    var message: String
-}
 
 /// Prints one JSON object on one line with its keys in the order given, so the same answer
 /// always reads the same (`{"userRecordName":…,"name":…,"token":…}` as the operations guide shows it).

@@ -6,6 +6,7 @@ import PostgresRecordStore
 #endif
 import RecordModel
 import RecordStore
+import SQLiteRecordStore
 
 /// STORE, the same for `serve` and every administration command: `--data-dir DIR` (the embedded
 /// SQLite store) or `--database URL` (PostgreSQL); without either, env SCOREBOOK_DATABASE_URL,

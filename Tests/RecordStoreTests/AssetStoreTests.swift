@@ -1,6 +1,7 @@
 import Foundation
 import RecordModel
 import RecordStore
+import SQLiteRecordStore
 import RecordServer
 import SQLiteDB
 import XCTest
@@ -141,7 +142,7 @@ final class AssetStoreTests: StoreTestCase {
     func testMissingOrShortBytesAnswerTheSameErrorOnEitherBackend() throws {
         let asset = try storeUpload(Array(repeating: 42, count: 1000), recordName: "p1")
         let stored = try XCTUnwrap(try blob(asset.checksum))
-        let engine = try XCTUnwrap((store.base as? any EngineAssetStorage)?.engine)
+        let engine = store.base.engine
         let path = (store.base as? SQLiteStorage).map { $0.store.assetFilePath(scopeKey: assetScope.key, checksum: asset.checksum) }
         func damage(keeping count: Int?) throws {
             if let path {
@@ -178,7 +179,7 @@ final class AssetStoreTests: StoreTestCase {
         let asset = try storeUpload(Array(repeating: 42, count: 1000), recordName: "p1")
         try save(dev, avatarRecord("p1", checksum: asset.checksum, size: 1000))
         XCTAssertEqual(try store.checkIntegrity(), [])
-        let engine = try XCTUnwrap((store.base as? any EngineAssetStorage)?.engine)
+        let engine = store.base.engine
         if let sqlite = (store.base as? SQLiteStorage)?.store {
             try Data(repeating: 43, count: 1000).write(to: URL(fileURLWithPath: sqlite.assetFilePath(scopeKey: assetScope.key, checksum: asset.checksum)))
         } else {

@@ -1,6 +1,7 @@
 import Foundation
 import RecordStore
 import SQLiteDB
+import SQLiteRecordStore
 import Synchronization
 import XCTest
 

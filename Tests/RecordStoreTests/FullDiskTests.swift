@@ -1,6 +1,7 @@
 import Foundation
 import RecordModel
 @testable import RecordStore
+@testable import SQLiteRecordStore
 import SQLiteDB
 import XCTest
 

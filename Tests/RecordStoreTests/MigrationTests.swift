@@ -3,6 +3,7 @@ import RecordModel
 import PostgresRecordStore
 import RecordStore
 import SQLiteDB
+import SQLiteRecordStore
 import TestSupport
 import XCTest
 

@@ -2,7 +2,7 @@ import Foundation
 import PostgresRecordStore
 import RecordModel
 import RecordStore
-import SQLiteDB
+import SQLiteRecordStore
 import Synchronization
 import XCTest
 

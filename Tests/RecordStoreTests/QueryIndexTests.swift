@@ -1,6 +1,7 @@
 import RecordModel
 import RecordStore
 import SQLiteDB
+import SQLiteRecordStore
 import XCTest
 
 /// Issue 16: `records/query` reads index ranges, so a page costs about its size (`rowsVisited`

@@ -3,9 +3,13 @@ import PostgresRecordStore
 import RecordModel
 import RecordStore
 import SQLiteDB
+import SQLiteRecordStore
 import Synchronization
 import TestSupport
 import XCTest
+
+/// The store's values (both RecordStore and SQLiteDB, imported here, name one `SQLValue`).
+private typealias SQLValue = RecordStore.SQLValue
 
 /// The engine's driver on the backend this run tests (`StoreBackend.selected`): the dialect's
 /// clauses and the driver's row operations, and on SQLite the group commit.
@@ -60,10 +64,10 @@ final class StoreDriverTests: XCTestCase {
 
     func testPlaceholdersAreNumberedOnPostgreSQLOnlyAndQuotedQuestionMarksStayText() {
         let sql = "SELECT a FROM t WHERE b = ? AND c = '?' AND d IN (?, ?)"
-        XCTAssertEqual(SQLDialect.sqlite.placeholders(sql), sql)
-        XCTAssertEqual(SQLDialect.postgres.placeholders(sql), "SELECT a FROM t WHERE b = $1 AND c = '?' AND d IN ($2, $3)")
-        XCTAssertEqual(SQLDialect.sqlite.forUpdate, "")
-        XCTAssertEqual(SQLDialect.postgres.forUpdate, " FOR UPDATE")
+        XCTAssertEqual(SQLiteDialect().placeholders(sql), sql)
+        XCTAssertEqual(PostgresDialect().placeholders(sql), "SELECT a FROM t WHERE b = $1 AND c = '?' AND d IN ($2, $3)")
+        XCTAssertEqual(SQLiteDialect().forUpdate, "")
+        XCTAssertEqual(PostgresDialect().forUpdate, " FOR UPDATE")
     }
 
     func testUpsertReplacesTheConflictingRowAndChangedCountCountsRows() throws {
@@ -217,7 +221,7 @@ final class StoreDriverTests: XCTestCase {
     private static func recordsNamedPlans(explain: String, zone: Int64, planColumn: Int, _ connection: any StoreConnection) async throws
         -> [String]
     {
-        let names = SQLDialect.jsonArray((0..<400).map { "record-\($0 * 7)" })
+        let names = JSONArgument.array((0..<400).map { "record-\($0 * 7)" })
         var plans: [String] = []
         for left in [false, true] {
             let sql = "\(explain) SELECT r.name, asked.value " + connection.dialect.recordsNamed(left: left, liveOnly: left)
@@ -247,7 +251,7 @@ final class StoreDriverTests: XCTestCase {
                         VALUES (?, ?, ?, ?, 'Score', 'tag', '{}', 0, '_u', 0, '_u')
                         """, [.int(row.0), .text(row.1), .int(Int64(index + 1)), .int(row.2)])
                 }
-                let asked = SQLDialect.jsonArray(["b", "c", "gone", "a \"quoted\" ü", "absent"])
+                let asked = JSONArgument.array(["b", "c", "gone", "a \"quoted\" ü", "absent"])
                 var found: [String] = []
                 for (left, liveOnly) in [(false, false), (true, true)] {
                     let sql = "SELECT asked.value, r.name " + connection.dialect.recordsNamed(left: left, liveOnly: liveOnly) + " ORDER BY asked.position"
@@ -269,7 +273,7 @@ final class StoreDriverTests: XCTestCase {
                     try await connection.execute("INSERT INTO scratch (id, name) VALUES (?, ?)", [.int(Int64(index)), .text(name)])
                 }
                 return try await connection.rows("SELECT name FROM scratch WHERE " + connection.dialect.isInJSONArray("name") + " ORDER BY id",
-                                                 [.text(SQLDialect.jsonArray(names + ["absent"]))]).map { $0.text(0) }
+                                                 [.text(JSONArgument.array(names + ["absent"]))]).map { $0.text(0) }
             }
         }
         XCTAssertEqual(found, names)
@@ -283,7 +287,7 @@ final class StoreDriverTests: XCTestCase {
                 for (index, pair) in stored.enumerated() {
                     try await connection.execute("INSERT INTO pairs (id, first, second) VALUES (?, ?, ?)", [.int(Int64(index)), .text(pair.0), .text(pair.1)])
                 }
-                let wanted = SQLDialect.jsonPairs([("a", "x"), ("b \"q\", {c}", "ü"), ("b", "y"), ("x", "a"), ("absent", "x")])
+                let wanted = JSONArgument.pairs([("a", "x"), ("b \"q\", {c}", "ü"), ("b", "y"), ("x", "a"), ("absent", "x")])
                 return try await connection.rows("SELECT first, second FROM pairs WHERE " + connection.dialect.isPairInJSONArray("first", "second")
                                                  + " ORDER BY id", [.text(wanted)]).map { $0.text(0) + "/" + $0.text(1) }
             }
@@ -293,10 +297,10 @@ final class StoreDriverTests: XCTestCase {
 
     /// The clauses only one backend has: an advisory lock across processes and a check of the file.
     func testExclusiveLockAndFileCheckRunWhereTheBackendHasThem() throws {
-        XCTAssertNil(SQLDialect.sqlite.exclusiveLock(7))
-        XCTAssertNil(SQLDialect.postgres.fileCheck)
-        XCTAssertEqual(SQLDialect.sqlite.jsonDocument(Array("{}".utf8)), .blob(Array("{}".utf8)))
-        XCTAssertEqual(SQLDialect.postgres.jsonDocument(Array("{}".utf8)), .text("{}"))
+        XCTAssertNil(SQLiteDialect().exclusiveLock(7))
+        XCTAssertNil(PostgresDialect().fileCheck)
+        XCTAssertEqual(SQLiteDialect().jsonDocument(Array("{}".utf8)), .blob(Array("{}".utf8)))
+        XCTAssertEqual(PostgresDialect().jsonDocument(Array("{}".utf8)), .text("{}"))
         let verdict = try run { driver in
             try await driver.write { connection -> [String] in
                 if let lock = connection.dialect.exclusiveLock(7) { try await connection.execute(lock) }
@@ -317,7 +321,7 @@ final class StoreDriverTests: XCTestCase {
                 return try await connection.rows(
                     "SELECT asked.value, s.id FROM " + connection.dialect.jsonArrayElements(as: "asked")
                         + " LEFT JOIN scratch s ON s.name = asked.value ORDER BY asked.position",
-                    [.text(SQLDialect.jsonArray(asked))]
+                    [.text(JSONArgument.array(asked))]
                 ).map { "\($0.text(0))=\($0.optionalInt(1).map(String.init) ?? "-")" }
             }
         }

@@ -2,6 +2,7 @@ import Foundation
 import RecordModel
 import PostgresRecordStore
 import RecordStore
+import SQLiteRecordStore
 import Synchronization
 import TestSupport
 import XCTest

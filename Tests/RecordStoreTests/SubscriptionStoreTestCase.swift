@@ -1,6 +1,7 @@
 import Foundation
 import RecordModel
 import RecordStore
+import SQLiteRecordStore
 import TestSupport
 import XCTest
 

@@ -5,6 +5,7 @@ import RecordClient
 import RecordModel
 import RecordServer
 import RecordStore
+import SQLiteRecordStore
 @testable import Scorebook
 import SyncEngine
 import TestSupport

@@ -1,6 +1,7 @@
 import Foundation
 import RecordModel
 import RecordStore
+import SQLiteRecordStore
 @testable import Scorebook
 @testable import SyncEngine
 import TestSupport

@@ -2,6 +2,7 @@ import Foundation
 import RecordModel
 import RecordServer
 import RecordStore
+import SQLiteRecordStore
 import Scorebook
 import XCTest
 

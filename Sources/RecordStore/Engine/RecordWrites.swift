@@ -1,5 +1,4 @@
 import RecordModel
-import SQLiteDB
 
 /// A modify batch's writes, planned in memory against the records as the batch leaves them and
 /// written by `flush` in a bounded number of statements: one upsert of every row (saves and
@@ -43,7 +42,7 @@ struct RecordWrites {
         known.reserveCapacity(known.count + unknown.count)
         for name in unknown { known[name] = .some(nil) }
         for row in try await connection.rows("SELECT \(Self.columnsOfR) " + connection.dialect.recordsNamed(left: false, liveOnly: false),
-                                             [.text(SQLDialect.jsonArray(unknown)), .int(zoneRowID)]) {
+                                             [.text(JSONArgument.array(unknown)), .int(zoneRowID)]) {
             let name = row.text(11)
             known[name] = ExistingRecord(row)
             knownSequences[name] = row.int(12)
@@ -151,7 +150,7 @@ struct RecordWrites {
         for target in unread { storedReferences[target] = [] }
         for row in try await connection.rows("SELECT source, target, action FROM refs WHERE zone_id = ? AND "
                                                 + connection.dialect.isInJSONArray("target"),
-                                              [.int(zoneRowID), .text(SQLDialect.jsonArray(unread))]) {
+                                              [.int(zoneRowID), .text(JSONArgument.array(unread))]) {
             guard let action = StoredReferenceAction(rawValue: row.int(2)) else { continue }
             storedReferences[row.text(1), default: []].append((row.text(0), action))
         }
@@ -234,7 +233,7 @@ struct RecordWrites {
         }
         if !references.isEmpty {
             try await connection.execute("DELETE FROM refs WHERE zone_id = ? AND " + dialect.isInJSONArray("source"),
-                                         [zone, .text(SQLDialect.jsonArray(Array(references.keys)))])
+                                         [zone, .text(JSONArgument.array(Array(references.keys)))])
             let rows = references.flatMap { source, outgoing in outgoing.map { [zone, .text($0.target), .text(source), .int($0.action.rawValue)] } }
             try await connection.insertRows(into: "refs", columns: [StoreColumn("zone_id", .integer), StoreColumn("target", .text),
                                                                     StoreColumn("source", .text), StoreColumn("action", .integer)],
@@ -242,14 +241,14 @@ struct RecordWrites {
         }
         if !transaction.indexedRecords.isEmpty {
             try await connection.execute("DELETE FROM query_index WHERE zone_id = ? AND " + dialect.isInJSONArray("record_name"),
-                                         [zone, .text(SQLDialect.jsonArray(Array(transaction.indexedRecords.keys)))])
+                                         [zone, .text(JSONArgument.array(Array(transaction.indexedRecords.keys)))])
             let entries: [[SQLValue]] = transaction.indexedRecords.flatMap { name, indexed -> [[SQLValue]] in
                 guard let type = indexed.type else { return [] }
                 return indexed.entries.map { [zone, .text(type), .text($0.field), .text($0.key), .text(name)] }
             }
-            try await StoreEngine.insertIndexEntries(entries, connection)
+            try await QueryIndexTables.insertEntries(entries, connection)
         }
-        try await StoreEngine.addIndexCounts(transaction.indexCounts, zone: zoneRowID, connection)
+        try await QueryIndexTables.addCounts(transaction.indexCounts, zone: zoneRowID, connection)
     }
 }
 

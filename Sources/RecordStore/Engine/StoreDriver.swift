@@ -1,4 +1,3 @@
-import SQLiteDB
 
 /// The narrow interface the store engine's transaction scripts are written against. SQLite
 /// (`SQLiteStoreDriver`) and PostgreSQL (`PostgresStoreDriver`) each implement it; everything
@@ -52,26 +51,6 @@ package struct StoreRow: Sendable, Equatable {
     package func optionalText(_ column: Int) -> String? { isNull(column) ? nil : text(column) }
 }
 
-/// The declared type of a column written by a bulk insert (PostgreSQL's `unnest` needs the
-/// arrays' types; SQLite ignores them).
-package enum StoreColumnType: String, Sendable {
-    case integer = "bigint"
-    case real = "double precision"
-    case text = "text"
-    case blob = "bytea"
-}
-
-/// A column of a bulk insert: its name and type.
-package struct StoreColumn: Sendable, Equatable {
-    package var name: String
-    package var type: StoreColumnType
-
-    package init(_ name: String, _ type: StoreColumnType) {
-        self.name = name
-        self.type = type
-    }
-}
-
 /// One row of a statement being read, its columns borrowed from the driver's buffers: valid only
 /// for the call it is handed to. A page of records is written from it as JSON without a string or
 /// array made per column.
@@ -91,7 +70,7 @@ extension StoreCursor {
 /// One transaction's connection. It belongs to the script it is handed to and is never kept
 /// past it. Statements use `?` placeholders; the driver turns them into its own.
 package protocol StoreConnection {
-    var dialect: SQLDialect { get }
+    var dialect: any SQLDialect { get }
     /// Every row `sql` returns.
     func rows(_ sql: String, _ arguments: [SQLValue]) async throws -> [StoreRow]
     /// Hands each row `sql` returns to `row` as it is read (`StoreCursor`), in order.
@@ -146,7 +125,7 @@ package protocol ScriptSignal: Error {}
 
 /// A database the engine runs transactions on, each under the request deadline.
 package protocol StoreDriver: Sendable {
-    var dialect: SQLDialect { get }
+    var dialect: any SQLDialect { get }
     /// Runs `body` in a read transaction that sees one snapshot.
     func read<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> T) async throws -> T
     /// Runs `body`, whose answer is one statement, outside an explicit transaction (one statement

@@ -1,6 +1,5 @@
 import Foundation
 import RecordModel
-import SQLiteDB
 
 /// Where a backend keeps assets' bytes: files beside the database (SQLite), chunk rows in it
 /// (PostgreSQL). The engine keeps the bookkeeping (`asset_uploads`, `asset_blobs`) and the rules,
@@ -79,7 +78,7 @@ extension StoreEngine {
         guard !receipts.isEmpty else { return [] }
         return try await driver.read { connection in
             try await connection.rows("SELECT \(Self.uploadColumns) FROM asset_uploads WHERE " + connection.dialect.isInJSONArray("receipt"),
-                                      [.text(SQLDialect.jsonArray(receipts))]).map(Self.upload)
+                                      [.text(JSONArgument.array(receipts))]).map(Self.upload)
         }
     }
 
@@ -97,7 +96,7 @@ extension StoreEngine {
     package func markAssetsAttached(receipts: [String]) async throws {
         guard !receipts.isEmpty else { return }
         let now = clock()
-        let names: SQLValue = .text(SQLDialect.jsonArray(receipts))
+        let names: SQLValue = .text(JSONArgument.array(receipts))
         try await driver.write { connection in
             let spent = connection.dialect.isInJSONArray("receipt")
             try await connection.execute("UPDATE asset_uploads SET attached_at = ? WHERE attached_at IS NULL AND " + spent, [.int(now), names])
@@ -139,7 +138,7 @@ extension StoreEngine {
             let blobsIn = connection.dialect.isPairInJSONArray("scope", "checksum")
             func pairs(_ decision: AssetSweepRules.Decision) -> SQLValue? {
                 guard let blobs = decided[decision], !blobs.isEmpty else { return nil }
-                return .text(SQLDialect.jsonPairs(blobs.map { ($0.scopeKey, $0.checksum) }))
+                return .text(JSONArgument.pairs(blobs.map { ($0.scopeKey, $0.checksum) }))
             }
             if let marked = pairs(.markReferenced) {
                 try await connection.execute("UPDATE asset_blobs SET attached = 1, unreferenced_since = NULL WHERE " + blobsIn, [marked])
@@ -185,7 +184,7 @@ extension StoreEngine {
         guard !distinct.isEmpty else { return [] }
         var sizes: [StoredAsset: Int64] = [:]
         for row in try await connection.rows("SELECT scope, checksum, size FROM asset_blobs WHERE " + connection.dialect.isPairInJSONArray("scope", "checksum"),
-                                             [.text(SQLDialect.jsonPairs(distinct.map { ($0.scopeKey, $0.checksum) }))]) {
+                                             [.text(JSONArgument.pairs(distinct.map { ($0.scopeKey, $0.checksum) }))]) {
             sizes[StoredAsset(scopeKey: row.text(0), checksum: row.text(1))] = row.int(2)
         }
         var whole: [StoredAsset: Bool] = [:]

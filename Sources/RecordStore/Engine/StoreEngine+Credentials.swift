@@ -1,6 +1,5 @@
 import Foundation
 import RecordModel
-import SQLiteDB
 
 /// How a request proves who sends it: user tokens (and their revocation), API tokens,
 /// server-to-server keys, and the courier URL of a notification channel.

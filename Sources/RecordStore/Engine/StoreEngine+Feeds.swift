@@ -1,5 +1,4 @@
 import RecordModel
-import SQLiteDB
 
 /// A zone's change feed and a database's zone feed, each page read in one snapshot.
 ///

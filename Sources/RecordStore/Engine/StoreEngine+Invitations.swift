@@ -1,5 +1,4 @@
 import RecordModel
-import SQLiteDB
 
 extension StoreEngine {
     /// `shared/invitations/decline`: the caller turns down the invitations behind `shortGUIDs`.

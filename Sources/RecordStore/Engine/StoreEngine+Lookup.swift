@@ -1,5 +1,4 @@
 import RecordModel
-import SQLiteDB
 
 /// `records/lookup`: the named live records of a zone, in the order asked, read in one snapshot
 /// by one statement however many names.
@@ -47,7 +46,7 @@ extension StoreEngine {
         }
         let privateDatabaseID = scope.kind != .shared ? try await databaseID(scope) : 0
         let caller = scope.userRecordName
-        let names = SQLDialect.jsonArray(recordNames)
+        let names = JSONArgument.array(recordNames)
         let asksForShare = recordNames.contains(ShareRules.recordName)
         return try await driver.read { connection in
             let addressed = try await self.addressedZone(scope, zone, privateDatabaseID: privateDatabaseID, connection)

@@ -1,5 +1,4 @@
 import RecordModel
-import SQLiteDB
 
 /// The store's totals and its retention: tombstones and notifications older than their age go.
 extension StoreEngine {

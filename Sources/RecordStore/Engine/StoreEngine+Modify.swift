@@ -1,5 +1,4 @@
 import RecordModel
-import SQLiteDB
 
 /// `records/modify`: one transaction per batch. Every operation is planned in memory against the
 /// batch's records as they stand (read in one statement at the start), and the batch's rows are

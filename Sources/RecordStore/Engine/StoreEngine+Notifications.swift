@@ -1,5 +1,4 @@
 import RecordModel
-import SQLiteDB
 
 /// The notifications a write's changes fire, written in the write's own transaction: a committed
 /// change always notifies and a rolled-back one never does.
@@ -22,7 +21,7 @@ extension StoreEngine {
         }
         if !firedOnce.isEmpty {
             try await connection.execute("DELETE FROM subscriptions WHERE database_id = ? AND " + connection.dialect.isInJSONArray("subscription_id"),
-                                         [.int(databaseID), .text(SQLDialect.jsonArray(firedOnce))])
+                                         [.int(databaseID), .text(JSONArgument.array(firedOnce))])
             subscriptionCache?.invalidate(databaseID)
         }
         return Set(byRecipient.keys).subtracting([databaseID])

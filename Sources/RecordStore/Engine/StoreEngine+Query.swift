@@ -1,5 +1,4 @@
 import RecordModel
-import SQLiteDB
 
 /// `records/query` through the query index (`QueryIndex`): `QueryCursor` plans the scans, each a
 /// bounded index range, read in one snapshot. A field a query filters or sorts on is indexed the
@@ -92,7 +91,7 @@ extension StoreEngine {
 
     /// A scan's statement. Names and keys compare in byte order (`SQLDialect.inByteOrder`), the
     /// order the indexes on names and `query_index` are built in.
-    static func statement(for scan: QueryScan, zone zoneRowID: Int64, type: String, _ dialect: SQLDialect) -> (sql: String, arguments: [SQLValue]) {
+    static func statement(for scan: QueryScan, zone zoneRowID: Int64, type: String, _ dialect: any SQLDialect) -> (sql: String, arguments: [SQLValue]) {
         let columns = recordColumnsOfR
         let name = dialect.inByteOrder("r.name")
         switch scan {
@@ -166,33 +165,12 @@ extension StoreEngine {
                         counts[QueryIndex.CountKey(recordType: type, field: entry.field), default: 0] += 1
                     }
                 }
-                try await Self.insertIndexEntries(entries, connection)
+                try await QueryIndexTables.insertEntries(entries, connection)
                 guard rows.count == 1000, let last = rows.last else { break }
                 after = last.text(0)
             }
-            try await Self.addIndexCounts(counts, zone: zoneRowID, connection)
+            try await QueryIndexTables.addCounts(counts, zone: zoneRowID, connection)
         }
-    }
-
-    /// Inserts `query_index` rows (zone id, record type, field, sort key, record name).
-    static func insertIndexEntries(_ entries: [[SQLValue]], _ connection: any StoreConnection) async throws {
-        try await connection.insertRows(into: "query_index", columns: [StoreColumn("zone_id", .integer), StoreColumn("record_type", .text),
-                                                                       StoreColumn("field", .text), StoreColumn("sort_key", .text),
-                                                                       StoreColumn("record_name", .text)], rows: entries)
-    }
-
-    /// Adds count changes to the zone's `query_counts`.
-    static func addIndexCounts(_ counts: [QueryIndex.CountKey: Int64], zone zoneRowID: Int64, _ connection: any StoreConnection) async throws {
-        try await addIndexCounts(rows: counts.filter { $0.value != 0 }.map { [.int(zoneRowID), .text($0.key.recordType), .text($0.key.field), .int($0.value)] },
-                                 connection)
-    }
-
-    /// Adds `query_counts` rows (zone id, record type, field, entries) to the counts there.
-    static func addIndexCounts(rows: [[SQLValue]], _ connection: any StoreConnection) async throws {
-        try await connection.insertRows(into: "query_counts", columns: [StoreColumn("zone_id", .integer), StoreColumn("record_type", .text),
-                                                                        StoreColumn("field", .text), StoreColumn("entries", .integer)],
-                                        rows: rows,
-                                        suffix: "ON CONFLICT (zone_id, record_type, field) DO UPDATE SET entries = query_counts.entries + excluded.entries")
     }
 
     /// Migration 2 on PostgreSQL: the index entries and counts of every live record already
@@ -202,10 +180,10 @@ extension StoreEngine {
         while true {
             let rows = try await connection.rows(QueryIndexBackfill.statement, backfill.after)
             let chunk = backfill.entries(of: rows.map { (zone: $0.int(0), name: $0.text(1), type: $0.text(2), fields: $0.blob(3)) })
-            try await insertIndexEntries(chunk.entries, connection)
+            try await QueryIndexTables.insertEntries(chunk.entries, connection)
             guard chunk.more else { break }
         }
-        try await addIndexCounts(rows: backfill.countRows, connection)
+        try await QueryIndexTables.addCounts(rows: backfill.countRows, connection)
     }
 }
 
@@ -213,19 +191,19 @@ extension StoreEngine {
 /// (zone, name) order (each statement stays small however large the store), noting the index
 /// entries of each chunk and the counts of all. SQLite runs it in its synchronous migration,
 /// PostgreSQL through the engine's `backfillQueryIndex`.
-struct QueryIndexBackfill {
+package struct QueryIndexBackfill {
     /// The next chunk: binds `after`.
-    static let statement =
+    package static let statement =
         "SELECT zone_id, name, type, fields FROM records WHERE deleted = 0 AND (zone_id, name) > (?, ?) ORDER BY zone_id, name LIMIT 1000"
     /// Where the next chunk starts.
-    private(set) var after: [SQLValue] = [.int(Int64.min), .text("")]
+    package private(set) var after: [SQLValue] = [.int(Int64.min), .text("")]
     private var counts: [Int64: [QueryIndex.CountKey: Int64]] = [:]
 
-    init() {}
+    package init() {}
 
     /// A chunk's `query_index` rows (zone id, record type, field, sort key, record name), and
     /// whether another chunk may follow.
-    mutating func entries(of rows: [(zone: Int64, name: String, type: String, fields: [UInt8])]) -> (entries: [[SQLValue]], more: Bool) {
+    package mutating func entries(of rows: [(zone: Int64, name: String, type: String, fields: [UInt8])]) -> (entries: [[SQLValue]], more: Bool) {
         var entries: [[SQLValue]] = []
         for row in rows {
             let recordEntries = QueryIndex.entries(row.fields)
@@ -238,34 +216,9 @@ struct QueryIndexBackfill {
     }
 
     /// The `query_counts` rows (zone id, record type, field, entries) of every chunk read.
-    var countRows: [[SQLValue]] {
+    package var countRows: [[SQLValue]] {
         counts.flatMap { zone, zoneCounts in
             zoneCounts.map { [.int(zone), .text($0.key.recordType), .text($0.key.field), .int($0.value)] }
         }
     }
 }
-
-extension SQLDialect {
-    /// `column` compared in byte order: as it is on SQLite (binary is its default), `COLLATE "C"`
-    /// on PostgreSQL, whose text columns otherwise sort by locale.
-    func inByteOrder(_ column: String) -> String { kind == .postgres ? "\(column) COLLATE \"C\"" : column }
-
-    /// A byte-order column (`query_index.record_name`) compared with a record's name in the
-    /// records' own collation, so the join uses the records' primary key.
-    func inRecordNameOrder(_ column: String) -> String { kind == .postgres ? "(\(column) COLLATE \"default\")" : column }
-}
-
-/// A store whose `records/query` is the engine's: both backends conform.
-package protocol EngineQueryStorage {
-    var engine: StoreEngine { get }
-}
-
-extension EngineQueryStorage {
-    package func queryRecords(_ scope: DatabaseScope, zone: ZoneID, query: RecordQuery, resultsLimit: Int,
-                              continuationMarker: String?) async throws -> QueryPage
-    {
-        try await engine.queryRecords(scope, zone: zone, query: query, resultsLimit: resultsLimit, continuationMarker: continuationMarker)
-    }
-}
-
-extension SQLiteStorage: EngineQueryStorage {}

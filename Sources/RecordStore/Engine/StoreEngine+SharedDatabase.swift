@@ -1,5 +1,4 @@
 import RecordModel
-import SQLiteDB
 
 /// Finding users, resolving and accepting shares, invitations, and the shared database's zones
 /// and changes (a participant's view of the zones shared with it).
@@ -28,7 +27,7 @@ extension StoreEngine {
                 JOIN databases d ON d.id = z.database_id AND d.container = ? AND d.environment = ?
                 WHERE
                 """ + " " + connection.dialect.isInJSONArray("s.short_guid"),
-                [.text(scope.container), .text(scope.environment.rawValue), .text(SQLDialect.jsonArray(shortGUIDs))])
+                [.text(scope.container), .text(scope.environment.rawValue), .text(JSONArgument.array(shortGUIDs))])
             let shares = Dictionary(found.map { ($0.text(0), (zone: $0.int(1), database: $0.int(2))) }, uniquingKeysWith: { first, _ in first })
             var results: [Result<JSONValue, ServerError>] = []
             var touched = Set<Int64>()

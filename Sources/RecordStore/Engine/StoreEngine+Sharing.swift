@@ -1,5 +1,4 @@
 import RecordModel
-import SQLiteDB
 
 // Sharing's rows (`shares`, `share_participants`), read and written in the request's own
 // transaction; `ShareRules` decides. A write in a shared zone locks the owner's database row before
@@ -20,7 +19,7 @@ extension StoreEngine {
     func users(_ column: String, in values: [String], _ connection: any StoreConnection) async throws -> [String: UserIdentity] {
         guard !values.isEmpty else { return [:] }
         let rows = try await connection.rows("SELECT \(Self.userColumns), u.\(column) FROM users u WHERE " + connection.dialect.isInJSONArray("u.\(column)"),
-                                             [.text(SQLDialect.jsonArray(values))])
+                                             [.text(JSONArgument.array(values))])
         return Dictionary(rows.map { ($0.text(4), userIdentity($0)) }, uniquingKeysWith: { first, _ in first })
     }
 
@@ -139,7 +138,7 @@ extension StoreEngine {
         let gone = previous.map(\.participantID).filter { !kept.contains($0) }
         if !gone.isEmpty {
             try await connection.execute("DELETE FROM share_participants WHERE zone_id = ? AND " + connection.dialect.isInJSONArray("participant_id"),
-                                         [.int(zoneRowID), .text(SQLDialect.jsonArray(gone))])
+                                         [.int(zoneRowID), .text(JSONArgument.array(gone))])
         }
         let columns = [StoreColumn("zone_id", .integer), StoreColumn("participant_id", .text), StoreColumn("user_id", .integer),
                        StoreColumn("email", .text), StoreColumn("permission", .text), StoreColumn("status", .text)]
@@ -176,7 +175,7 @@ extension StoreEngine {
             }
             if !firedOnce.isEmpty {
                 try await connection.execute("DELETE FROM subscriptions WHERE database_id = ? AND " + connection.dialect.isInJSONArray("subscription_id"),
-                                             [.int(key), .text(SQLDialect.jsonArray(firedOnce))])
+                                             [.int(key), .text(JSONArgument.array(firedOnce))])
                 subscriptionCache?.invalidate(key)
             }
         }

@@ -1,5 +1,4 @@
 import RecordModel
-import SQLiteDB
 import Synchronization
 
 /// `subscriptions/modify`, `subscriptions/list` and the notification channels (`tokens/create`,
@@ -50,7 +49,7 @@ extension StoreEngine {
         let dialect = connection.dialect
         if !batch.deleted.isEmpty {
             try await connection.execute("DELETE FROM subscriptions WHERE database_id = ? AND " + dialect.isInJSONArray("subscription_id"),
-                                         [.int(databaseID), .text(SQLDialect.jsonArray(batch.deleted.sorted()))])
+                                         [.int(databaseID), .text(JSONArgument.array(batch.deleted.sorted()))])
         }
         let rows = batch.saved.values.sorted { $0.subscriptionID < $1.subscriptionID }.map { subscription -> [SQLValue] in
             [.int(databaseID), .text(subscription.subscriptionID), dialect.jsonDocument(subscription.json.serialized())]
@@ -73,7 +72,7 @@ extension StoreEngine {
             return nil
         }
         guard !zones.isEmpty else { return [] }
-        let names = SQLDialect.jsonArray(Array(Set(zones.map(\.zoneName))).sorted())
+        let names = JSONArgument.array(Array(Set(zones.map(\.zoneName))).sorted())
         let dialect = connection.dialect
         guard scope.kind == .shared else {
             let rows = try await connection.rows("SELECT name FROM zones WHERE database_id = ? AND deleted = 0 AND " + dialect.isInJSONArray("name"),

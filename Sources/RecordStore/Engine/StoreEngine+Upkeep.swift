@@ -1,6 +1,5 @@
 import Foundation
 import RecordModel
-import SQLiteDB
 
 /// The store's upkeep: `scorebookd check`, the daemons' heartbeats, and the tables `migrate`
 /// copies from one backend to the other.

@@ -1,5 +1,4 @@
 import RecordModel
-import SQLiteDB
 
 /// Users, their tokens and web sign-in passwords, and their administration (`scorebookd user …`).
 extension StoreEngine {

@@ -1,5 +1,4 @@
 import RecordModel
-import SQLiteDB
 
 /// A state of a record that a batch replaced (see `RecordWrites.superseded`).
 struct SupersededVersion {
@@ -63,7 +62,7 @@ extension StoreEngine {
                                      [.int(zoneRowID)])
     }
 
-    static func backlogColumns(_ dialect: SQLDialect) -> [StoreColumn] {
+    static func backlogColumns(_ dialect: any SQLDialect) -> [StoreColumn] {
         [StoreColumn("zone_id", .integer), StoreColumn("seq", .integer), StoreColumn("kind", .integer), StoreColumn("record_name", .text),
          StoreColumn("record_type", .text), StoreColumn("tag", .text), StoreColumn("fields", dialect.fieldsType),
          StoreColumn("created_at", .integer)]

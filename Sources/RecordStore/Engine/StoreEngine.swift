@@ -1,5 +1,4 @@
 import RecordModel
-import SQLiteDB
 import Synchronization
 
 // How to port a domain onto the engine
@@ -8,7 +7,7 @@ import Synchronization
 //    functions that run `driver.read { connection in … }`, `driver.write { … }` or, for a script
 //    that may undo its writes and still answer, `driver.writeTransaction { … .rollback(answer) }`.
 //    Use only `StoreConnection`: `?` placeholders, `StoreRow` accessors, `dialect` for what
-//    differs (`forUpdate`, `upsert`, `isInJSONArray` with `SQLDialect.jsonArray`), `insertRows` for
+//    differs (`forUpdate`, `upsert`, `isInJSONArray` with `JSONArgument.array`), `insertRows` for
 //    many rows in one statement. A batch of N operations is a bounded number of statements.
 // 2. A script that writes one database's rows calls `lockDatabase` first (PostgreSQL serializes a
 //    database's writers on its row, so its sequences follow commit order across daemons; SQLite's

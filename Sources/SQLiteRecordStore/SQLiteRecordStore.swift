@@ -1,5 +1,6 @@
 import Foundation
 import RecordModel
+import RecordStore
 import SQLiteDB
 import Synchronization
 
@@ -78,26 +79,20 @@ package final class SQLiteRecordStore: Sendable {
     static func backfillQueryIndex(_ connection: SQLiteConnection) throws {
         var backfill = QueryIndexBackfill()
         while true {
-            let rows = try connection.map(QueryIndexBackfill.statement, backfill.after) {
+            let rows = try connection.map(QueryIndexBackfill.statement, backfill.after.map(\.sqlite)) {
                 (zone: $0.int64(0), name: $0.text(1), type: $0.text(2), fields: $0.blob(3))
             }
             let chunk = backfill.entries(of: rows)
             for entry in chunk.entries {
-                try connection.run("INSERT INTO query_index (zone_id, record_type, field, sort_key, record_name) VALUES (?, ?, ?, ?, ?)", entry)
+                try connection.run("INSERT INTO query_index (zone_id, record_type, field, sort_key, record_name) VALUES (?, ?, ?, ?, ?)", entry.map(\.sqlite))
             }
             guard chunk.more else { break }
         }
         for row in backfill.countRows {
-            try connection.run("INSERT INTO query_counts (zone_id, record_type, field, entries) VALUES (?, ?, ?, ?)", row)
+            try connection.run("INSERT INTO query_counts (zone_id, record_type, field, entries) VALUES (?, ?, ?, ?)", row.map(\.sqlite))
         }
     }
 
     /// The data file, for backups and integrity checks.
     package var path: String { database.path }
-}
-
-/// Why the store could not be opened (a user-facing one-liner).
-package struct StoreOpenError: Error, CustomStringConvertible {
-    package var description: String
-    package init(_ description: String) { self.description = description }
 }

@@ -8,7 +8,7 @@ import RecordStore
 
 /// How the store reaches PostgreSQL: its connections, its transactions under the request
 /// deadline, and the connection that listens for other daemons' commits.
-extension PostgresRecordStore {
+extension PostgresBackend {
     /// The store's connection pool for the database at `url` (nothing is opened yet).
     static func connectionPool(url: String, logger: Logger) throws -> PostgresConnectionPool {
         let client = try configuration(url: url)
@@ -40,7 +40,7 @@ extension PostgresRecordStore {
             do {
                 let connection = try await pool.openUnpooled()
                 let listening = Task {
-                    try await connection.listen(on: commitChannel) { notifications in
+                    try await connection.listen(on: PostgresStoreDriver.commitChannel) { notifications in
                         deliver([])
                         for try await notification in notifications {
                             if let databaseID = Int64(notification.payload) { deliver([databaseID]) }
@@ -90,39 +90,6 @@ extension PostgresRecordStore {
 
     func write<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         try await transaction { .commit(try await body($0)) }
-    }
-
-    /// PostgreSQL unreachable, restarting, or a statement or lock past its timeout: transient.
-    static func mapFailures<T>(_ body: () async throws -> T) async throws -> T {
-        do {
-            return try await body()
-        } catch let error as ServerError {
-            throw error
-        } catch let error as any ScriptSignal {
-            throw error
-        } catch let error as PSQLError {
-            if error.code == .server {
-                let state = error.serverInfo?[.sqlState] ?? ""
-                // 57014 statement timeout, 55P03 lock timeout, 40001/40P01 serialization or
-                // deadlock, 57P0x shutdown, 53300 too many connections, 08xxx connection.
-                if ["57014", "55P03", "40001", "40P01", "57P01", "57P02", "57P03", "53300", "53400"].contains(state)
-                    || state.hasPrefix("08")
-                {
-                    throw ServerError(.tryAgainLater, "the database is busy or restarting; try again", retryAfter: 1)
-                }
-                throw error
-            }
-            throw ServerError(.tryAgainLater, "the database is unreachable; try again", retryAfter: 2)
-        } catch is CancellationError {
-            throw ServerError(.tryAgainLater, "the database did not answer in time; try again", retryAfter: 2)
-        } catch let error as StoreMissingError {
-            throw error
-        } catch let error as MigrationRefused {
-            throw error
-        } catch {
-            // Connection failures that postgres-nio reports with NIO's own errors.
-            throw ServerError(.tryAgainLater, "the database is unreachable; try again", retryAfter: 2)
-        }
     }
 
     /// Fails with `TRY_AGAIN_LATER` when `body` has not finished by `deadline`, abandoning it.

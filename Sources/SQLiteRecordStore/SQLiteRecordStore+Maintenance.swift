@@ -1,5 +1,6 @@
 import Foundation
 import RecordModel
+import RecordStore
 import SQLiteDB
 
 extension SQLiteRecordStore {

@@ -1,5 +1,6 @@
 import Foundation
 import RecordModel
+import RecordStore
 import SQLiteDB
 
 /// Assets on SQLite: the bookkeeping in the database, the bytes in files under `assets/` beside it

@@ -1,4 +1,5 @@
 import NIOPosix
+import Synchronization
 
 /// A task executor whose jobs run on the threads of a `NIOThreadPool`: a transaction script run
 /// with this preference makes its blocking SQLite calls on the store's own threads, never on
@@ -6,6 +7,7 @@ import NIOPosix
 package final class ThreadPoolTaskExecutor: TaskExecutor {
     private let pool: NIOThreadPool
     package let threads: Int
+    private let shutDown = Atomic<Bool>(false)
 
     package init(threads: Int) {
         self.threads = threads
@@ -18,6 +20,15 @@ package final class ThreadPoolTaskExecutor: TaskExecutor {
     package func runIfActive<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
         try await pool.runIfActive(body)
     }
+
+    /// Ends the threads once the work queued has run (the first call; later ones return at once).
+    package func shutdown() async {
+        guard !shutDown.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        try? await pool.shutdownGracefully()
+    }
+
+    /// Whether `shutdown` has ended the threads.
+    package var isShutDown: Bool { shutDown.load(ordering: .acquiring) }
 
     package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)

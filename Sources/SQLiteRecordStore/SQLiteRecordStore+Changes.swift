@@ -1,4 +1,5 @@
 import RecordModel
+import RecordStore
 import SQLiteDB
 
 extension SQLiteRecordStore {

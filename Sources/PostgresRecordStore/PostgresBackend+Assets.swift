@@ -3,20 +3,22 @@ import NIOCore
 import PostgresNIO
 import RecordModel
 import RecordStore
-import SQLiteDB
 
 /// Assets on PostgreSQL: the bookkeeping as on SQLite, the bytes in `asset_chunks` rows of
 /// `AssetLimits.chunkBytes`, so any daemon serves any asset and a backup of the database holds them.
 /// An upload is staged in a local file while it arrives and hashed; only whole, verified bytes
 /// reach the database, one chunk at a time.
-extension PostgresRecordStore {
+extension PostgresBackend {
     /// This process's staging directory (removed when the store closes).
     static let stagingDirectoryPath = (NSTemporaryDirectory() as NSString).appendingPathComponent("scorebookd-uploads-\(getpid())")
 
     package func assetStagingDirectory() throws -> String {
-        try FileManager.default.createDirectory(atPath: PostgresRecordStore.stagingDirectoryPath, withIntermediateDirectories: true)
-        return PostgresRecordStore.stagingDirectoryPath
+        try FileManager.default.createDirectory(atPath: PostgresBackend.stagingDirectoryPath, withIntermediateDirectories: true)
+        return PostgresBackend.stagingDirectoryPath
     }
+
+    /// The assets' bytes are chunk rows.
+    package var assetBytes: any AssetByteStore { PostgresAssetChunks() }
 
     /// A stored chunk at a time: a smaller piece would read the same row again for each part.
     package var assetPieceBytes: Int { AssetLimits.chunkBytes }
@@ -60,7 +62,7 @@ struct PostgresAssetChunks: AssetByteStore {
     func remove(_ blobs: [AssetBlob], _ connection: any StoreConnection) async throws {
         guard !blobs.isEmpty else { return }
         try await connection.execute("DELETE FROM asset_chunks WHERE " + connection.dialect.isPairInJSONArray("scope", "checksum"),
-                                     [.text(SQLDialect.jsonPairs(blobs.map { ($0.scopeKey, $0.checksum) }))])
+                                     [.text(JSONArgument.pairs(blobs.map { ($0.scopeKey, $0.checksum) }))])
     }
 
     /// Reads the chunks in order, one at a time (bounded by the size the row records).

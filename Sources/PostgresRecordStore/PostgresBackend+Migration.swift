@@ -2,9 +2,8 @@ import Logging
 import PostgresNIO
 import RecordModel
 import RecordStore
-import SQLiteDB
 
-extension PostgresRecordStore {
+extension PostgresBackend {
     /// Brings the schema to `StoreMigration.latestVersion` in the caller's transaction (which holds
     /// the store's advisory lock): no tables is version 0, a store without a recorded version is 1.
     static func migrate(_ connection: PostgresConnection, tablesExist: Bool, logger: Logger) async throws {
@@ -28,11 +27,6 @@ extension PostgresRecordStore {
                 ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value
                 """, logger: logger)
         }
-    }
-
-    /// Why `migrate` refused its target.
-    package struct MigrationRefused: Error, CustomStringConvertible {
-        package var description: String
     }
 
     /// Copies an exported SQLite store into this (empty) database in one transaction, keeping

@@ -1,4 +1,5 @@
 import RecordModel
+import RecordStore
 import SQLiteDB
 import Synchronization
 
@@ -36,6 +37,10 @@ package final class GroupCommitWriter: Sendable {
     private struct Queue {
         var pending: [Pending] = []
         var draining = false
+        /// Set by `stop`: transactions submitted after it are refused.
+        var stopped = false
+        /// `stop` callers waiting for the queue to be committed.
+        var stopWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     /// The most rows one group carries (a transaction larger than this goes alone): two batches
@@ -84,13 +89,40 @@ package final class GroupCommitWriter: Sendable {
     }
 
     private func enqueue(_ pending: Pending) {
-        let start = queue.withLock { queue -> Bool in
+        let start = queue.withLock { queue -> Bool? in
+            if queue.stopped { return nil }
             queue.pending.append(pending)
             defer { queue.draining = true }
             return !queue.draining
         }
+        guard let start else {
+            return pending.fail(ServerError(.tryAgainLater, "the store is closed; try again", retryAfter: 1))
+        }
         if start { Task(executorPreference: executor) { await self.drain() } }
     }
+
+    /// Refuses transactions from now on, returns once those queued are committed, and ends the
+    /// writer's thread: a closed store leaves no thread of its own behind.
+    package func stop() async {
+        let draining = queue.withLock { queue -> Bool in
+            defer { queue.stopped = true }
+            return queue.draining
+        }
+        if draining {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let finished = queue.withLock { queue -> Bool in
+                    if !queue.draining { return true }
+                    queue.stopWaiters.append(continuation)
+                    return false
+                }
+                if finished { continuation.resume() }
+            }
+        }
+        await executor.shutdown()
+    }
+
+    /// Whether the writer's thread has ended (`stop`).
+    package var isStopped: Bool { executor.isShutDown }
 
     /// Commits groups until the queue is empty.
     private func drain() async {
@@ -98,8 +130,12 @@ package final class GroupCommitWriter: Sendable {
             // The writer first, then the queue: whatever queued while another process (or a
             // synchronous caller) held the writer goes in the next groups.
             let writer = database.lockWriter()
+            var stopWaiters: [CheckedContinuation<Void, Never>] = []
             let group = queue.withLock { queue -> [Pending] in
-                if queue.pending.isEmpty { queue.draining = false }
+                if queue.pending.isEmpty {
+                    queue.draining = false
+                    swap(&stopWaiters, &queue.stopWaiters)
+                }
                 var count = 0, size = 0
                 while count < queue.pending.count, count == 0 || size + queue.pending[count].size <= Self.maximumGroupSize {
                     size += queue.pending[count].size
@@ -110,7 +146,10 @@ package final class GroupCommitWriter: Sendable {
             }
             if !group.isEmpty { await commit(group, SQLiteStoreConnection(connection: writer)) }
             database.unlockWriter()
-            if group.isEmpty { return }
+            if group.isEmpty {
+                for waiter in stopWaiters { waiter.resume() }
+                return
+            }
         }
     }
 

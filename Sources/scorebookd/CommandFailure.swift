@@ -1,0 +1,4 @@
+/// A failure to report as one plain line.
+struct CommandFailure: Error {
+    var message: String
+}
