@@ -118,13 +118,16 @@ func webhookDelivery(_ options: BenchOptions, _ backend: BenchBackend) async thr
         return (rate, cpu)
     }
     var none: [(rate: Double, cpuMicroseconds: Double)] = [], three: [(rate: Double, cpuMicroseconds: Double)] = []
-    var outboxOnly: [(rate: Double, cpuMicroseconds: Double)] = []
+    var outboxOnly: [(rate: Double, cpuMicroseconds: Double)] = [], control: [(rate: Double, cpuMicroseconds: Double)] = []
     for round in 0..<4 {  // alternated, best of four each: the machine is noisy
         // The two passes compared for the writes' own cost swap places each round, so neither always follows the delivering one.
+        // A second pass with no endpoint (the control) shows how far two identical passes differ here.
         if round % 2 == 0 {
             none.append(try await writes(endpoints: 0))
             outboxOnly.append(try await writes(endpoints: 3, delivering: false))
+            control.append(try await writes(endpoints: 0))
         } else {
+            control.append(try await writes(endpoints: 0))
             outboxOnly.append(try await writes(endpoints: 3, delivering: false))
             none.append(try await writes(endpoints: 0))
         }
@@ -138,6 +141,8 @@ func webhookDelivery(_ options: BenchOptions, _ backend: BenchBackend) async thr
     figures["writeCPUMicrosecondsPerRecordNoEndpoints"] = .double(best(none).1)
     figures["writeCPUMicrosecondsPerRecordThreeEndpointsNotDelivering"] = .double(best(outboxOnly).1)
     figures["writeCPURatioThreeEndpointsNotDelivering"] = .double(best(outboxOnly).1 / best(none).1)
+    figures["writeRatioControl"] = .double(best(control).0 / best(none).0)
+    figures["writeCPURatioControl"] = .double(best(control).1 / best(none).1)
     return figures
 }
 
