@@ -1,5 +1,12 @@
 import RecordModel
 
+/// A state of a record that a batch replaced (see `RecordWrites.superseded`).
+struct SupersededVersion {
+    var recordName: String
+    var state: ExistingRecord
+    var sequence: Int64
+}
+
 /// A modify batch's writes, planned in memory against the records as the batch leaves them and
 /// written by `flush` in a bounded number of statements: one upsert of every row (saves and
 /// tombstones), one replacement of the references and of the query index entries of the records

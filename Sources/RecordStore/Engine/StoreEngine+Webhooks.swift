@@ -1,12 +1,5 @@
 import RecordModel
 
-/// A state of a record that a batch replaced (see `RecordWrites.superseded`).
-struct SupersededVersion {
-    var recordName: String
-    var state: ExistingRecord
-    var sequence: Int64
-}
-
 /// Webhooks. Their events are the zones' own change history: a record's row carries the
 /// sequence of its latest change (a tombstone, its deletion), so an endpoint's position in a zone
 /// (`webhook_streams.delivered_seq`) is all its queue needs, and a change costs the webhooks
