@@ -196,7 +196,15 @@ extension StoreEngine {
                 try await connection.execute("UPDATE webhook_streams SET delivered_seq = ?, \(reset) WHERE webhook_id = ? AND zone_id = ?",
                                              [.int(token.sequence), .text(id), .int(token.ownerID)])
             }
-            return try await connection.rows(Self.pendingCounts).filter { $0.text(0) == id }.reduce(0) { $0 + Int($1.int(1)) }
+            // The replayed endpoint's count alone, not every endpoint's.
+            let count = try await connection.scalarInt(
+                """
+                SELECT (SELECT COUNT(*) FROM webhook_streams s JOIN records r ON r.zone_id = s.zone_id AND r.seq > s.delivered_seq
+                    WHERE s.webhook_id = ?)
+                    + (SELECT COUNT(*) FROM webhook_streams s JOIN webhook_backlog b ON b.zone_id = s.zone_id AND b.seq > s.delivered_seq
+                    WHERE s.webhook_id = ?)
+                """, [.text(id), .text(id)])
+            return Int(count ?? 0)
         }
     }
 
@@ -415,7 +423,8 @@ extension StoreEngine {
             }
             // Both are in sequence order; a change read from both (moved to the backlog between the two reads) counts once.
             var changes: [(sequence: Int64, row: StoreRow, fromBacklog: Bool)] = records.map { ($0.int(0), $0, false) }
-            for row in kept where !records.contains(where: { $0.int(0) == row.int(0) }) { changes.append((row.int(0), row, true)) }
+            let recordSequences = Set(records.map { $0.int(0) })
+            for row in kept where !recordSequences.contains(row.int(0)) { changes.append((row.int(0), row, true)) }
             changes.sort { $0.sequence < $1.sequence }
             // Only as far as both reads reach: past the end of one, the other may still hold earlier changes.
             let reach = min(records.count == window ? records.last!.int(0) : .max, kept.count == window ? kept.last!.int(0) : .max)
