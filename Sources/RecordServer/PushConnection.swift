@@ -25,9 +25,9 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
 
     private var machine = PushConnectionStateMachine()
     private var context: ChannelHandlerContext?
-    /// An event stream's chunks are written here, at the front of the pipeline: one framed share
-    /// serves every stream of the loop handed it (`SharedFrames`), so each write skips the HTTP
-    /// handlers and encoder. A long-poll's answer goes through them.
+    /// Parked answers' chunks are written here, at the front of the pipeline: one framed share
+    /// serves every connection of the loop handed it (`SharedFrames`), so each write skips the
+    /// HTTP handlers and encoder. A long-poll's end of response goes through them.
     private var rawOutput: ChannelHandlerContext?
     /// What the hub knows this connection by; made at the first parking.
     private var parked: ParkedConnection?
@@ -152,7 +152,7 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
         guard let context, case .registerLongPoll(let parking) = machine.parkLongPoll(emptyAnswer: emptyAnswer) else {
             return
         }
-        guard let parked = handle(context) else {
+        guard frontOfPipeline(context) != nil, let parked = handle(context) else {
             context.close(promise: nil)
             return
         }
@@ -170,7 +170,7 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
         perform(machine.timedOut(parking: parking))
     }
 
-    /// An event stream's head went out through the HTTP encoder with `Transfer-Encoding: chunked`
+    /// A parked answer's head went out through the HTTP encoder with `Transfer-Encoding: chunked`
     /// (the framework answers as HTTP/1.1 and sets no length), so its body continues as chunks
     /// written from a handler placed at the front of the pipeline, once per connection.
     private func frontOfPipeline(_ context: ChannelHandlerContext) -> ChannelHandlerContext? {
@@ -198,7 +198,7 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
         case .writeAnswer:
             // The hub forgets a long-poll it answers.
             registration = nil
-            answer(CourierAnswer.body(share), context)
+            answer(LongPollFrames.answer(share), context)
         }
     }
 
@@ -234,15 +234,21 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
             rawOutput.writeAndFlush(NIOAny(EventStreamFrames.lastChunk)).whenComplete { _ in channel.close(promise: nil) }
         case .answerEmpty(let empty):
             unregister()
-            answer(empty, context)
+            answer(EventStreamFrames.chunk(empty), context)
         }
     }
 
-    /// Writes a long-poll's answer as the body of its response and ends the response, through the
-    /// HTTP handlers (the encoder frames it; the framework's idle timeout sees the response
-    /// finish), then releases what arrived meanwhile.
-    private func answer(_ body: ByteBuffer, _ context: ChannelHandlerContext) {
-        context.write(wrapOutboundOut(.body(body)), promise: nil)
+    /// Writes a long-poll's answer, its body as one chunk, from the front of the pipeline (one
+    /// buffer for all the long-polls of a loop handed the same share: through the HTTP encoder,
+    /// each answer was framed anew, and 1,000 answers took 2-3 times as long), then ends the
+    /// response through the HTTP handlers (the encoder writes the last chunk; the framework's idle
+    /// timeout sees the response finish) and releases what arrived meanwhile.
+    private func answer(_ chunk: ByteBuffer, _ context: ChannelHandlerContext) {
+        guard let rawOutput else {
+            context.close(promise: nil)
+            return
+        }
+        rawOutput.write(NIOAny(chunk), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         let reads = heldReads, closes = heldCloses
         heldReads = []
@@ -279,10 +285,18 @@ final class ParkedConnection: PushSink, LongPollDeadlineTarget {
     func pollTimedOut(parking: UInt64) { connection.value.pollTimedOut(parking: parking) }
 }
 
-/// Passes writes straight to the socket: the place in the pipeline an event stream writes its
-/// chunks from.
+/// Passes writes straight to the socket: the place in the pipeline a parked connection writes
+/// its chunks from.
 private final class FrontOfPipeline: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = IOData
+}
+
+/// A long-poll's answer as this connection writes it below the HTTP encoder: the JSON answer as
+/// one chunk, made once for all the long-polls handed the share (the encoder ends the response).
+enum LongPollFrames {
+    static func answer(_ share: PushShare) -> ByteBuffer {
+        share.frames.frame(LongPollFrames.self) { EventStreamFrames.chunk(CourierAnswer.body(share)) }
+    }
 }
 
 /// An event stream's body as this connection writes it below the HTTP encoder: Server-Sent
