@@ -1,17 +1,20 @@
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
+import RecordStore
 
 /// The handler at the end of every HTTP connection's pipeline, just before the framework's
 /// request handling. It passes everything through until the API answers a courier request;
-/// then the response head has been written and `park…` hands the connection to the push hub,
-/// which writes the rest of the answer from here, on the channel's event loop:
-/// - an event stream: events and heartbeats until either side leaves. The framework's task for
-///   the connection is ended (its reader gets an error; the closes it then asks for are
-///   ignored), so an idle stream holds no suspended task and none of the stack slabs its
-///   request reached; reads continue from here to notice the client leaving.
-/// - a long-poll: one answer (the commit's notifications, or empty at the deadline), after
-///   which the connection serves requests as before.
+/// then the response head has been written and `park…` registers the connection with the push
+/// hub, which hands it notifications on the channel's event loop; this handler frames them and
+/// writes the rest of the answer:
+/// - an event stream: events and heartbeats (Server-Sent Events in HTTP chunks, see
+///   `EventStreamFrames`) until either side leaves. The framework's task for the connection is
+///   ended (its reader gets an error; the closes it then asks for are ignored), so an idle stream
+///   holds no suspended task and none of the stack slabs its request reached; reads continue from
+///   here to notice the client leaving.
+/// - a long-poll: one answer (the commit's notifications, or empty at the deadline) as the body
+///   of its response, which ends with it; the connection then serves requests as before.
 /// What to do on each event is decided by `PushConnectionStateMachine`; this class performs it.
 /// Confined to its channel's event loop; the hub reaches it through `ParkedConnection`.
 final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
@@ -22,10 +25,10 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
 
     private var machine = PushConnectionStateMachine()
     private var context: ChannelHandlerContext?
-    /// Parked answers are written here, at the front of the pipeline: they are framed once for
-    /// all connections (`PushHub.chunk`), so each write skips the HTTP handlers and encoder.
+    /// Parked answers' chunks are written here, at the front of the pipeline: one framed share
+    /// serves every connection of the loop handed it (`SharedFrames`), so each write skips the
+    /// HTTP handlers and encoder. A long-poll's end of response goes through them.
     private var rawOutput: ChannelHandlerContext?
-    private var front: FrontOfPipeline?
     /// What the hub knows this connection by; made at the first parking.
     private var parked: ParkedConnection?
     private var registration: (hub: PushHub, databaseID: Int64, onClose: (@Sendable () -> Void)?)?
@@ -75,11 +78,6 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
             context.fireChannelRead(data)
         case .discard: break
         case .hold: heldReads.append(data)
-        case .holdAndEndResponse:
-            // The client's next request, after a long-poll's answer: end that response now (the
-            // hub's settle may still be coming), then serve the request.
-            heldReads.append(data)
-            endResponse(context)
         }
     }
 
@@ -128,7 +126,7 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
             context.close(promise: nil)
             return
         }
-        raw.writeAndFlush(NIOAny(PushConnection.connectedBytes), promise: nil)
+        raw.writeAndFlush(NIOAny(EventStreamFrames.connected), promise: nil)
         guard hub.register(parked, parking: parking, databaseID: databaseID, after: cursor, answersOnce: false) else {
             finish(parking: parking)
             return
@@ -140,12 +138,18 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
         context.read()
     }
 
-    /// What the framework's request loop reads once its connection became an event stream.
+    /// What the framework's request loop reads once its connection became an event stream. An
+    /// error, as there is no cleaner way to end that loop and keep the connection: Hummingbird's
+    /// loop (`HTTPChannelHandler.handleHTTP`) ends on an error or, when its requests end, waits
+    /// for the channel to close, which would hold a task for every open stream; and the loop
+    /// cannot be replaced by one of ours, as a `Request` over a connection's body is made only by
+    /// the framework. The framework logs it at trace level and asks for a close, which is ignored.
     struct ConnectionParked: Error {}
 
-    /// Parks a long-poll after its head until the hub answers it or `timeout` passes.
+    /// Parks a long-poll after its head until the hub answers it or `timeout` passes;
+    /// `emptyAnswer` is the body it is then answered with.
     func parkLongPoll(hub: PushHub, databaseID: Int64, after cursor: Int64, timeout: TimeAmount, emptyAnswer: ByteBuffer) {
-        guard let context, case .registerLongPoll(let parking) = machine.parkLongPoll(emptyAnswer: PushHub.completeBody(emptyAnswer)) else {
+        guard let context, case .registerLongPoll(let parking) = machine.parkLongPoll(emptyAnswer: emptyAnswer) else {
             return
         }
         guard frontOfPipeline(context) != nil, let parked = handle(context) else {
@@ -166,14 +170,13 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
         perform(machine.timedOut(parking: parking))
     }
 
-    /// The head went out through the HTTP encoder with `Transfer-Encoding: chunked` (the
-    /// framework answers as HTTP/1.1 and sets no length), so the body continues as chunks
+    /// A parked answer's head went out through the HTTP encoder with `Transfer-Encoding: chunked`
+    /// (the framework answers as HTTP/1.1 and sets no length), so its body continues as chunks
     /// written from a handler placed at the front of the pipeline, once per connection.
     private func frontOfPipeline(_ context: ChannelHandlerContext) -> ChannelHandlerContext? {
         if let rawOutput { return rawOutput }
         let front = FrontOfPipeline()
         guard (try? context.pipeline.syncOperations.addHandler(front, position: .first)) != nil else { return nil }
-        self.front = front
         rawOutput = try? context.pipeline.syncOperations.context(handler: front)
         return rawOutput
     }
@@ -184,23 +187,27 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
         return parked
     }
 
-    private static let connectedBytes = PushHub.chunk(ByteBuffer(string: ": connected\n\n"))
-    private static let lastChunk = ByteBuffer(string: "0\r\n\r\n")
-
     // MARK: From the hub (on the event loop, through `ParkedConnection`)
 
-    func deliver(_ bytes: ByteBuffer, parking: UInt64) {
+    func deliver(_ share: PushShare, parking: UInt64) {
         guard let context else { return }
         switch machine.delivered(parking: parking, channelIsWritable: channelIsWritable) {
         case .drop: return
-        case .writeEvents: rawOutput?.writeAndFlush(NIOAny(bytes), promise: nil)
-        case .closeSlowClient:
-            // 64 KB unsent: the client resumes from its `Last-Event-ID` when it reconnects.
-            context.close(promise: nil)
+        case .writeEvents: rawOutput?.writeAndFlush(NIOAny(EventStreamFrames.events(share)), promise: nil)
+        case .closeSlowClient: closeSlowClient(context)
         case .writeAnswer:
-            // The hub has already forgotten a long-poll it answers.
+            // The hub forgets a long-poll it answers.
             registration = nil
-            writeAnswer(bytes, context)
+            answer(LongPollFrames.answer(share), context)
+        }
+    }
+
+    func heartbeat(_ frames: SharedFrames, parking: UInt64) {
+        guard let context else { return }
+        switch machine.heartbeat(parking: parking, channelIsWritable: channelIsWritable) {
+        case .writeEvents: rawOutput?.writeAndFlush(NIOAny(EventStreamFrames.heartbeat(frames)), promise: nil)
+        case .closeSlowClient: closeSlowClient(context)
+        case .drop, .writeAnswer: return
         }
     }
 
@@ -208,9 +215,9 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
         perform(machine.finished(parking: parking))
     }
 
-    func settle(parking: UInt64) {
-        guard let context, machine.settle(parking: parking) else { return }
-        endResponse(context)
+    /// 64 KB unsent: the client resumes from its `Last-Event-ID` when it reconnects.
+    private func closeSlowClient(_ context: ChannelHandlerContext) {
+        context.close(promise: nil)
     }
 
     private func perform(_ action: PushConnectionStateMachine.EndAction) {
@@ -224,31 +231,25 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
                 context.close(promise: nil)
                 return
             }
-            rawOutput.writeAndFlush(NIOAny(PushConnection.lastChunk)).whenComplete { _ in channel.close(promise: nil) }
+            rawOutput.writeAndFlush(NIOAny(EventStreamFrames.lastChunk)).whenComplete { _ in channel.close(promise: nil) }
         case .answerEmpty(let empty):
             unregister()
-            writeAnswer(empty, context)
-            endResponse(context)
+            answer(EventStreamFrames.chunk(empty), context)
         }
     }
 
-    /// Writes a long-poll's whole remaining body (`PushHub.completeBody`) from the front of the
-    /// pipeline; the end of the response follows through the HTTP handlers (`endResponse`).
-    private func writeAnswer(_ body: ByteBuffer, _ context: ChannelHandlerContext) {
-        guard let rawOutput, let front else {
+    /// Writes a long-poll's answer, its body as one chunk, from the front of the pipeline (one
+    /// buffer for all the long-polls of a loop handed the same share: through the HTTP encoder,
+    /// each answer was framed anew, and 1,000 answers took 2-3 times as long), then ends the
+    /// response through the HTTP handlers (the encoder writes the last chunk; the framework's idle
+    /// timeout sees the response finish) and releases what arrived meanwhile.
+    private func answer(_ chunk: ByteBuffer, _ context: ChannelHandlerContext) {
+        guard let rawOutput else {
             context.close(promise: nil)
             return
         }
-        rawOutput.writeAndFlush(NIOAny(body), promise: nil)
-        front.dropNextWrite()
-    }
-
-    /// Ends the answered long-poll's response through the HTTP handlers, so the framework's idle
-    /// timeout counts it as finished (the encoder's duplicate last chunk is dropped), then
-    /// releases what arrived meanwhile.
-    private func endResponse(_ context: ChannelHandlerContext) {
-        // With a promise the encoder always writes once (an empty write when not chunked).
-        context.write(wrapOutboundOut(.end(nil)), promise: context.eventLoop.makePromise())
+        rawOutput.write(NIOAny(chunk), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         let reads = heldReads, closes = heldCloses
         heldReads = []
         heldCloses = []
@@ -271,39 +272,71 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
 
 /// How the push hub, on any thread, knows a parked connection: its event loop and, usable only
 /// there, its handler. One per connection, made at its first parking.
-final class ParkedConnection: PushStreamSink, LongPollDeadlineTarget {
+final class ParkedConnection: PushSink, LongPollDeadlineTarget {
     private let connection: NIOLoopBound<PushConnection>
 
     init(_ connection: NIOLoopBound<PushConnection>) { self.connection = connection }
 
     var eventLoop: any EventLoop { connection.eventLoop }
 
-    func deliver(_ bytes: ByteBuffer, parking: UInt64) { connection.value.deliver(bytes, parking: parking) }
+    func deliver(_ share: PushShare, parking: UInt64) { connection.value.deliver(share, parking: parking) }
+    func heartbeat(_ frames: SharedFrames, parking: UInt64) { connection.value.heartbeat(frames, parking: parking) }
     func finish(parking: UInt64) { connection.value.finish(parking: parking) }
-    func settle(parking: UInt64) { connection.value.settle(parking: parking) }
     func pollTimedOut(parking: UInt64) { connection.value.pollTimedOut(parking: parking) }
 }
 
 /// Passes writes straight to the socket: the place in the pipeline a parked connection writes
-/// its pre-framed chunks from.
+/// its chunks from.
 private final class FrontOfPipeline: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = IOData
+}
 
-    private var dropsLastChunk = false
-    private static let lastChunk = ByteBuffer(string: "0\r\n\r\n")
+/// A long-poll's answer as this connection writes it below the HTTP encoder: the JSON answer as
+/// one chunk, made once for all the long-polls handed the share (the encoder ends the response).
+enum LongPollFrames {
+    static func answer(_ share: PushShare) -> ByteBuffer {
+        share.frames.frame(LongPollFrames.self) { EventStreamFrames.chunk(CourierAnswer.body(share)) }
+    }
+}
 
-    /// Drops the next write from the HTTP handlers if it is the last chunk (or empty): the
-    /// response's end was already sent from here.
-    func dropNextWrite() { dropsLastChunk = true }
+/// An event stream's body as this connection writes it below the HTTP encoder: Server-Sent
+/// Events framed as `Transfer-Encoding: chunked` chunks, and the last chunk that ends it.
+enum EventStreamFrames {
+    /// The first bytes of every stream: its client sees it open before any event.
+    static let connected = chunk(ByteBuffer(string: ": connected\n\n"))
+    static let lastChunk = ByteBuffer(string: "0\r\n\r\n")
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if dropsLastChunk {
-            dropsLastChunk = false
-            if case .byteBuffer(let bytes) = unwrapOutboundIn(data), bytes.readableBytes == 0 || bytes == FrontOfPipeline.lastChunk {
-                promise?.succeed()
-                return
+    /// `share`'s notifications as events, each with its cursor as `id:`, in one chunk: made once
+    /// for all the streams handed the share. Events have no `event:` name, so they are plain
+    /// `message` events an `EventSource`'s `onmessage` sees.
+    static func events(_ share: PushShare) -> ByteBuffer {
+        share.frames.frame(EventStreamFrames.self) {
+            var events = ByteBuffer()
+            events.reserveCapacity(share.notifications.reduce(0) { $0 + $1.payload.count + 40 })
+            for notification in share.notifications {
+                events.writeString("id: ")
+                events.writeString(NotificationCursor.encode(notification.id))
+                events.writeString("\ndata: ")
+                events.writeBytes(notification.payload)
+                events.writeString("\n\n")
             }
+            return chunk(events)
         }
-        context.write(data, promise: promise)
+    }
+
+    /// A comment that keeps an idle stream alive, made once for the streams of one loop's job.
+    static func heartbeat(_ frames: SharedFrames) -> ByteBuffer {
+        frames.frame(EventStreamFrames.self) { chunk(ByteBuffer(string: ": heartbeat\n\n")) }
+    }
+
+    /// `payload` as one chunk of a `Transfer-Encoding: chunked` body.
+    static func chunk(_ payload: ByteBuffer) -> ByteBuffer {
+        var framed = ByteBuffer()
+        framed.reserveCapacity(payload.readableBytes + 12)
+        framed.writeString(String(payload.readableBytes, radix: 16))
+        framed.writeString("\r\n")
+        framed.writeImmutableBuffer(payload)
+        framed.writeString("\r\n")
+        return framed
     }
 }

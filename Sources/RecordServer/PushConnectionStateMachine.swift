@@ -7,8 +7,8 @@ import NIOCore
 ///
 ///     serving ──park stream──> eventStream ──finish/hub closed──> closed
 ///        │  ^                       └──client leaves──> closed
-///        │  └──────── end of response ──────────┐
-///        └──park long-poll──> longPoll ──delivery──> answered ──next request / settle──> serving
+///        │  └──────────────────────────────┐
+///        └──park long-poll──> longPoll ──delivery (answer, response ended at once)──> serving
 ///                               └──timeout/finish (empty answer, ended at once)──> serving
 struct PushConnectionStateMachine {
     enum State: Equatable {
@@ -16,11 +16,9 @@ struct PushConnectionStateMachine {
         case serving
         /// A parked event stream: the hub writes events until either side leaves.
         case eventStream
-        /// A parked long-poll: answered once, by the hub or with `emptyAnswer` at its deadline.
+        /// A parked long-poll: answered once, by the hub or with `emptyAnswer` (its JSON body) at
+        /// its deadline.
         case longPoll(emptyAnswer: ByteBuffer)
-        /// A long-poll's answer is written; the end of its response has not yet passed the HTTP
-        /// handlers (it does at the client's next request or when the hub settles its writes).
-        case answered
         case closed
     }
 
@@ -59,12 +57,12 @@ struct PushConnectionStateMachine {
     enum DeliveryAction: Equatable {
         /// Meant for another parking, or the connection is not parked.
         case drop
-        /// Write the bytes to the stream.
+        /// Write the notifications to the stream as events.
         case writeEvents
         /// The stream's client stopped reading: close rather than buffer without bound.
         case closeSlowClient
-        /// Write the bytes as the long-poll's whole answer; the hub has forgotten it. The end of
-        /// the response follows at `settle` or the next request.
+        /// Write the notifications as the long-poll's whole answer and end its response, then
+        /// release what was held; the hub forgets it once its delivery is done.
         case writeAnswer
     }
 
@@ -73,17 +71,24 @@ struct PushConnectionStateMachine {
         switch state {
         case .eventStream: return channelIsWritable ? .writeEvents : .closeSlowClient
         case .longPoll:
-            state = .answered
+            state = .serving
             return .writeAnswer
-        case .serving, .answered, .closed: return .drop
+        case .serving, .closed: return .drop
         }
+    }
+
+    /// A heartbeat: written to an event stream like its events; nothing else takes one.
+    func heartbeat(parking beat: UInt64, channelIsWritable: Bool) -> DeliveryAction {
+        guard beat == parking, state == .eventStream else { return .drop }
+        return channelIsWritable ? .writeEvents : .closeSlowClient
     }
 
     enum EndAction: Equatable {
         case none
         /// Unregister, write the stream's last chunk and close.
         case endEventStream
-        /// Unregister, write `emptyAnswer` as the long-poll's answer and end its response now.
+        /// Unregister, write `emptyAnswer` as the long-poll's answer and end its response, then
+        /// release what was held.
         case answerEmpty(ByteBuffer)
     }
 
@@ -97,7 +102,7 @@ struct PushConnectionStateMachine {
         case .longPoll(let empty):
             state = .serving
             return .answerEmpty(empty)
-        case .serving, .answered, .closed: return .none
+        case .serving, .closed: return .none
         }
     }
 
@@ -106,14 +111,6 @@ struct PushConnectionStateMachine {
         guard expired == parking, case .longPoll(let empty) = state else { return .none }
         state = .serving
         return .answerEmpty(empty)
-    }
-
-    /// The hub's writes of a delivery are done: true when the answered long-poll's response must
-    /// be ended now (write its end, release what was held).
-    mutating func settle(parking settled: UInt64) -> Bool {
-        guard settled == parking, state == .answered else { return false }
-        state = .serving
-        return true
     }
 
     // MARK: From the client and the framework
@@ -125,18 +122,13 @@ struct PushConnectionStateMachine {
         case discard
         /// Keep it until the parked long-poll's response ends.
         case hold
-        /// Keep it, end the answered long-poll's response now, then release what was held.
-        case holdAndEndResponse
     }
 
-    mutating func read() -> ReadAction {
+    func read() -> ReadAction {
         switch state {
         case .serving: return .forward
         case .eventStream, .closed: return .discard
         case .longPoll: return .hold
-        case .answered:
-            state = .serving
-            return .holdAndEndResponse
         }
     }
 
@@ -156,7 +148,7 @@ struct PushConnectionStateMachine {
         switch state {
         case .serving, .closed: return .close
         case .eventStream: return .succeedWithoutClosing
-        case .longPoll, .answered: return .hold
+        case .longPoll: return .hold
         }
     }
 
@@ -169,7 +161,7 @@ struct PushConnectionStateMachine {
         let parked: Bool
         switch state {
         case .eventStream, .longPoll: parked = true
-        case .serving, .answered, .closed: parked = false
+        case .serving, .closed: parked = false
         }
         state = .closed
         return parked

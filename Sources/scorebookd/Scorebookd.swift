@@ -205,8 +205,7 @@ struct Serve: AsyncParsableCommand {
         configuration.crossOrigin = CrossOriginPolicy(allowedOrigins: allowOrigin.filter { $0 != "*" }, allowsAnyOrigin: allowAnyOrigin)
         var server = HTTPServer(api: api, configuration: configuration, logger: logger)
         server.services = [
-            TombstonePurger(store: storage, retentionDays: tombstoneRetention, logger: logger), PushHubCloser(hub: api.pushHub),
-            DaemonHeartbeat(api: api, logger: logger),
+            TombstonePurger(store: storage, retentionDays: tombstoneRetention, logger: logger), DaemonHeartbeat(api: api, logger: logger),
             WebhookDeliveryService(store: storage, configuration: webhookConfiguration, counters: api.metrics.webhooks, logger: logger),
         ]
         do {

@@ -7,34 +7,29 @@ import XCTest
 final class PushConnectionStateMachineTests: XCTestCase {
     private let empty = ByteBuffer(string: "empty answer")
 
-    /// Park a long-poll, the hub's answer arrives (written, the response still open), the
-    /// settle ends the response: the connection serves requests again.
-    func testALongPollIsAnsweredThenSettledBackToServing() {
+    /// Park a long-poll, the hub's answer arrives: written with the end of its response, the
+    /// connection serves requests again.
+    func testALongPollIsAnsweredBackToServing() {
         var machine = PushConnectionStateMachine()
         XCTAssertEqual(machine.parkLongPoll(emptyAnswer: empty), .registerLongPoll(parking: 1))
         XCTAssertEqual(machine.state, .longPoll(emptyAnswer: empty))
         XCTAssertEqual(machine.delivered(parking: 1, channelIsWritable: true), .writeAnswer)
-        XCTAssertEqual(machine.state, .answered)
-        XCTAssertEqual(machine.delivered(parking: 1, channelIsWritable: true), .drop, "answered once")
-        XCTAssertTrue(machine.settle(parking: 1))
         XCTAssertEqual(machine.state, .serving)
-        XCTAssertFalse(machine.settle(parking: 1), "settled once")
+        XCTAssertEqual(machine.delivered(parking: 1, channelIsWritable: true), .drop, "answered once")
+        XCTAssertEqual(machine.heartbeat(parking: 1, channelIsWritable: true), .drop, "a long-poll takes no heartbeat")
         XCTAssertEqual(machine.read(), .forward)
-        XCTAssertFalse(machine.channelClosed(), "an answered long-poll is already forgotten by the hub")
+        XCTAssertFalse(machine.channelClosed(), "an answered long-poll is forgotten by the hub")
     }
 
     /// A second request pipelined behind a parked long-poll, and a close the framework asks for,
-    /// are held until the answer's response ends; the next request after the answer ends it at once.
+    /// are held until the answer's response ends; then they pass.
     func testWhatArrivesWhileParkedIsHeldUntilTheResponseEnds() {
         var machine = PushConnectionStateMachine()
         _ = machine.parkLongPoll(emptyAnswer: empty)
         XCTAssertEqual(machine.read(), .hold)
         XCTAssertEqual(machine.closeRequested(), .hold)
         XCTAssertEqual(machine.delivered(parking: 1, channelIsWritable: true), .writeAnswer)
-        XCTAssertEqual(machine.closeRequested(), .hold)
-        XCTAssertEqual(machine.read(), .holdAndEndResponse, "the next request ends the answered response")
-        XCTAssertEqual(machine.state, .serving)
-        XCTAssertFalse(machine.settle(parking: 1), "the hub's later settle finds nothing to end")
+        XCTAssertEqual(machine.read(), .forward)
         XCTAssertEqual(machine.closeRequested(), .close)
     }
 
@@ -75,7 +70,10 @@ final class PushConnectionStateMachineTests: XCTestCase {
         XCTAssertEqual(machine.closeRequested(), .succeedWithoutClosing, "the framework letting go of the connection")
         XCTAssertEqual(machine.delivered(parking: 1, channelIsWritable: true), .writeEvents)
         XCTAssertEqual(machine.delivered(parking: 1, channelIsWritable: true), .writeEvents, "a stream takes many deliveries")
+        XCTAssertEqual(machine.heartbeat(parking: 1, channelIsWritable: true), .writeEvents)
+        XCTAssertEqual(machine.heartbeat(parking: 2, channelIsWritable: true), .drop, "not this parking")
         XCTAssertEqual(machine.delivered(parking: 1, channelIsWritable: false), .closeSlowClient)
+        XCTAssertEqual(machine.heartbeat(parking: 1, channelIsWritable: false), .closeSlowClient)
         XCTAssertEqual(machine.read(), .discard)
         XCTAssertTrue(machine.inputClosed(), "the client left: close")
         XCTAssertTrue(machine.channelClosed(), "still registered until the connection is gone")
@@ -102,7 +100,6 @@ final class PushConnectionStateMachineTests: XCTestCase {
         XCTAssertFalse(machine.inputClosed())
         XCTAssertFalse(machine.readsItself)
         XCTAssertEqual(machine.delivered(parking: 0, channelIsWritable: true), .drop)
-        XCTAssertFalse(machine.settle(parking: 0))
         XCTAssertFalse(machine.channelClosed())
     }
 }

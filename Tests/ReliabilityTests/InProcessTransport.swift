@@ -5,7 +5,9 @@ import RecordServer
 
 /// An `HTTPTransport` that hands each request straight to a real `RecordAPI` (over a real
 /// `SQLiteRecordStore`): the whole wire path of the client (URLs, headers, JSON) and of the
-/// server (routing, authentication, error mapping), without sockets.
+/// server (routing, authentication, error mapping), without sockets. A long-poll the API parks
+/// waits on an in-memory connection (`RecordAPI.parkInMemory`), answered by the push hub while
+/// `api.pushHub.run()` runs, or empty at its timeout.
 final class InProcessTransport: HTTPTransport {
     let api: RecordAPI
     /// What `tokens/create` names as the host of the courier URL.
@@ -25,11 +27,19 @@ final class InProcessTransport: HTTPTransport {
         apiRequest.host = Self.host
         apiRequest.accept = header("Accept", in: request)
         let response = await api.handle(apiRequest)
-        guard response.parking == nil else {
-            // A parked answer is written by the push hub to a connection: there is none here.
-            throw RecordClientError.invalidResponse("the in-process transport does not carry event streams or parked long-polls; poll with timeout=0")
+        guard let parking = response.parking else { return HTTPResponse(status: response.status, body: response.body) }
+        guard case .longPoll = parking.kind else {
+            // An HTTP response here is whole: an event stream has no end to wait for.
+            throw RecordClientError.invalidResponse("the in-process transport does not carry event streams; use RecordAPI.parkInMemory")
         }
-        return HTTPResponse(status: response.status, body: response.body)
+        let connection = await api.parkInMemory(parking)
+        let answer = await withTaskCancellationHandler {
+            await connection.answer()
+        } onCancel: {
+            connection.disconnect()
+        }
+        try Task.checkCancellation()
+        return HTTPResponse(status: response.status, body: answer)
     }
 
     private func header(_ name: String, in request: HTTPRequest) -> String? {
