@@ -98,7 +98,11 @@ package final class InMemoryPushConnection: PushSink {
                 eventsInput.yield(.notification(id: NotificationCursor.encode(notification.id), payload: notification.payload))
             }
         case .writeAnswer:
-            state.withLock { $0.deadline.take() }?.cancel()
+            // An answer handed over in memory is whole at once: nothing to settle later.
+            state.withLock { state in
+                _ = state.machine.settle(parking: parking)
+                return state.deadline.take()
+            }?.cancel()
             answersInput.yield(Array(buffer: CourierAnswer.body(share)))
             answersInput.finish()
         }

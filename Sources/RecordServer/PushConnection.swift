@@ -29,6 +29,7 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
     /// serves every connection of the loop handed it (`SharedFrames`), so each write skips the
     /// HTTP handlers and encoder. A long-poll's end of response goes through them.
     private var rawOutput: ChannelHandlerContext?
+    private var front: FrontOfPipeline?
     /// What the hub knows this connection by; made at the first parking.
     private var parked: ParkedConnection?
     private var registration: (hub: PushHub, databaseID: Int64, onClose: (@Sendable () -> Void)?)?
@@ -78,6 +79,11 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
             context.fireChannelRead(data)
         case .discard: break
         case .hold: heldReads.append(data)
+        case .holdAndEndResponse:
+            // The client's next request, after a long-poll's answer: end that response now (its
+            // settle may still be coming), then serve the request.
+            heldReads.append(data)
+            endResponse(context)
         }
     }
 
@@ -165,8 +171,14 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
         deadlines.add(parked, parking: parking, deadline: .now() + timeout)
     }
 
-    /// The long-poll parked as `parking` reached its deadline: answer it empty if still parked.
+    /// The long-poll parked as `parking` reached its deadline: answer it empty if still parked,
+    /// or end its answered response (its settle time).
     func pollTimedOut(parking: UInt64) {
+        guard let context else { return }
+        if machine.settle(parking: parking) {
+            endResponse(context)
+            return
+        }
         perform(machine.timedOut(parking: parking))
     }
 
@@ -177,6 +189,7 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
         if let rawOutput { return rawOutput }
         let front = FrontOfPipeline()
         guard (try? context.pipeline.syncOperations.addHandler(front, position: .first)) != nil else { return nil }
+        self.front = front
         rawOutput = try? context.pipeline.syncOperations.context(handler: front)
         return rawOutput
     }
@@ -198,7 +211,8 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
         case .writeAnswer:
             // The hub forgets a long-poll it answers.
             registration = nil
-            answer(LongPollFrames.answer(share), context)
+            writeAnswer(LongPollFrames.answer(share), context)
+            if let parked { deadlines.add(parked, parking: machine.parking, deadline: .now() + PushConnection.settleDelay) }
         }
     }
 
@@ -234,22 +248,38 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
             rawOutput.writeAndFlush(NIOAny(EventStreamFrames.lastChunk)).whenComplete { _ in channel.close(promise: nil) }
         case .answerEmpty(let empty):
             unregister()
-            answer(EventStreamFrames.chunk(empty), context)
+            writeAnswer(LongPollFrames.whole(empty), context)
+            endResponse(context)
         }
     }
 
-    /// Writes a long-poll's answer, its body as one chunk, from the front of the pipeline (one
-    /// buffer for all the long-polls of a loop handed the same share: through the HTTP encoder,
-    /// each answer was framed anew, and 1,000 answers took 2-3 times as long), then ends the
-    /// response through the HTTP handlers (the encoder writes the last chunk; the framework's idle
-    /// timeout sees the response finish) and releases what arrived meanwhile.
-    private func answer(_ chunk: ByteBuffer, _ context: ChannelHandlerContext) {
-        guard let rawOutput else {
+    /// How long an answered long-poll's response stays open below the framework: its answer, the
+    /// last chunk included, went out from the front of the pipeline; the end of the response
+    /// through the HTTP handlers (the framework's bookkeeping, resuming its task for the
+    /// connection) waits until the client's next request or this long, so a commit's fan-out
+    /// writes every answer before any of that work. Ending each at once made 1,000 long-polls'
+    /// last answer about twice as late (see BENCHMARKS.md, long-poll fan-out).
+    static let settleDelay = TimeAmount.milliseconds(100)
+
+    /// Writes a long-poll's whole remaining body, its last chunk included, from the front of the
+    /// pipeline (one buffer for all the long-polls of a loop handed the same share: through the
+    /// HTTP encoder each answer was framed anew, and 1,000 answers took 2-3 times as long). The
+    /// end of the response follows through the HTTP handlers (`endResponse`), whose duplicate
+    /// last chunk the front of the pipeline drops.
+    private func writeAnswer(_ body: ByteBuffer, _ context: ChannelHandlerContext) {
+        guard let rawOutput, let front else {
             context.close(promise: nil)
             return
         }
-        rawOutput.write(NIOAny(chunk), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        rawOutput.writeAndFlush(NIOAny(body), promise: nil)
+        front.dropNextWrite()
+    }
+
+    /// Ends the answered long-poll's response through the HTTP handlers, so the framework sees it
+    /// finish (its idle timeout, its next request), then releases what arrived meanwhile.
+    private func endResponse(_ context: ChannelHandlerContext) {
+        // With a promise the encoder always writes once (an empty write when not chunked).
+        context.write(wrapOutboundOut(.end(nil)), promise: context.eventLoop.makePromise())
         let reads = heldReads, closes = heldCloses
         heldReads = []
         heldCloses = []
@@ -289,13 +319,37 @@ final class ParkedConnection: PushSink, LongPollDeadlineTarget {
 /// its chunks from.
 private final class FrontOfPipeline: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = IOData
+
+    private var dropsLastChunk = false
+
+    /// Drops the next write from the HTTP handlers if it is the last chunk (or empty): the
+    /// response's end was already sent from here.
+    func dropNextWrite() { dropsLastChunk = true }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if dropsLastChunk {
+            dropsLastChunk = false
+            if case .byteBuffer(let bytes) = unwrapOutboundIn(data), bytes.readableBytes == 0 || bytes == EventStreamFrames.lastChunk {
+                promise?.succeed()
+                return
+            }
+        }
+        context.write(data, promise: promise)
+    }
 }
 
 /// A long-poll's answer as this connection writes it below the HTTP encoder: the JSON answer as
-/// one chunk, made once for all the long-polls handed the share (the encoder ends the response).
+/// one chunk and the last chunk, made once for all the long-polls handed the share.
 enum LongPollFrames {
     static func answer(_ share: PushShare) -> ByteBuffer {
-        share.frames.frame(LongPollFrames.self) { EventStreamFrames.chunk(CourierAnswer.body(share)) }
+        share.frames.frame(LongPollFrames.self) { whole(CourierAnswer.body(share)) }
+    }
+
+    /// `body` as a whole chunked body: one chunk, then the last chunk.
+    static func whole(_ body: ByteBuffer) -> ByteBuffer {
+        var framed = EventStreamFrames.chunk(body)
+        framed.writeImmutableBuffer(EventStreamFrames.lastChunk)
+        return framed
     }
 }
 

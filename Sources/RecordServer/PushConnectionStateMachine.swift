@@ -7,8 +7,8 @@ import NIOCore
 ///
 ///     serving ──park stream──> eventStream ──finish/hub closed──> closed
 ///        │  ^                       └──client leaves──> closed
-///        │  └──────────────────────────────┐
-///        └──park long-poll──> longPoll ──delivery (answer, response ended at once)──> serving
+///        │  └──────── end of response ──────────┐
+///        └──park long-poll──> longPoll ──delivery──> answered ──next request / settle──> serving
 ///                               └──timeout/finish (empty answer, ended at once)──> serving
 struct PushConnectionStateMachine {
     enum State: Equatable {
@@ -19,6 +19,9 @@ struct PushConnectionStateMachine {
         /// A parked long-poll: answered once, by the hub or with `emptyAnswer` (its JSON body) at
         /// its deadline.
         case longPoll(emptyAnswer: ByteBuffer)
+        /// A long-poll's whole answer is written; the end of its response has not yet passed the
+        /// HTTP handlers (it does at the client's next request, or when the connection settles it).
+        case answered
         case closed
     }
 
@@ -61,8 +64,8 @@ struct PushConnectionStateMachine {
         case writeEvents
         /// The stream's client stopped reading: close rather than buffer without bound.
         case closeSlowClient
-        /// Write the notifications as the long-poll's whole answer and end its response, then
-        /// release what was held; the hub forgets it once its delivery is done.
+        /// Write the notifications as the long-poll's whole answer; the hub forgets it once its
+        /// delivery is done. The end of the response follows at `settle` or the next request.
         case writeAnswer
     }
 
@@ -71,9 +74,9 @@ struct PushConnectionStateMachine {
         switch state {
         case .eventStream: return channelIsWritable ? .writeEvents : .closeSlowClient
         case .longPoll:
-            state = .serving
+            state = .answered
             return .writeAnswer
-        case .serving, .closed: return .drop
+        case .serving, .answered, .closed: return .drop
         }
     }
 
@@ -102,7 +105,7 @@ struct PushConnectionStateMachine {
         case .longPoll(let empty):
             state = .serving
             return .answerEmpty(empty)
-        case .serving, .closed: return .none
+        case .serving, .answered, .closed: return .none
         }
     }
 
@@ -111,6 +114,14 @@ struct PushConnectionStateMachine {
         guard expired == parking, case .longPoll(let empty) = state else { return .none }
         state = .serving
         return .answerEmpty(empty)
+    }
+
+    /// The answered long-poll's settle time came (its answer's writes long done): true when its
+    /// response must be ended now (write its end, release what was held).
+    mutating func settle(parking settled: UInt64) -> Bool {
+        guard settled == parking, state == .answered else { return false }
+        state = .serving
+        return true
     }
 
     // MARK: From the client and the framework
@@ -122,13 +133,18 @@ struct PushConnectionStateMachine {
         case discard
         /// Keep it until the parked long-poll's response ends.
         case hold
+        /// Keep it, end the answered long-poll's response now, then release what was held.
+        case holdAndEndResponse
     }
 
-    func read() -> ReadAction {
+    mutating func read() -> ReadAction {
         switch state {
         case .serving: return .forward
         case .eventStream, .closed: return .discard
         case .longPoll: return .hold
+        case .answered:
+            state = .serving
+            return .holdAndEndResponse
         }
     }
 
@@ -148,7 +164,7 @@ struct PushConnectionStateMachine {
         switch state {
         case .serving, .closed: return .close
         case .eventStream: return .succeedWithoutClosing
-        case .longPoll: return .hold
+        case .longPoll, .answered: return .hold
         }
     }
 
@@ -161,7 +177,7 @@ struct PushConnectionStateMachine {
         let parked: Bool
         switch state {
         case .eventStream, .longPoll: parked = true
-        case .serving, .closed: parked = false
+        case .serving, .answered, .closed: parked = false
         }
         state = .closed
         return parked

@@ -7,29 +7,36 @@ import XCTest
 final class PushConnectionStateMachineTests: XCTestCase {
     private let empty = ByteBuffer(string: "empty answer")
 
-    /// Park a long-poll, the hub's answer arrives: written with the end of its response, the
-    /// connection serves requests again.
-    func testALongPollIsAnsweredBackToServing() {
+    /// Park a long-poll, the hub's answer arrives (written, the response still open), the
+    /// settle ends the response: the connection serves requests again.
+    func testALongPollIsAnsweredThenSettledBackToServing() {
         var machine = PushConnectionStateMachine()
         XCTAssertEqual(machine.parkLongPoll(emptyAnswer: empty), .registerLongPoll(parking: 1))
         XCTAssertEqual(machine.state, .longPoll(emptyAnswer: empty))
         XCTAssertEqual(machine.delivered(parking: 1, channelIsWritable: true), .writeAnswer)
-        XCTAssertEqual(machine.state, .serving)
+        XCTAssertEqual(machine.state, .answered)
         XCTAssertEqual(machine.delivered(parking: 1, channelIsWritable: true), .drop, "answered once")
         XCTAssertEqual(machine.heartbeat(parking: 1, channelIsWritable: true), .drop, "a long-poll takes no heartbeat")
+        XCTAssertEqual(machine.timedOut(parking: 1), .none, "its deadline no longer answers it")
+        XCTAssertTrue(machine.settle(parking: 1))
+        XCTAssertEqual(machine.state, .serving)
+        XCTAssertFalse(machine.settle(parking: 1), "settled once")
         XCTAssertEqual(machine.read(), .forward)
         XCTAssertFalse(machine.channelClosed(), "an answered long-poll is forgotten by the hub")
     }
 
     /// A second request pipelined behind a parked long-poll, and a close the framework asks for,
-    /// are held until the answer's response ends; then they pass.
+    /// are held until the answer's response ends; the next request after the answer ends it at once.
     func testWhatArrivesWhileParkedIsHeldUntilTheResponseEnds() {
         var machine = PushConnectionStateMachine()
         _ = machine.parkLongPoll(emptyAnswer: empty)
         XCTAssertEqual(machine.read(), .hold)
         XCTAssertEqual(machine.closeRequested(), .hold)
         XCTAssertEqual(machine.delivered(parking: 1, channelIsWritable: true), .writeAnswer)
-        XCTAssertEqual(machine.read(), .forward)
+        XCTAssertEqual(machine.closeRequested(), .hold)
+        XCTAssertEqual(machine.read(), .holdAndEndResponse, "the next request ends the answered response")
+        XCTAssertEqual(machine.state, .serving)
+        XCTAssertFalse(machine.settle(parking: 1), "the later settle finds nothing to end")
         XCTAssertEqual(machine.closeRequested(), .close)
     }
 

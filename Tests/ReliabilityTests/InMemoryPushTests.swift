@@ -3,6 +3,7 @@ import RecordClient
 import RecordModel
 import RecordServer
 import RecordStore
+import SQLiteRecordStore
 import XCTest
 
 /// Push through the in-process API, without sockets: the hub runs as it does in the daemon's
