@@ -82,7 +82,7 @@ let package = Package(
         .target(
             name: "RecordServer",
             dependencies: [
-                "RecordModel", "RecordStore", .product(name: "Hummingbird", package: "hummingbird"),
+                "RecordModel", "RecordStore", "CMalloc", .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -116,7 +116,7 @@ let package = Package(
         .executableTarget(
             name: "scorebookd",
             dependencies: [
-                "RecordServer", "RecordStore", "SQLiteRecordStore", "CMalloc", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "RecordServer", "RecordStore", "SQLiteRecordStore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .target(name: "PostgresRecordStore", condition: .when(traits: ["PostgreSQL"])),
             ]),
         .executableTarget(

@@ -32,6 +32,8 @@ final class BenchServer: BenchTarget, Sendable {
 
     /// A server on a fresh store: a new SQLite directory, or a new database of the bench cluster.
     static func make(_ backend: BenchBackend, name: String) async throws -> BenchServer {
+        // The daemon's allocator settings: the in-process server is measured as scorebookd runs.
+        AllocatorSettings.apply()
         switch backend {
         case .sqlite:
             let directory = temporaryDirectory(name)

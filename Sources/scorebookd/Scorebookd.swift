@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 #if canImport(Glibc)
-import CMalloc
 import Glibc
 #endif
 import Logging
@@ -154,21 +153,7 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
-        #if canImport(Glibc)
-        // Fixed thresholds instead of glibc's sliding ones. A batch's body, answer and response
-        // buffer are 100-300 KB each, every request: mapped (over 128 KB, glibc's default) each
-        // was fresh pages, zeroed and faulted in one by one and unmapped again, 12 % of the
-        // daemon's time in a one-connection batch run. Up to 1 MB they come from the heap, which
-        // keeps up to 1 MB free at its top for the next request (trim threshold) and gives back
-        // the rest. The sliding threshold, which also reuses them, rises with every larger block
-        // freed and the trim threshold with it, to 64 MB: 20 parallel asset downloads then left
-        // the daemon at 135-296 MB (they read in pieces small enough for the heap's free lists,
-        // `RecordStorage.assetPieceBytes`). Same run, release, without these two calls: 1.13-1.19x
-        // the daemon's CPU a record written (`batch-write-daemon`), 94.6 against 81 MB at the
-        // peak of parallel asset transfers (`assets`); see BENCHMARKS.md.
-        _ = mallopt(M_MMAP_THRESHOLD, 1024 * 1024)
-        _ = mallopt(M_TRIM_THRESHOLD, 1024 * 1024)
-        #endif
+        AllocatorSettings.apply()
         let level = logLevel
         // Logs go to standard error: standard output carries only the readiness line.
         LoggingSystem.bootstrap { label in
