@@ -3,37 +3,24 @@ import RecordClient
 import RecordModel
 import RecordServer
 
-/// An `HTTPTransport` that hands each request straight to a real `RecordAPI` (over a real
-/// `SQLiteRecordStore`): the whole wire path of the client (URLs, headers, JSON) and of the
-/// server (routing, authentication, error mapping), without sockets.
+/// An `HTTPTransport` that hands each request straight to a real `RecordAPI`'s router (over a
+/// real `SQLiteRecordStore`): the whole wire path of the client (URLs, headers, JSON) and of the
+/// server (routing, middleware, authentication, error mapping), without sockets.
 final class InProcessTransport: HTTPTransport {
-    let api: RecordAPI
+    let responder: InProcessResponder
     /// What `tokens/create` names as the host of the courier URL.
     static let host = "reliability.invalid"
 
     init(api: RecordAPI) {
-        self.api = api
+        self.responder = InProcessResponder(api: api)
     }
 
     func send(_ request: HTTPRequest) async throws -> HTTPResponse {
         let components = URLComponents(url: request.url, resolvingAgainstBaseURL: true)
-        let method: APIRequest.Method = request.method == "GET" ? .get : request.method == "POST" ? .post : .other
-        var apiRequest = APIRequest(
-            method: method, path: request.url.path, query: APIRequest.parseQuery(components?.percentEncodedQuery ?? ""),
-            authorization: header("Authorization", in: request), deviceID: header("X-Device-ID", in: request),
-            body: request.body ?? [])
-        apiRequest.host = Self.host
-        apiRequest.accept = header("Accept", in: request)
-        let response = await api.handle(apiRequest)
-        guard response.parking == nil else {
-            // A parked answer is written by the push hub to a connection: there is none here.
-            throw RecordClientError.invalidResponse("the in-process transport does not carry event streams or parked long-polls; poll with timeout=0")
-        }
-        return HTTPResponse(status: response.status, body: response.body)
-    }
-
-    private func header(_ name: String, in request: HTTPRequest) -> String? {
-        request.headers.first { $0.key.caseInsensitiveCompare(name) == .orderedSame }?.value
+        let uri = request.url.path + (components?.percentEncodedQuery.map { "?" + $0 } ?? "")
+        // Answers come back as they are: a socket transport is what inflates gzip ones.
+        let headers = request.headers.filter { $0.key.caseInsensitiveCompare("Accept-Encoding") != .orderedSame }.map { ($0.key, $0.value) }
+        let answer = try await responder.respond(method: request.method, uri: uri, authority: Self.host, headers: headers, body: request.body ?? [])
+        return HTTPResponse(status: answer.status, body: answer.body)
     }
 }
-
