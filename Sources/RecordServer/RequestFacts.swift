@@ -117,10 +117,10 @@ package struct PushParking: Sendable {
     package var kind: Kind
 }
 
-/// A whole answer made by a handler (a status, a body and its type, extra headers), or a courier
-/// answer the push hub writes (`parking`). A route returns it as it is: it is a Hummingbird
-/// `ResponseGenerator`.
-struct APIResponse: Sendable, ResponseGenerator {
+/// A whole answer made by a handler (a status, a body and its type, extra headers: a page, a
+/// JSON answer), or a courier answer the push hub writes (`parking`); its route turns it into
+/// the `Response` (`Response(_:)`, `Response(parked:…)`).
+struct APIResponse: Sendable {
     var status: Int
     var body: [UInt8]
     var contentType = "application/json"
@@ -149,8 +149,6 @@ struct APIResponse: Sendable, ResponseGenerator {
         self.parking = parking
         if case .eventStream = parking.kind { contentType = "text/event-stream" }
     }
-
-    func response(from request: Request, context: some RequestContext) throws -> Response { Response(self) }
 }
 
 /// A `records/modify` body read into drafts while the caller's token was checked (the user
