@@ -53,6 +53,8 @@ let package = Package(
         // zlib for the CLI's gzip (answers it reads, large batches it sends), without the server's NIO stack.
         .systemLibrary(name: "CZlib", providers: [.apt(["zlib1g-dev"])]),
         .target(name: "SQLiteDB", dependencies: ["CSQLite"]),
+        // glibc's allocator settings for the daemon (`mallopt`; the header only, glibc is always linked).
+        .systemLibrary(name: "CMalloc"),
         .target(name: "RecordModel"),
         // The store's types, rules and engine over a driver protocol: neither database's own code.
         .target(
@@ -114,7 +116,7 @@ let package = Package(
         .executableTarget(
             name: "scorebookd",
             dependencies: [
-                "RecordServer", "RecordStore", "SQLiteRecordStore", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                "RecordServer", "RecordStore", "SQLiteRecordStore", "CMalloc", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .target(name: "PostgresRecordStore", condition: .when(traits: ["PostgreSQL"])),
             ]),
         .executableTarget(

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import RecordModel
 import RecordStore
+import Synchronization
 
 /// The context of every request the daemon's router answers: the framework's storage (the matched
 /// endpoint, the path's parameters), the connection (which an event stream takes over), the
@@ -12,8 +13,11 @@ import RecordStore
 /// caller and scope (the authentication middleware of its route).
 package struct ConnectionRequestContext: RequestContext {
     package var coreContext: CoreRequestContextStorage
-    /// Nil for a request answered in process (`InProcessResponder`), which has no connection to park.
+    /// Nil for a request answered in process (`InProcessResponder`), which has no connection.
     let channel: (any Channel)?
+    /// Where a courier route answered in process leaves its parking, for the in-process caller
+    /// to park in memory (`RecordAPI.parkInMemory`).
+    let inProcessParking: InProcessParking?
     /// The `uuid` of the request's error answers and the `request` of its log line.
     let requestID = UUID().uuidString.lowercased()
     /// Who the request turned out to be, noted by the authentication middleware and read by the
@@ -34,12 +38,14 @@ package struct ConnectionRequestContext: RequestContext {
     package init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.channel = source.channel
+        self.inProcessParking = nil
     }
 
     /// A context without a connection, for a request answered in process.
-    init(logger: Logger) {
+    init(logger: Logger, parking: InProcessParking) {
         self.coreContext = .init(source: InProcessSource(logger: logger))
         self.channel = nil
+        self.inProcessParking = parking
     }
 
     private struct InProcessSource: RequestContextSource {
@@ -56,4 +62,10 @@ package struct ConnectionRequestContext: RequestContext {
 struct DatabaseAddress: Sendable {
     var container: String
     var environment: RecordStore.Environment
+}
+
+/// A courier answer's parking, left by its route for the in-process caller (there is no
+/// connection to park it on).
+final class InProcessParking: Sendable {
+    let parking = Mutex<PushParking?>(nil)
 }

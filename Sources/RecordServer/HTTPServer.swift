@@ -13,7 +13,8 @@ package struct HTTPServer {
     package let api: RecordAPI
     package let configuration: HTTPServerConfiguration
     package var logger: Logger
-    /// Background work that lives as long as the server (tombstone purging, push delivery).
+    /// Background work that lives as long as the server (tombstone purging, webhook delivery).
+    /// The API's push hub runs beside them, always.
     package var services: [any Service] = []
 
     package init(api: RecordAPI, configuration: HTTPServerConfiguration, logger: Logger) {
@@ -47,8 +48,10 @@ package struct HTTPServer {
                 onReady(host, port)
             },
             logger: logger)
+        // Shut down in reverse order: the other services first, then the hub (which ends the
+        // parked connections), then the server (which waits for the connections to finish).
         var groupConfiguration = ServiceGroupConfiguration(
-            services: [.init(service: app)] + services.map { .init(service: $0) },
+            services: [.init(service: app), .init(service: api.pushHub)] + services.map { .init(service: $0) },
             gracefulShutdownSignals: [.sigterm, .sigint],
             cancellationSignals: [],
             logger: logger)

@@ -6,8 +6,8 @@ import Synchronization
 
 /// The daemon's router answering requests in process, without a socket: tests drive the whole
 /// API through it (routing, middleware, authentication, handlers, error rendering) as a client
-/// on the wire would. There is no connection to park, so an event stream or a long-poll that
-/// would wait is refused (`INTERNAL_ERROR`); poll with `timeout=0`.
+/// on the wire would. A courier answer that would park its connection comes back as its
+/// `parking`, for the caller to park in memory (`RecordAPI.parkInMemory`).
 package struct InProcessResponder: Sendable {
     private let responder: RouterResponder<ConnectionRequestContext>
     private let logger: Logger
@@ -21,6 +21,8 @@ package struct InProcessResponder: Sendable {
         package var status: Int
         package var headers: HTTPFields
         package var body: [UInt8]
+        /// A courier answer's parking (an event stream, a long-poll that waits): its body is the hub's to write.
+        package var parking: PushParking?
     }
 
     /// The answer to `method` on `uri` (its path and query), sent to `authority` with `headers` and `body`.
@@ -32,10 +34,12 @@ package struct InProcessResponder: Sendable {
         }
         let head = HTTPRequest(method: HTTPRequest.Method(method) ?? .get, scheme: "http", authority: authority, path: uri, headerFields: fields)
         let request = Request(head: head, body: RequestBody(buffer: ByteBuffer(bytes: body)))
-        let response = try await responder.respond(to: request, context: ConnectionRequestContext(logger: logger))
+        let parking = InProcessParking()
+        let response = try await responder.respond(to: request, context: ConnectionRequestContext(logger: logger, parking: parking))
         let collected = Collected()
         try await response.body.write(CollectingWriter(collected: collected))
-        return Answer(status: Int(response.status.code), headers: response.headers, body: collected.bytes.withLock { $0 })
+        return Answer(status: Int(response.status.code), headers: response.headers, body: collected.bytes.withLock { $0 },
+                      parking: parking.parking.withLock { $0 })
     }
 
     private final class Collected: Sendable {

@@ -1,17 +1,20 @@
 import HTTPTypes
 import NIOCore
 import NIOHTTPTypes
+import RecordStore
 
 /// The handler at the end of every HTTP connection's pipeline, just before the framework's
 /// request handling. It passes everything through until the API answers a courier request;
-/// then the response head has been written and `park…` hands the connection to the push hub,
-/// which writes the rest of the answer from here, on the channel's event loop:
-/// - an event stream: events and heartbeats until either side leaves. The framework's task for
-///   the connection is ended (its reader gets an error; the closes it then asks for are
-///   ignored), so an idle stream holds no suspended task and none of the stack slabs its
-///   request reached; reads continue from here to notice the client leaving.
-/// - a long-poll: one answer (the commit's notifications, or empty at the deadline), after
-///   which the connection serves requests as before.
+/// then the response head has been written and `park…` registers the connection with the push
+/// hub, which hands it notifications on the channel's event loop; this handler frames them and
+/// writes the rest of the answer:
+/// - an event stream: events and heartbeats (Server-Sent Events in HTTP chunks, see
+///   `EventStreamFrames`) until either side leaves. The framework's task for the connection is
+///   ended (its reader gets an error; the closes it then asks for are ignored), so an idle stream
+///   holds no suspended task and none of the stack slabs its request reached; reads continue from
+///   here to notice the client leaving.
+/// - a long-poll: one answer (the commit's notifications, or empty at the deadline) as the body
+///   of its response, which ends with it; the connection then serves requests as before.
 /// What to do on each event is decided by `PushConnectionStateMachine`; this class performs it.
 /// Confined to its channel's event loop; the hub reaches it through `ParkedConnection`.
 final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
@@ -22,8 +25,9 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
 
     private var machine = PushConnectionStateMachine()
     private var context: ChannelHandlerContext?
-    /// Parked answers are written here, at the front of the pipeline: they are framed once for
-    /// all connections (`PushHub.chunk`), so each write skips the HTTP handlers and encoder.
+    /// Parked answers' chunks are written here, at the front of the pipeline: one framed share
+    /// serves every connection of the loop handed it (`SharedFrames`), so each write skips the
+    /// HTTP handlers and encoder. A long-poll's end of response goes through them.
     private var rawOutput: ChannelHandlerContext?
     private var front: FrontOfPipeline?
     /// What the hub knows this connection by; made at the first parking.
@@ -76,8 +80,8 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
         case .discard: break
         case .hold: heldReads.append(data)
         case .holdAndEndResponse:
-            // The client's next request, after a long-poll's answer: end that response now (the
-            // hub's settle may still be coming), then serve the request.
+            // The client's next request, after a long-poll's answer: end that response now (its
+            // settle may still be coming), then serve the request.
             heldReads.append(data)
             endResponse(context)
         }
@@ -128,7 +132,7 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
             context.close(promise: nil)
             return
         }
-        raw.writeAndFlush(NIOAny(PushConnection.connectedBytes), promise: nil)
+        raw.writeAndFlush(NIOAny(EventStreamFrames.connected), promise: nil)
         guard hub.register(parked, parking: parking, databaseID: databaseID, after: cursor, answersOnce: false) else {
             finish(parking: parking)
             return
@@ -140,12 +144,18 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
         context.read()
     }
 
-    /// What the framework's request loop reads once its connection became an event stream.
+    /// What the framework's request loop reads once its connection became an event stream. An
+    /// error, as there is no cleaner way to end that loop and keep the connection: Hummingbird's
+    /// loop (`HTTPChannelHandler.handleHTTP`) ends on an error or, when its requests end, waits
+    /// for the channel to close, which would hold a task for every open stream; and the loop
+    /// cannot be replaced by one of ours, as a `Request` over a connection's body is made only by
+    /// the framework. The framework logs it at trace level and asks for a close, which is ignored.
     struct ConnectionParked: Error {}
 
-    /// Parks a long-poll after its head until the hub answers it or `timeout` passes.
+    /// Parks a long-poll after its head until the hub answers it or `timeout` passes;
+    /// `emptyAnswer` is the body it is then answered with.
     func parkLongPoll(hub: PushHub, databaseID: Int64, after cursor: Int64, timeout: TimeAmount, emptyAnswer: ByteBuffer) {
-        guard let context, case .registerLongPoll(let parking) = machine.parkLongPoll(emptyAnswer: PushHub.completeBody(emptyAnswer)) else {
+        guard let context, case .registerLongPoll(let parking) = machine.parkLongPoll(emptyAnswer: emptyAnswer) else {
             return
         }
         guard frontOfPipeline(context) != nil, let parked = handle(context) else {
@@ -161,13 +171,19 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
         deadlines.add(parked, parking: parking, deadline: .now() + timeout)
     }
 
-    /// The long-poll parked as `parking` reached its deadline: answer it empty if still parked.
+    /// The long-poll parked as `parking` reached its deadline: answer it empty if still parked,
+    /// or end its answered response (its settle time).
     func pollTimedOut(parking: UInt64) {
+        guard let context else { return }
+        if machine.settle(parking: parking) {
+            endResponse(context)
+            return
+        }
         perform(machine.timedOut(parking: parking))
     }
 
-    /// The head went out through the HTTP encoder with `Transfer-Encoding: chunked` (the
-    /// framework answers as HTTP/1.1 and sets no length), so the body continues as chunks
+    /// A parked answer's head went out through the HTTP encoder with `Transfer-Encoding: chunked`
+    /// (the framework answers as HTTP/1.1 and sets no length), so its body continues as chunks
     /// written from a handler placed at the front of the pipeline, once per connection.
     private func frontOfPipeline(_ context: ChannelHandlerContext) -> ChannelHandlerContext? {
         if let rawOutput { return rawOutput }
@@ -184,23 +200,28 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
         return parked
     }
 
-    private static let connectedBytes = PushHub.chunk(ByteBuffer(string: ": connected\n\n"))
-    private static let lastChunk = ByteBuffer(string: "0\r\n\r\n")
-
     // MARK: From the hub (on the event loop, through `ParkedConnection`)
 
-    func deliver(_ bytes: ByteBuffer, parking: UInt64) {
+    func deliver(_ share: PushShare, parking: UInt64) {
         guard let context else { return }
         switch machine.delivered(parking: parking, channelIsWritable: channelIsWritable) {
         case .drop: return
-        case .writeEvents: rawOutput?.writeAndFlush(NIOAny(bytes), promise: nil)
-        case .closeSlowClient:
-            // 64 KB unsent: the client resumes from its `Last-Event-ID` when it reconnects.
-            context.close(promise: nil)
+        case .writeEvents: rawOutput?.writeAndFlush(NIOAny(EventStreamFrames.events(share)), promise: nil)
+        case .closeSlowClient: closeSlowClient(context)
         case .writeAnswer:
-            // The hub has already forgotten a long-poll it answers.
+            // The hub forgets a long-poll it answers.
             registration = nil
-            writeAnswer(bytes, context)
+            writeAnswer(LongPollFrames.answer(share), context)
+            if let parked { deadlines.add(parked, parking: machine.parking, deadline: .now() + PushConnection.settleDelay) }
+        }
+    }
+
+    func heartbeat(_ frames: SharedFrames, parking: UInt64) {
+        guard let context else { return }
+        switch machine.heartbeat(parking: parking, channelIsWritable: channelIsWritable) {
+        case .writeEvents: rawOutput?.writeAndFlush(NIOAny(EventStreamFrames.heartbeat(frames)), promise: nil)
+        case .closeSlowClient: closeSlowClient(context)
+        case .drop, .writeAnswer: return
         }
     }
 
@@ -208,9 +229,9 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
         perform(machine.finished(parking: parking))
     }
 
-    func settle(parking: UInt64) {
-        guard let context, machine.settle(parking: parking) else { return }
-        endResponse(context)
+    /// 64 KB unsent: the client resumes from its `Last-Event-ID` when it reconnects.
+    private func closeSlowClient(_ context: ChannelHandlerContext) {
+        context.close(promise: nil)
     }
 
     private func perform(_ action: PushConnectionStateMachine.EndAction) {
@@ -224,16 +245,27 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
                 context.close(promise: nil)
                 return
             }
-            rawOutput.writeAndFlush(NIOAny(PushConnection.lastChunk)).whenComplete { _ in channel.close(promise: nil) }
+            rawOutput.writeAndFlush(NIOAny(EventStreamFrames.lastChunk)).whenComplete { _ in channel.close(promise: nil) }
         case .answerEmpty(let empty):
             unregister()
-            writeAnswer(empty, context)
+            writeAnswer(LongPollFrames.whole(empty), context)
             endResponse(context)
         }
     }
 
-    /// Writes a long-poll's whole remaining body (`PushHub.completeBody`) from the front of the
-    /// pipeline; the end of the response follows through the HTTP handlers (`endResponse`).
+    /// How long an answered long-poll's response stays open below the framework: its answer, the
+    /// last chunk included, went out from the front of the pipeline; the end of the response
+    /// through the HTTP handlers (the framework's bookkeeping, resuming its task for the
+    /// connection) waits until the client's next request or this long, so a commit's fan-out
+    /// writes every answer before any of that work. Ending each at once made 1,000 long-polls'
+    /// last answer about twice as late (see BENCHMARKS.md, long-poll fan-out).
+    static let settleDelay = TimeAmount.milliseconds(100)
+
+    /// Writes a long-poll's whole remaining body, its last chunk included, from the front of the
+    /// pipeline (one buffer for all the long-polls of a loop handed the same share: through the
+    /// HTTP encoder each answer was framed anew, and 1,000 answers took 2-3 times as long). The
+    /// end of the response follows through the HTTP handlers (`endResponse`), whose duplicate
+    /// last chunk the front of the pipeline drops.
     private func writeAnswer(_ body: ByteBuffer, _ context: ChannelHandlerContext) {
         guard let rawOutput, let front else {
             context.close(promise: nil)
@@ -243,9 +275,8 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
         front.dropNextWrite()
     }
 
-    /// Ends the answered long-poll's response through the HTTP handlers, so the framework's idle
-    /// timeout counts it as finished (the encoder's duplicate last chunk is dropped), then
-    /// releases what arrived meanwhile.
+    /// Ends the answered long-poll's response through the HTTP handlers, so the framework sees it
+    /// finish (its idle timeout, its next request), then releases what arrived meanwhile.
     private func endResponse(_ context: ChannelHandlerContext) {
         // With a promise the encoder always writes once (an empty write when not chunked).
         context.write(wrapOutboundOut(.end(nil)), promise: context.eventLoop.makePromise())
@@ -271,26 +302,25 @@ final class PushConnection: ChannelDuplexHandler, RemovableChannelHandler {
 
 /// How the push hub, on any thread, knows a parked connection: its event loop and, usable only
 /// there, its handler. One per connection, made at its first parking.
-final class ParkedConnection: PushStreamSink, LongPollDeadlineTarget {
+final class ParkedConnection: PushSink, LongPollDeadlineTarget {
     private let connection: NIOLoopBound<PushConnection>
 
     init(_ connection: NIOLoopBound<PushConnection>) { self.connection = connection }
 
     var eventLoop: any EventLoop { connection.eventLoop }
 
-    func deliver(_ bytes: ByteBuffer, parking: UInt64) { connection.value.deliver(bytes, parking: parking) }
+    func deliver(_ share: PushShare, parking: UInt64) { connection.value.deliver(share, parking: parking) }
+    func heartbeat(_ frames: SharedFrames, parking: UInt64) { connection.value.heartbeat(frames, parking: parking) }
     func finish(parking: UInt64) { connection.value.finish(parking: parking) }
-    func settle(parking: UInt64) { connection.value.settle(parking: parking) }
     func pollTimedOut(parking: UInt64) { connection.value.pollTimedOut(parking: parking) }
 }
 
 /// Passes writes straight to the socket: the place in the pipeline a parked connection writes
-/// its pre-framed chunks from.
+/// its chunks from.
 private final class FrontOfPipeline: ChannelOutboundHandler, RemovableChannelHandler {
     typealias OutboundIn = IOData
 
     private var dropsLastChunk = false
-    private static let lastChunk = ByteBuffer(string: "0\r\n\r\n")
 
     /// Drops the next write from the HTTP handlers if it is the last chunk (or empty): the
     /// response's end was already sent from here.
@@ -299,11 +329,68 @@ private final class FrontOfPipeline: ChannelOutboundHandler, RemovableChannelHan
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         if dropsLastChunk {
             dropsLastChunk = false
-            if case .byteBuffer(let bytes) = unwrapOutboundIn(data), bytes.readableBytes == 0 || bytes == FrontOfPipeline.lastChunk {
+            if case .byteBuffer(let bytes) = unwrapOutboundIn(data), bytes.readableBytes == 0 || bytes == EventStreamFrames.lastChunk {
                 promise?.succeed()
                 return
             }
         }
         context.write(data, promise: promise)
+    }
+}
+
+/// A long-poll's answer as this connection writes it below the HTTP encoder: the JSON answer as
+/// one chunk and the last chunk, made once for all the long-polls handed the share.
+enum LongPollFrames {
+    static func answer(_ share: PushShare) -> ByteBuffer {
+        share.frames.frame(LongPollFrames.self) { whole(CourierAnswer.body(share)) }
+    }
+
+    /// `body` as a whole chunked body: one chunk, then the last chunk.
+    static func whole(_ body: ByteBuffer) -> ByteBuffer {
+        var framed = EventStreamFrames.chunk(body)
+        framed.writeImmutableBuffer(EventStreamFrames.lastChunk)
+        return framed
+    }
+}
+
+/// An event stream's body as this connection writes it below the HTTP encoder: Server-Sent
+/// Events framed as `Transfer-Encoding: chunked` chunks, and the last chunk that ends it.
+enum EventStreamFrames {
+    /// The first bytes of every stream: its client sees it open before any event.
+    static let connected = chunk(ByteBuffer(string: ": connected\n\n"))
+    static let lastChunk = ByteBuffer(string: "0\r\n\r\n")
+
+    /// `share`'s notifications as events, each with its cursor as `id:`, in one chunk: made once
+    /// for all the streams handed the share. Events have no `event:` name, so they are plain
+    /// `message` events an `EventSource`'s `onmessage` sees.
+    static func events(_ share: PushShare) -> ByteBuffer {
+        share.frames.frame(EventStreamFrames.self) {
+            var events = ByteBuffer()
+            events.reserveCapacity(share.notifications.reduce(0) { $0 + $1.payload.count + 40 })
+            for notification in share.notifications {
+                events.writeString("id: ")
+                events.writeString(NotificationCursor.encode(notification.id))
+                events.writeString("\ndata: ")
+                events.writeBytes(notification.payload)
+                events.writeString("\n\n")
+            }
+            return chunk(events)
+        }
+    }
+
+    /// A comment that keeps an idle stream alive, made once for the streams of one loop's job.
+    static func heartbeat(_ frames: SharedFrames) -> ByteBuffer {
+        frames.frame(EventStreamFrames.self) { chunk(ByteBuffer(string: ": heartbeat\n\n")) }
+    }
+
+    /// `payload` as one chunk of a `Transfer-Encoding: chunked` body.
+    static func chunk(_ payload: ByteBuffer) -> ByteBuffer {
+        var framed = ByteBuffer()
+        framed.reserveCapacity(payload.readableBytes + 12)
+        framed.writeString(String(payload.readableBytes, radix: 16))
+        framed.writeString("\r\n")
+        framed.writeImmutableBuffer(payload)
+        framed.writeString("\r\n")
+        return framed
     }
 }

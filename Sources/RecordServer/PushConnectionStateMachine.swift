@@ -16,10 +16,11 @@ struct PushConnectionStateMachine {
         case serving
         /// A parked event stream: the hub writes events until either side leaves.
         case eventStream
-        /// A parked long-poll: answered once, by the hub or with `emptyAnswer` at its deadline.
+        /// A parked long-poll: answered once, by the hub or with `emptyAnswer` (its JSON body) at
+        /// its deadline.
         case longPoll(emptyAnswer: ByteBuffer)
-        /// A long-poll's answer is written; the end of its response has not yet passed the HTTP
-        /// handlers (it does at the client's next request or when the hub settles its writes).
+        /// A long-poll's whole answer is written; the end of its response has not yet passed the
+        /// HTTP handlers (it does at the client's next request, or when the connection settles it).
         case answered
         case closed
     }
@@ -59,12 +60,12 @@ struct PushConnectionStateMachine {
     enum DeliveryAction: Equatable {
         /// Meant for another parking, or the connection is not parked.
         case drop
-        /// Write the bytes to the stream.
+        /// Write the notifications to the stream as events.
         case writeEvents
         /// The stream's client stopped reading: close rather than buffer without bound.
         case closeSlowClient
-        /// Write the bytes as the long-poll's whole answer; the hub has forgotten it. The end of
-        /// the response follows at `settle` or the next request.
+        /// Write the notifications as the long-poll's whole answer; the hub forgets it once its
+        /// delivery is done. The end of the response follows at `settle` or the next request.
         case writeAnswer
     }
 
@@ -79,11 +80,18 @@ struct PushConnectionStateMachine {
         }
     }
 
+    /// A heartbeat: written to an event stream like its events; nothing else takes one.
+    func heartbeat(parking beat: UInt64, channelIsWritable: Bool) -> DeliveryAction {
+        guard beat == parking, state == .eventStream else { return .drop }
+        return channelIsWritable ? .writeEvents : .closeSlowClient
+    }
+
     enum EndAction: Equatable {
         case none
         /// Unregister, write the stream's last chunk and close.
         case endEventStream
-        /// Unregister, write `emptyAnswer` as the long-poll's answer and end its response now.
+        /// Unregister, write `emptyAnswer` as the long-poll's answer and end its response, then
+        /// release what was held.
         case answerEmpty(ByteBuffer)
     }
 
@@ -108,8 +116,8 @@ struct PushConnectionStateMachine {
         return .answerEmpty(empty)
     }
 
-    /// The hub's writes of a delivery are done: true when the answered long-poll's response must
-    /// be ended now (write its end, release what was held).
+    /// The answered long-poll's settle time came (its answer's writes long done): true when its
+    /// response must be ended now (write its end, release what was held).
     mutating func settle(parking settled: UInt64) -> Bool {
         guard settled == parking, state == .answered else { return false }
         state = .serving

@@ -1,37 +1,79 @@
 import Foundation
 import NIOCore
 import RecordStore
+import ServiceLifecycle
 import Synchronization
 
-/// Where the hub writes one event stream's bytes: a connection parked on its event loop (see
-/// `EventStreamConnection`). The hub calls these on `eventLoop` only.
-package protocol PushStreamSink: AnyObject, Sendable {
+/// A parked connection as the hub knows it: an event stream or a long-poll waiting on its event
+/// loop (a socket's `PushConnection`, or an in-memory one). The hub hands it notifications and
+/// the cursor they follow, never bytes: how they are framed (Server-Sent Events in HTTP chunks,
+/// a JSON answer) is the connection's business. Called on `eventLoop` only.
+package protocol PushSink: AnyObject, Sendable {
     var eventLoop: any EventLoop { get }
-    /// Writes events (or a heartbeat comment, or a long-poll's answer) to the client, if it is
-    /// still parked as `parking` (the number it registered with).
-    func deliver(_ bytes: ByteBuffer, parking: UInt64)
+    /// `share`'s notifications, if the connection is still parked as `parking` (the number it
+    /// registered with): an event stream's next events, or a long-poll's whole answer.
+    func deliver(_ share: PushShare, parking: UInt64)
+    /// An event stream that had nothing written to it for a while shows it is alive. `frames`
+    /// is shared by the connections this loop's job reaches (see `SharedFrames`).
+    func heartbeat(_ frames: SharedFrames, parking: UInt64)
     /// Ends the stream, or answers the long-poll empty (the daemon is shutting down).
     func finish(parking: UInt64)
-    /// Some time after a batch of deliveries on this loop: bookkeeping a delivery left for later,
-    /// so the batch's writes reach the clients first (a connection may do it sooner itself).
-    func settle(parking: UInt64)
+}
+
+/// What one delivery hands the parked connections of one event loop whose clients had seen
+/// everything up to the same cursor: the notifications after it. Usually every connection of a
+/// database is at one cursor, so one share reaches thousands of them.
+/// Unchecked Sendable: made, handed out and dropped within one job on its loop.
+package final class PushShare: @unchecked Sendable {
+    /// The notifications after `cursor`, oldest first; never empty.
+    package let notifications: [StoredNotification]
+    /// The cursor the clients had.
+    package let cursor: Int64
+    package let frames = SharedFrames()
+
+    init(_ notifications: [StoredNotification], after cursor: Int64) {
+        self.notifications = notifications
+        self.cursor = cursor
+    }
+
+    /// The cursor the clients have once they have these.
+    package var lastCursor: Int64 { notifications.last?.id ?? cursor }
+}
+
+/// Bytes the connections of one loop's job make once and all write: the first to need a frame
+/// makes it, the rest reuse it (encoded per connection, a commit to 10,000 streams was 10,000
+/// encodings). Made on the loop, so thousands of writes retaining one buffer do not fight another
+/// loop's over its reference count. Unchecked Sendable: used within one job on its loop.
+package final class SharedFrames: @unchecked Sendable {
+    private var frames: [ObjectIdentifier: ByteBuffer] = [:]
+
+    /// The frame of kind `kind` (a type naming one encoding), made by `make` the first time.
+    package func frame(_ kind: Any.Type, _ make: () -> ByteBuffer) -> ByteBuffer {
+        let key = ObjectIdentifier(kind)
+        if let made = frames[key] { return made }
+        let made = make()
+        frames[key] = made
+        return made
+    }
 }
 
 /// Wakes parked connections (long-polls and event streams) when a commit lands. Nothing polls
 /// the database on a timer: a parked connection sleeps until a commit of its database wakes it,
 /// and one read per wake serves every connection parked on that database.
 ///
-/// Event streams are not waiting tasks: they are registrations the hub writes to on their
-/// connection's event loop. A commit is read once and handed to each event loop in one job that
-/// goes through that loop's streams of the database, encodes each distinct cursor's share once
-/// (usually once) and writes the same bytes to all of its streams, so 10,000 idle streams hold no
-/// suspended tasks and a wake costs no task hops. The registrations are kept by loop, so a wake
-/// hands each loop its own (a dictionary shared copy-on-write) without a pass over all of them
-/// first: the pass was the time between the commit and the first write.
-package final class PushHub: Sendable {
+/// Parked connections are not waiting tasks: they are registrations (`PushSink`) the hub hands
+/// notifications to on their connection's event loop. A commit is read once and handed to each
+/// event loop in one job that goes through that loop's connections of the database and hands
+/// each distinct cursor's share (usually one) to all of its connections, which frame it for their
+/// clients once per share (`SharedFrames`), so 10,000 idle streams hold no suspended tasks and a
+/// wake costs no task hops. The registrations are kept by loop, so a wake hands each loop its own
+/// (a dictionary shared copy-on-write) without a pass over all of them first: the pass was the
+/// time between the commit and the first write.
+///
+/// A `Service`: its wakes and heartbeats run in `run()`, in the daemon's service group, and end
+/// with it.
+package final class PushHub: Service, Sendable {
     static let batchLimit = 500
-    /// How long after a delivery's writes the answered long-polls are settled (see `deliver`).
-    static let settleDelay = TimeAmount.milliseconds(100)
 
     /// One event stream: its sink and how far it has been sent. `cursor` and `quietBeats` are read
     /// and written only on the stream's event loop, by the hub's jobs there (after registration
@@ -40,7 +82,7 @@ package final class PushHub: Sendable {
     /// for the two would be one more allocation for every parked connection, and every long-poll
     /// parks anew.
     private final class StreamRegistration: @unchecked Sendable {
-        let sink: any PushStreamSink
+        let sink: any PushSink
         /// The sink's loop, kept here so that filing a registration by loop does not touch its connection.
         let eventLoop: any EventLoop
         let parking: UInt64
@@ -51,7 +93,7 @@ package final class PushHub: Sendable {
         var cursor: Int64
         /// Heartbeat ticks since the hub last wrote to this stream (see `sendHeartbeats`).
         var quietBeats = 0
-        init(sink: any PushStreamSink, parking: UInt64, answersOnce: Bool, cursor: Int64) {
+        init(sink: any PushSink, parking: UInt64, answersOnce: Bool, cursor: Int64) {
             self.sink = sink
             self.eventLoop = sink.eventLoop
             self.parking = parking
@@ -74,7 +116,7 @@ package final class PushHub: Sendable {
 
         private func index(of loop: any EventLoop) -> Int? { loops.firstIndex { $0.loop === loop } }
 
-        func registration(of sink: any PushStreamSink) -> StreamRegistration? {
+        func registration(of sink: any PushSink) -> StreamRegistration? {
             index(of: sink.eventLoop).flatMap { loops[$0].streams[ObjectIdentifier(sink)] }
         }
 
@@ -87,7 +129,7 @@ package final class PushHub: Sendable {
             lowestCursor = min(lowestCursor, registration.cursor)
         }
 
-        mutating func remove(_ sink: any PushStreamSink) {
+        mutating func remove(_ sink: any PushSink) {
             guard let index = index(of: sink.eventLoop) else { return }
             loops[index].streams.removeValue(forKey: ObjectIdentifier(sink))
             if loops[index].streams.isEmpty { loops.remove(at: index) }
@@ -96,19 +138,19 @@ package final class PushHub: Sendable {
 
     private struct State {
         var streams: [Int64: DatabaseStreams] = [:]
-        /// Databases with a commit not yet handled by the wake task.
+        /// Databases with a commit not yet handled by the wake loop.
         var pendingWakes: Set<Int64> = []
-        /// A heartbeat tick not yet handled by the wake task.
+        /// A heartbeat tick not yet handled by the wake loop.
         var heartbeatDue = false
-        /// Streams registered since the wake task last looked, by database: each is sent what is
+        /// Streams registered since the wake loop last looked, by database: each is sent what is
         /// already pending after its cursor (a catch-up of the new streams only, not a wake of
         /// every stream of the database: 10,000 streams opening were 10,000 wakes of all of them).
         var pendingCatchUps: [Int64: [StreamRegistration]] = [:]
-        /// The wake task took work and has not yet found the queue empty.
+        /// The wake loop took work and has not yet found the queue empty.
         var working = false
         var closed = false
-        var wakeTask: Task<Void, Never>?
-        var heartbeatTask: Task<Void, Never>?
+        /// `run()` has begun: the wake loop reads `wakes`, which has one reader.
+        var started = false
 
         /// Whether `stream` is still its connection's registration (not gone, not replaced by a
         /// newer parking of the same connection).
@@ -127,36 +169,61 @@ package final class PushHub: Sendable {
     /// the bench can tell it from its client's reading time.
     private let lastCommitNanoseconds = Atomic<UInt64>(0)
     private let lastDeliveryNanoseconds = Atomic<UInt64>(0)
-    /// Nudges the wake task, which handles `pendingWakes` one database at a time, in order: a wake
-    /// that reads before a later commit has its loops write before that commit's wake reads.
-    /// Nudges coalesce (the task takes every pending database at once).
+    /// Nudges the wake loop (`run()`), which handles `pendingWakes` one database at a time, in
+    /// order: a wake that reads before a later commit has its loops write before that commit's
+    /// wake reads. Nudges coalesce (the loop takes every pending database at once).
     private let wakeSignal: AsyncStream<Void>.Continuation
+    private let wakes: AsyncStream<Void>
     /// An event stream that had nothing written to it for up to this long gets a comment, so
-    /// clients and proxies see it alive (see `startHeartbeats`).
+    /// clients and proxies see it alive (see `tickHeartbeats`).
     private let heartbeatInterval: Duration
 
+    /// Nothing is delivered until `run()` runs (commits and registrations meanwhile are kept).
     package init(store: any RecordStorage, heartbeatInterval: Duration = .seconds(10)) {
         self.store = store
         self.heartbeatInterval = heartbeatInterval
-        let (stream, continuation) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
-        self.wakeSignal = continuation
-        let wakeTask = Task { [weak self] in
-            for await _ in stream {
-                guard let self else { return }
-                while let (databaseIDs, catchUps, heartbeatDue) = self.takePendingWakes() {
-                    for databaseID in databaseIDs.sorted() { await self.wake(databaseID) }
-                    // A database just woken has sent its new streams whatever was pending.
-                    for (databaseID, registrations) in catchUps where !databaseIDs.contains(databaseID) {
-                        await self.catchUp(databaseID, registrations)
-                    }
-                    if heartbeatDue { self.sendHeartbeats() }
-                }
-            }
-        }
-        state.withLock { $0.wakeTask = wakeTask }
+        (wakes, wakeSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
     deinit { wakeSignal.finish() }
+
+    /// Delivers until the service group shuts down (or the task is cancelled, or `close()` is
+    /// called), then ends every parked connection. Delivers once: a second run only waits for its
+    /// group to shut down.
+    package func run() async {
+        let first = state.withLock { state in
+            defer { state.started = true }
+            return !state.started
+        }
+        guard first else {
+            try? await gracefulShutdown()
+            return
+        }
+        await withDiscardingTaskGroup { group in
+            group.addTask { await self.tickHeartbeats() }
+            await withGracefulShutdownHandler {
+                await self.runWakes()
+            } onGracefulShutdown: {
+                self.close()
+            }
+            group.cancelAll()
+        }
+        close()
+    }
+
+    /// The wake loop: until `close()` ends `wakes` (or the task is cancelled).
+    private func runWakes() async {
+        for await _ in wakes {
+            while let (databaseIDs, catchUps, heartbeatDue) = takePendingWakes() {
+                for databaseID in databaseIDs.sorted() { await wake(databaseID) }
+                // A database just woken has sent its new streams whatever was pending.
+                for (databaseID, registrations) in catchUps where !databaseIDs.contains(databaseID) {
+                    await catchUp(databaseID, registrations)
+                }
+                if heartbeatDue { sendHeartbeats() }
+            }
+        }
+    }
 
     package var isClosed: Bool { state.withLock { $0.closed } }
 
@@ -210,13 +277,12 @@ package final class PushHub: Sendable {
     /// event stream, or with `answersOnce` a long-poll. What is already pending after `cursor`
     /// is sent at once (by a wake of its database); from then on every commit with something
     /// for it. `parking` is passed back with every delivery. False when the hub has closed.
-    package func register(_ sink: any PushStreamSink, parking: UInt64, databaseID: Int64, after cursor: Int64, answersOnce: Bool) -> Bool {
+    package func register(_ sink: any PushSink, parking: UInt64, databaseID: Int64, after cursor: Int64, answersOnce: Bool) -> Bool {
         let registered = state.withLock { state -> Bool in
             if state.closed { return false }
             let registration = StreamRegistration(sink: sink, parking: parking, answersOnce: answersOnce, cursor: cursor)
             state.streams[databaseID, default: DatabaseStreams()].insert(registration)
             state.pendingCatchUps[databaseID, default: []].append(registration)
-            if state.heartbeatTask == nil { state.heartbeatTask = startHeartbeats() }
             return true
         }
         if registered { wakeSignal.yield() }
@@ -224,7 +290,7 @@ package final class PushHub: Sendable {
     }
 
     /// Forgets a parked connection (its client has gone, or its long-poll was answered).
-    package func unregister(_ sink: any PushStreamSink, parking: UInt64, databaseID: Int64) {
+    package func unregister(_ sink: any PushSink, parking: UInt64, databaseID: Int64) {
         state.withLock { state in
             guard state.streams[databaseID]?.registration(of: sink)?.parking == parking else { return }
             state.streams[databaseID]?.remove(sink)
@@ -232,41 +298,33 @@ package final class PushHub: Sendable {
         }
     }
 
-    private static let heartbeatBytes = PushHub.chunk(ByteBuffer(string: ": heartbeat\n\n"))
-
-    /// One task for all streams ticks at half the interval; the wake task then has each loop
-    /// write the comment to each of its streams that had nothing written to it for two ticks, so
-    /// an idle stream hears from the daemon at least every interval (the contract asks for 15 s;
-    /// the interval is 10) and a busy one never gets a heartbeat: 10,000 comments at a tick took
-    /// the event loops as long as a commit's 10,000 events, and a commit landing just then waited
-    /// for them.
-    private func startHeartbeats() -> Task<Void, Never> {
+    /// One tick for all streams at half the interval; the wake loop then has each loop send a
+    /// heartbeat to each of its streams that had nothing written to it for two ticks, so an idle
+    /// stream hears from the daemon at least every interval (the contract asks for 15 s; the
+    /// interval is 10) and a busy one never gets a heartbeat: 10,000 comments at a tick took the
+    /// event loops as long as a commit's 10,000 events, and a commit landing just then waited
+    /// for them. Until cancelled.
+    private func tickHeartbeats() async {
         let tick = heartbeatInterval / 2
-        return Task { [weak self] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: tick)
-                guard let self, !self.isClosed else { return }
-                self.state.withLock { $0.heartbeatDue = true }
-                self.wakeSignal.yield()
-            }
+        while (try? await Task.sleep(for: tick)) != nil, !isClosed {
+            state.withLock { $0.heartbeatDue = true }
+            wakeSignal.yield()
         }
     }
 
-    /// On the wake task: the comment to every event stream quiet for two ticks, by a job on each
+    /// On the wake loop: a heartbeat to every event stream quiet for two ticks, by a job on each
     /// loop (where the streams' `quietBeats` live).
     private func sendHeartbeats() {
         let byLoop = state.withLock { state in PushHub.groupedByLoop(state.streams.values.flatMap { $0.loops.map { ($0.loop, $0.streams) } }) }
         for (loop, groups) in byLoop {
             loop.execute {
-                // This loop's own copy: thousands of writes retaining one buffer from two threads
-                // would fight over its reference count.
-                let heartbeat = ByteBuffer(bytes: PushHub.heartbeatBytes.readableBytesView)
+                let frames = SharedFrames()
                 for streams in groups {
                     for stream in streams.values where !stream.answersOnce {
                         stream.quietBeats += 1
                         guard stream.quietBeats >= 2 else { continue }
                         stream.quietBeats = 0
-                        stream.sink.deliver(heartbeat, parking: stream.parking)
+                        stream.sink.heartbeat(frames, parking: stream.parking)
                     }
                 }
             }
@@ -317,18 +375,12 @@ package final class PushHub: Sendable {
         }
     }
 
-    /// Hands each loop one job that writes its streams' shares (`writeShares`). Once every loop has
-    /// written, the hub forgets the long-polls answered, and each loop settles them `settleDelay`
-    /// later (bookkeeping that is not on the way to any client: done at once it took the cores
-    /// from the clients still reading their answers, 10,000 of them 20-40 ms; a connection whose
-    /// client sends its next request sooner settles itself then).
+    /// Hands each loop one job that hands its streams their shares (`deliverShares`). Once every
+    /// loop has delivered, the hub forgets the long-polls answered.
     private func deliver(_ deliveries: [LoopDelivery], reading: Reading, databaseID: Int64) {
         let unfinished = Atomic(deliveries.count)
         let finish: @Sendable () -> Void = { [weak self] in
             let answeredByLoop = deliveries.map(\.answered)
-            for (delivery, answered) in zip(deliveries, answeredByLoop) where !answered.isEmpty {
-                delivery.loop.scheduleTask(in: PushHub.settleDelay) { for stream in answered { stream.sink.settle(parking: stream.parking) } }
-            }
             // A long-poll is answered once: it is forgotten once every loop has written (not
             // meanwhile, taking a core from the writes). A wake in between that still finds it
             // delivers nothing (the connection takes no delivery once answered); a connection that
@@ -349,8 +401,8 @@ package final class PushHub: Sendable {
                 var answered: [StreamRegistration] = []
                 // Taken out, so the state's dictionary is again its own once this job has written.
                 switch delivery.takeStreams() {
-                case .registered(let streams): wrote = PushHub.writeShares(streams.values, reading, answered: &answered)
-                case .listed(let streams): wrote = PushHub.writeShares(streams, reading, answered: &answered)
+                case .registered(let streams): wrote = PushHub.deliverShares(streams.values, reading, answered: &answered)
+                case .listed(let streams): wrote = PushHub.deliverShares(streams, reading, answered: &answered)
                 case nil: wrote = false
                 }
                 if !answered.isEmpty { delivery.answered = answered }
@@ -360,82 +412,34 @@ package final class PushHub: Sendable {
         }
     }
 
-    /// A share of a delivery: the answer for the streams at one cursor, of one kind.
-    private struct ShareKey: Hashable {
-        var cursor: Int64
-        var answersOnce: Bool
-    }
-
-    /// On a loop: writes each of `streams` its share of `reading` (what came after its cursor),
-    /// encoded once per distinct cursor and kind, looked up only when the cursor changes from the
-    /// stream before (usually all streams share one). True if anything was written.
-    private static func writeShares(_ streams: some Sequence<StreamRegistration>, _ reading: Reading,
-                                    answered: inout [StreamRegistration]) -> Bool {
-        typealias Share = (bytes: ByteBuffer, last: Int64)
-        var encoded: [ShareKey: Share?] = [:]
-        var previous: (key: ShareKey, share: Share?)?
-        var wrote = false
+    /// On a loop: hands each of `streams` its share of `reading` (what came after its cursor), one
+    /// `PushShare` per distinct cursor, looked up only when the cursor changes from the stream
+    /// before (usually all streams share one). True if anything was delivered.
+    private static func deliverShares(_ streams: some Sequence<StreamRegistration>, _ reading: Reading,
+                                      answered: inout [StreamRegistration]) -> Bool {
+        var shares: [Int64: PushShare?] = [:]
+        var previous: (cursor: Int64, share: PushShare?)?
+        var delivered = false
         for stream in streams {
-            let key = ShareKey(cursor: stream.cursor, answersOnce: stream.answersOnce)
-            let share: Share?
-            if let previous, previous.key == key {
+            let share: PushShare?
+            if let previous, previous.cursor == stream.cursor {
                 share = previous.share
-            } else if let known = encoded[key] {
+            } else if let known = shares[stream.cursor] {
                 share = known
             } else {
                 let mine = reading.aheadReads[stream.cursor] ?? reading.batch.filter { $0.id > stream.cursor }
-                share = mine.last.map { last in
-                    let bytes = stream.answersOnce
-                        ? PushHub.completeBody(ByteBuffer(bytes: CourierAnswer.json(mine, cursor: stream.cursor).serialized()))
-                        : PushHub.encodeEvents(mine)
-                    return (bytes, last.id)
-                }
-                encoded[key] = share
+                share = mine.isEmpty ? nil : PushShare(mine, after: stream.cursor)
+                shares[stream.cursor] = share
             }
-            previous = (key, share)
+            previous = (stream.cursor, share)
             guard let share else { continue }
-            stream.cursor = share.last
+            stream.cursor = share.lastCursor
             stream.quietBeats = 0
-            stream.sink.deliver(share.bytes, parking: stream.parking)
+            stream.sink.deliver(share, parking: stream.parking)
             if stream.answersOnce { answered.append(stream) }
-            wrote = true
+            delivered = true
         }
-        return wrote
-    }
-
-    /// The bytes of `notifications` as events, each with its cursor as `id:`, framed as one
-    /// HTTP/1.1 chunk (event streams are written below the HTTP encoder, see `PushConnection`).
-    /// Events have no `event:` name, so they are plain `message` events an `EventSource`'s
-    /// `onmessage` sees.
-    package static func encodeEvents(_ notifications: [StoredNotification]) -> ByteBuffer {
-        var buffer = ByteBuffer()
-        buffer.reserveCapacity(notifications.reduce(0) { $0 + $1.payload.count + 40 })
-        for notification in notifications {
-            buffer.writeString("id: ")
-            buffer.writeString(NotificationCursor.encode(notification.id))
-            buffer.writeString("\ndata: ")
-            buffer.writeBytes(notification.payload)
-            buffer.writeString("\n\n")
-        }
-        return chunk(buffer)
-    }
-
-    /// `payload` as the whole of a `Transfer-Encoding: chunked` body: one chunk and the last chunk.
-    package static func completeBody(_ payload: ByteBuffer) -> ByteBuffer {
-        var framed = chunk(payload)
-        framed.writeString("0\r\n\r\n")
-        return framed
-    }
-
-    /// `payload` as one chunk of a `Transfer-Encoding: chunked` body.
-    package static func chunk(_ payload: ByteBuffer) -> ByteBuffer {
-        var framed = ByteBuffer()
-        framed.reserveCapacity(payload.readableBytes + 12)
-        framed.writeString(String(payload.readableBytes, radix: 16))
-        framed.writeString("\r\n")
-        framed.writeImmutableBuffer(payload)
-        framed.writeString("\r\n")
-        return framed
+        return delivered
     }
 
     /// Called after a delivery of notifications has been written (not for heartbeats or empty answers).
@@ -506,17 +510,16 @@ package final class PushHub: Sendable {
                 reading: Reading(batch: batch, aheadReads: [:]), databaseID: databaseID)
     }
 
-    /// Ends every parked stream and long-poll (on shutdown) and refuses new ones.
+    /// Ends every parked stream and long-poll (on shutdown) and refuses new ones; `run()` returns.
     package func close() {
-        let (sinks, heartbeats) = state.withLock { state in
+        let sinks = state.withLock { state in
             state.closed = true
             let sinks = state.streams.values.flatMap { $0.loops.flatMap { $0.streams.values.map { ($0.sink, $0.parking) } } }
             state.streams.removeAll()
-            return (sinks, state.heartbeatTask)
+            return sinks
         }
         wakeSignal.finish()
         commitWaiters.close()
-        heartbeats?.cancel()
         for (sink, parking) in sinks { sink.eventLoop.execute { sink.finish(parking: parking) } }
     }
 }

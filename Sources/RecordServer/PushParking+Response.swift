@@ -3,9 +3,9 @@ import Hummingbird
 import NIOCore
 
 extension Response {
-    /// A courier answer the push hub writes: the head goes out as usual, then the connection's
-    /// `PushConnection` parks it, an event stream or a long-poll, and the body is left open for
-    /// the hub. `metrics` counts the open event streams.
+    /// A parked courier answer: the head goes out as usual, then the connection's
+    /// `PushConnection` parks it with the push hub, an event stream or a long-poll, and writes the
+    /// body itself as the hub hands it notifications. `metrics` counts the open event streams.
     init(parked answer: APIResponse, _ parking: PushParking, channel: any Channel, hub: PushHub, metrics: ServerMetrics) {
         var headers: HTTPFields = [.contentType: answer.contentType]
         if case .eventStream = parking.kind { headers[.cacheControl] = "no-cache" }

@@ -59,13 +59,13 @@ extension RecordAPI {
                                                 kind: .longPoll(timeoutSeconds: timeout, emptyAnswer: empty)))
     }
 
-    /// The courier route's response: a parked one for the push hub to write on the request's
-    /// connection, or the answer as it is.
+    /// The courier route's response: a parked one for the push hub on the request's connection
+    /// (in process, the parking is handed to the caller, `InProcessResponder`), or the answer as it is.
     func courierResponse(_ answer: APIResponse, context: ConnectionRequestContext) throws -> Response {
         guard let parking = answer.parking else { return Response(answer) }
-        guard let channel = context.channel else {
-            throw ServerError(.internalError, "an event stream or a parked long-poll needs a connection; poll with timeout=0")
-        }
-        return Response(parked: answer, parking, channel: channel, hub: pushHub, metrics: metrics)
+        if let channel = context.channel { return Response(parked: answer, parking, channel: channel, hub: pushHub, metrics: metrics) }
+        guard let inProcess = context.inProcessParking else { throw ServerError(.internalError, "a parked answer without a connection") }
+        inProcess.parking.withLock { $0 = parking }
+        return Response(status: .ok, headers: [.contentType: answer.contentType])
     }
 }

@@ -43,16 +43,3 @@ func gracefulShutdownOrSleep(seconds: Int) async throws {
         try await Task.sleep(for: .seconds(seconds))
     }
 }
-
-/// Ends every long-poll and event stream when the daemon starts shutting down, so in-flight
-/// requests finish at once instead of holding shutdown for its 10 s limit.
-package struct PushHubCloser: Service {
-    let hub: PushHub
-
-    package init(hub: PushHub) { self.hub = hub }
-
-    package func run() async throws {
-        try? await gracefulShutdown()
-        hub.close()
-    }
-}

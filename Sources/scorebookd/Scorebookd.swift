@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 #if canImport(Glibc)
+import CMalloc
 import Glibc
 #endif
 import Logging
@@ -162,9 +163,11 @@ struct Serve: AsyncParsableCommand {
         // the rest. The sliding threshold, which also reuses them, rises with every larger block
         // freed and the trim threshold with it, to 64 MB: 20 parallel asset downloads then left
         // the daemon at 135-296 MB (they read in pieces small enough for the heap's free lists,
-        // `RecordStorage.assetPieceBytes`). Macros Swift does not import: M_MMAP_THRESHOLD -3, M_TRIM_THRESHOLD -1.
-        _ = glibcMallopt(-3, 1024 * 1024)
-        _ = glibcMallopt(-1, 1024 * 1024)
+        // `RecordStorage.assetPieceBytes`). Same run, release, without these two calls: 1.13-1.19x
+        // the daemon's CPU a record written (`batch-write-daemon`), 94.6 against 81 MB at the
+        // peak of parallel asset transfers (`assets`); see BENCHMARKS.md.
+        _ = mallopt(M_MMAP_THRESHOLD, 1024 * 1024)
+        _ = mallopt(M_TRIM_THRESHOLD, 1024 * 1024)
         #endif
         let level = logLevel
         // Logs go to standard error: standard output carries only the readiness line.
@@ -205,8 +208,7 @@ struct Serve: AsyncParsableCommand {
         configuration.crossOrigin = CrossOriginPolicy(allowedOrigins: allowOrigin.filter { $0 != "*" }, allowsAnyOrigin: allowAnyOrigin)
         var server = HTTPServer(api: api, configuration: configuration, logger: logger)
         server.services = [
-            TombstonePurger(store: storage, retentionDays: tombstoneRetention, logger: logger), PushHubCloser(hub: api.pushHub),
-            DaemonHeartbeat(api: api, logger: logger),
+            TombstonePurger(store: storage, retentionDays: tombstoneRetention, logger: logger), DaemonHeartbeat(api: api, logger: logger),
             WebhookDeliveryService(store: storage, configuration: webhookConfiguration, counters: api.metrics.webhooks, logger: logger),
         ]
         do {
@@ -292,9 +294,3 @@ struct Serve: AsyncParsableCommand {
 
 /// `--log-level` names one of swift-log's levels, parsed by the argument parser itself.
 extension Logger.Level: @retroactive ExpressibleByArgument {}
-
-#if canImport(Glibc)
-/// glibc's `mallopt` (malloc.h, which the Glibc module does not import).
-@_silgen_name("mallopt")
-func glibcMallopt(_ parameter: Int32, _ value: Int32) -> Int32
-#endif

@@ -16,11 +16,13 @@ final class PushConnectionStateMachineTests: XCTestCase {
         XCTAssertEqual(machine.delivered(parking: 1, channelIsWritable: true), .writeAnswer)
         XCTAssertEqual(machine.state, .answered)
         XCTAssertEqual(machine.delivered(parking: 1, channelIsWritable: true), .drop, "answered once")
+        XCTAssertEqual(machine.heartbeat(parking: 1, channelIsWritable: true), .drop, "a long-poll takes no heartbeat")
+        XCTAssertEqual(machine.timedOut(parking: 1), .none, "its deadline no longer answers it")
         XCTAssertTrue(machine.settle(parking: 1))
         XCTAssertEqual(machine.state, .serving)
         XCTAssertFalse(machine.settle(parking: 1), "settled once")
         XCTAssertEqual(machine.read(), .forward)
-        XCTAssertFalse(machine.channelClosed(), "an answered long-poll is already forgotten by the hub")
+        XCTAssertFalse(machine.channelClosed(), "an answered long-poll is forgotten by the hub")
     }
 
     /// A second request pipelined behind a parked long-poll, and a close the framework asks for,
@@ -34,7 +36,7 @@ final class PushConnectionStateMachineTests: XCTestCase {
         XCTAssertEqual(machine.closeRequested(), .hold)
         XCTAssertEqual(machine.read(), .holdAndEndResponse, "the next request ends the answered response")
         XCTAssertEqual(machine.state, .serving)
-        XCTAssertFalse(machine.settle(parking: 1), "the hub's later settle finds nothing to end")
+        XCTAssertFalse(machine.settle(parking: 1), "the later settle finds nothing to end")
         XCTAssertEqual(machine.closeRequested(), .close)
     }
 
@@ -75,7 +77,10 @@ final class PushConnectionStateMachineTests: XCTestCase {
         XCTAssertEqual(machine.closeRequested(), .succeedWithoutClosing, "the framework letting go of the connection")
         XCTAssertEqual(machine.delivered(parking: 1, channelIsWritable: true), .writeEvents)
         XCTAssertEqual(machine.delivered(parking: 1, channelIsWritable: true), .writeEvents, "a stream takes many deliveries")
+        XCTAssertEqual(machine.heartbeat(parking: 1, channelIsWritable: true), .writeEvents)
+        XCTAssertEqual(machine.heartbeat(parking: 2, channelIsWritable: true), .drop, "not this parking")
         XCTAssertEqual(machine.delivered(parking: 1, channelIsWritable: false), .closeSlowClient)
+        XCTAssertEqual(machine.heartbeat(parking: 1, channelIsWritable: false), .closeSlowClient)
         XCTAssertEqual(machine.read(), .discard)
         XCTAssertTrue(machine.inputClosed(), "the client left: close")
         XCTAssertTrue(machine.channelClosed(), "still registered until the connection is gone")
@@ -102,7 +107,6 @@ final class PushConnectionStateMachineTests: XCTestCase {
         XCTAssertFalse(machine.inputClosed())
         XCTAssertFalse(machine.readsItself)
         XCTAssertEqual(machine.delivered(parking: 0, channelIsWritable: true), .drop)
-        XCTAssertFalse(machine.settle(parking: 0))
         XCTAssertFalse(machine.channelClosed())
     }
 }
