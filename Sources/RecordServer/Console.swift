@@ -12,11 +12,12 @@ import RecordStore
 /// or style at all. Their URLs carry a digest of their content, so a browser keeps them for good
 /// and a new daemon's page always names its own.
 enum Console {
-    /// The console's paths and their answers (for GET; the route table serves them).
+    /// The console's paths and their answers (for GET; a route each). `/console/` is the page's
+    /// route too: the router reads a path without its empty segments.
     static var files: [(path: String, answer: APIResponse)] {
         let page = answer(ConsoleFiles.page, contentType: "text/html; charset=utf-8", cache: "no-cache")
         return [
-            ("/console", page), ("/console/", page),
+            ("/console", page),
             (ConsoleFiles.scriptPath, answer(ConsoleFiles.script, contentType: "text/javascript; charset=utf-8", cache: immutable)),
             (ConsoleFiles.stylePath, answer(ConsoleFiles.style, contentType: "text/css; charset=utf-8", cache: immutable)),
             (ConsoleFiles.shareScriptPath, answer(ConsoleFiles.shareScript, contentType: "text/javascript; charset=utf-8", cache: immutable)),

@@ -23,11 +23,15 @@ enum ErrorAnswer {
     /// What a failure is answered as: the API's own error as it is, a body that is not JSON as
     /// `BAD_REQUEST`; anything else is the store's, logged, and answered as what the client can do
     /// about it.
-    static func serverError(_ error: any Error, requestID: String, logger: Logger) -> ServerError {
+    /// `path`: the request's, named by the 404 of a path no route takes (the router's own).
+    static func serverError(_ error: any Error, requestID: String, path: String, logger: Logger) -> ServerError {
         switch error {
         case let error as ServerError: return error
         case let error as RefusedRequest: return error.error
         case let error as JSONParseError: return .badRequest(error.description)
+        case let error as HTTPError where error.status == .notFound: return .noSuchEndpoint(path)
+        case let error as HTTPError where error.status == .contentTooLarge: return ServerError(.limitExceeded, error.body ?? "request body is too large")
+        case let error as HTTPError where (400..<500).contains(error.status.code): return .badRequest(error.body ?? error.status.reasonPhrase)
         default:
             let answer = ServerError(storeFailure: error)
             logger.error("request failed: \(error)", metadata: ["request": .string(requestID), "serverErrorCode": .string(answer.code.rawValue)])
@@ -36,8 +40,8 @@ enum ErrorAnswer {
     }
 
     /// The HTTP response to any failure; a refused request keeps its own status and headers.
-    static func response(_ error: any Error, requestID: String, logger: Logger) -> Response {
-        var response = Response(json(serverError(error, requestID: requestID, logger: logger), requestID: requestID))
+    static func response(_ error: any Error, requestID: String, path: String = "", logger: Logger) -> Response {
+        var response = Response(json(serverError(error, requestID: requestID, path: path, logger: logger), requestID: requestID))
         if let refused = error as? RefusedRequest {
             response.status = refused.status
             for field in refused.headers { response.headers[field.name] = field.value }
@@ -73,27 +77,17 @@ extension ServerError: HTTPResponseError {
     public var status: HTTPResponse.Status { HTTPResponse.Status(code: code.httpStatus) }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
-        ErrorAnswer.response(self, requestID: ConnectionRequestContext.requestID(of: context), logger: context.logger)
+        ErrorAnswer.response(self, requestID: ConnectionRequestContext.requestID(of: context), path: request.uri.path, logger: context.logger)
     }
 }
 
 extension RefusedRequest: HTTPResponseError {
     func response(from request: Request, context: some RequestContext) throws -> Response {
-        ErrorAnswer.response(self, requestID: ConnectionRequestContext.requestID(of: context), logger: context.logger)
+        ErrorAnswer.response(self, requestID: ConnectionRequestContext.requestID(of: context), path: request.uri.path, logger: context.logger)
     }
 }
 
-/// Renders whatever the middleware and responders inside throw (`ErrorAnswer`), so a failure
-/// outside the JSON API (an asset transfer, a refused body) is answered like one inside it.
-struct ErrorAnswerMiddleware: RouterMiddleware {
-    typealias Context = ConnectionRequestContext
-    let logger: Logger
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        do {
-            return try await next(request, context)
-        } catch {
-            return ErrorAnswer.response(error, requestID: context.requestID, logger: logger)
-        }
-    }
+extension ServerError {
+    /// The API's answer to a path no route takes.
+    static func noSuchEndpoint(_ path: String) -> ServerError { ServerError(.notFound, "no such endpoint: \(path.prefix(200))") }
 }

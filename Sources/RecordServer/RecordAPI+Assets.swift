@@ -10,7 +10,7 @@ import RecordStore
 //    the batch); records come back with a signed `downloadURL` for whoever read them.
 extension RecordAPI {
     /// `assets/upload`: one upload URL per `{recordName, recordType, fieldName}`.
-    func requestAssetUploads(_ body: JSONValue, _ scope: DatabaseScope, request: APIRequest) async throws -> JSONValue {
+    func requestAssetUploads(_ body: JSONValue, _ scope: DatabaseScope, request: RequestFacts) async throws -> JSONValue {
         var zone = try ZoneID.fromRequest(body["zoneID"])
         let entries = try body.requiredArray("tokens")
         guard !entries.isEmpty else { throw ServerError.badRequest("tokens must name at least one record field") }
@@ -51,7 +51,7 @@ extension RecordAPI {
     }
 
     /// `http://host:port` as the client reached the daemon (a proxy's authority and scheme included).
-    func baseURL(_ request: APIRequest) -> String {
+    func baseURL(_ request: RequestFacts) -> String {
         let host = request.host ?? boundAuthority ?? "127.0.0.1"
         return (request.forwardedProto == "https" ? "https" : "http") + "://" + host
     }
@@ -68,7 +68,7 @@ extension RecordAPI {
     }
 
     /// Runs `body` with records' assets linked for `scope`'s caller (`AssetLinks`).
-    func withAssetLinks<T: Sendable>(_ scope: DatabaseScope, request: APIRequest, _ body: () async throws -> T) async throws -> T {
+    func withAssetLinks<T: Sendable>(_ scope: DatabaseScope, request: RequestFacts, _ body: () async throws -> T) async throws -> T {
         let key = try await assetSigningKey()
         let base = baseURL(request)
         let expires = RecordAPI.nowMilliseconds() + AssetLimits.downloadURLMilliseconds

@@ -8,11 +8,11 @@ extension RecordAPI {
 
     /// Whether the request asks for it. A body read into record drafts (`records/modify`) is not
     /// parsed as a whole, so its bytes are looked at first and parsed only when they name the key.
-    static func asksNumbersAsStrings(_ body: JSONValue, request: APIRequest, readsRecordDrafts: Bool) -> Bool {
+    static func asksNumbersAsStrings(_ body: JSONValue, bodyBytes: [UInt8], readsRecordDrafts: Bool) -> Bool {
         if !readsRecordDrafts { return body["numbersAsStrings"]?.boolValue == true }
-        let named = request.body.withUnsafeBufferPointer { ByteSearch.offset(past: numbersAsStringsKey, in: $0, from: 0) != nil }
+        let named = bodyBytes.withUnsafeBufferPointer { ByteSearch.offset(past: numbersAsStringsKey, in: $0, from: 0) != nil }
         guard named else { return false }
-        return (try? JSONValue.parse(request.body))?["numbersAsStrings"]?.boolValue == true
+        return (try? JSONValue.parse(bodyBytes))?["numbersAsStrings"]?.boolValue == true
     }
 
     /// `answer` with every number field's value written as a string.

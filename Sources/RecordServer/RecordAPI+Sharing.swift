@@ -1,7 +1,7 @@
 import RecordModel
 import RecordStore
 
-// The sharing endpoints (routed by `RecordAPI.databaseOperations`): `/shared/` (the zones other
+// The sharing endpoints (routes of `RecordAPI.router`): `/shared/` (the zones other
 // users shared with the caller, served by the same store operations with a scope of kind
 // `.shared`), the share links under `/public/records/resolve|accept`, and user discovery under
 // `/public/users/`. Access is decided in the store's transactions; these routes only decode and encode.

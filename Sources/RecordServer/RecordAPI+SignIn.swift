@@ -12,9 +12,9 @@ extension RecordAPI {
 
     /// The sign-in page's URL for a request that needs a user: the `redirectURL` of its
     /// `AUTHENTICATION_REQUIRED`, when it carries an API token (a browser app's request).
-    func signInRedirectURL(_ request: APIRequest) -> String? {
-        guard request.query["ckAPIToken"] != nil, let route = try? parseRoute(request.path) else { return nil }
-        var query = [URLQueryItem(name: "container", value: route.container)]
+    func signInRedirectURL(_ request: RequestFacts, container: String) -> String? {
+        guard request.query["ckAPIToken"] != nil else { return nil }
+        var query = [URLQueryItem(name: "container", value: container)]
         if let origin = request.origin, mayReceiveToken(origin, request) {
             query.append(URLQueryItem(name: "origin", value: origin))
         }
@@ -24,7 +24,7 @@ extension RecordAPI {
     }
 
     /// The sign-in page and its form's answer.
-    func signInResponse(_ request: APIRequest) async throws -> APIResponse {
+    func signInResponse(_ request: RequestFacts, body: [UInt8]) async throws -> APIResponse {
         switch request.method {
         case .get:
             let origin = request.query["origin"] ?? baseURL(request)
@@ -33,15 +33,15 @@ extension RecordAPI {
             guard mayReceiveToken(origin, request) else { return SignInPage.refusal(origin: origin) }
             return SignInPage.form(container: container, origin: origin, message: nil, status: 200)
         case .post:
-            return try await signInAttempt(request)
-        case .other:
+            return try await signInAttempt(request, body: body)
+        default:
             throw ServerError.badRequest("use GET or POST")
         }
     }
 
-    private func signInAttempt(_ request: APIRequest) async throws -> APIResponse {
+    private func signInAttempt(_ request: RequestFacts, body: [UInt8]) async throws -> APIResponse {
         // A form encodes spaces as `+`.
-        let form = APIRequest.parseQuery(String(decoding: request.body, as: UTF8.self).replacingOccurrences(of: "+", with: "%20"))
+        let form = RequestFacts.parseQuery(String(decoding: body, as: UTF8.self).replacingOccurrences(of: "+", with: "%20"))
         let login = (form["name"] ?? "").trimmingCharacters(in: .whitespaces)
         let password = form["password"] ?? ""
         let container = form["container"] ?? ""
@@ -88,7 +88,7 @@ extension RecordAPI {
 
     /// Whether the sign-in page may hand a token to a page of `origin`: an allowed origin, or the
     /// daemon's own (its console).
-    func mayReceiveToken(_ origin: String, _ request: APIRequest) -> Bool {
+    func mayReceiveToken(_ origin: String, _ request: RequestFacts) -> Bool {
         signIn.allows(origin) || origin == baseURL(request)
     }
 

@@ -49,7 +49,7 @@ extension RecordAPI {
     }
 
     /// `tokens/create`: a new delivery channel for one device.
-    func createToken(_ body: JSONValue, _ scope: DatabaseScope, request: APIRequest) async throws -> JSONValue {
+    func createToken(_ body: JSONValue, _ scope: DatabaseScope, request: RequestFacts) async throws -> JSONValue {
         let environment = try body.optionalString("apnsEnvironment") ?? "development"
         let token = try await self.store.createPushToken(scope, apnsEnvironment: environment, authTokenHash: request.userTokenHash)
         return channelJSON(token, scope, request: request)
@@ -59,7 +59,7 @@ extension RecordAPI {
     /// daemon delivers through its courier, not APNs, so the token must be one the caller made with
     /// `tokens/create` (else `404 NOT_FOUND`, or `403 ACCESS_DENIED` for another user's); the answer
     /// repeats that channel, so a client that registers what it created gets its courier URL back.
-    func registerToken(_ body: JSONValue, _ scope: DatabaseScope, request: APIRequest) async throws -> JSONValue {
+    func registerToken(_ body: JSONValue, _ scope: DatabaseScope, request: RequestFacts) async throws -> JSONValue {
         guard let token = try body.optionalString("apnsToken"), !token.isEmpty else {
             throw ServerError.badRequest("tokens/register needs apnsToken, a token made by tokens/create")
         }
@@ -72,7 +72,7 @@ extension RecordAPI {
     }
 
     /// `{"apnsEnvironment", "apnsToken", "webcourierURL"}` of a channel.
-    func channelJSON(_ token: PushToken, _ scope: DatabaseScope, request: APIRequest) -> JSONValue {
+    func channelJSON(_ token: PushToken, _ scope: DatabaseScope, request: RequestFacts) -> JSONValue {
         // The authority the client used (a proxy's included), else the address the daemon is bound to.
         let host = request.host ?? boundAuthority ?? "127.0.0.1"
         let scheme = request.forwardedProto == "https" ? "https" : "http"

@@ -1,13 +1,14 @@
 import Crypto
 import Dispatch
 import Foundation
+import HTTPTypes
 import Logging
 import RecordModel
 import RecordStore
 import Synchronization
 
-/// The HTTP API (docs/api), as a function from request to response. Routes decode, call one
-/// store operation, and encode; all the semantics live in the store.
+/// The HTTP API (docs/api): its routes (`router(configuration:)`) decode, call one store
+/// operation, and encode; all the semantics live in the store.
 package final class RecordAPI: Sendable {
     package let store: any RecordStorage
     package let pushHub: PushHub
@@ -48,17 +49,6 @@ package final class RecordAPI: Sendable {
         store.setCommitObserver { hub.commitLanded($0) }
     }
 
-    /// The parts of a `/database/1/{container}/{environment}/{database}/{operation}` path, or of
-    /// `/device/1/{container}/{environment}/tokens/{operation}` (database `tokens`).
-    struct Route: Sendable {
-        var container: String
-        var environment: Environment
-        var database: String
-        var operation: String
-
-        var operationName: String { OperationKey(database: database, operation: operation).operationName }
-    }
-
     func metricsResponse() async throws -> APIResponse {
         // Without the store's figures while it cannot answer: the rest still tells what is happening.
         let statistics = try? await StoreTransactionRunner(deadline: RecordAPI.readinessDeadline).run { _ in try await self.store.statistics() }
@@ -86,27 +76,7 @@ package final class RecordAPI: Sendable {
         return APIResponse(status: 200, text: text, contentType: "text/plain; version=0.0.4")
     }
 
-    func parseRoute(_ path: String) throws -> Route {
-        let segments = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        let parts = Array(segments)
-        // CloudKit clients call the push-token operations under `/device/1/`.
-        guard parts.count >= 6, parts[0] == "database" || (parts[0] == "device" && parts[4] == "tokens"), parts[1] == "1" else {
-            throw ServerError(.notFound, "no such endpoint: \(path.prefix(200))")
-        }
-        let container = String(parts[2])
-        try DatabaseScope.validateContainer(container)
-        guard let environment = Environment(rawValue: String(parts[3])) else {
-            throw ServerError.badRequest("environment must be development or production")
-        }
-        let database = String(parts[4])
-        guard ["private", "shared", "public", "tokens", "courier"].contains(database) else {
-            throw ServerError(.notFound, "no such database '\(database.prefix(100))'")
-        }
-        return Route(container: container, environment: environment, database: database,
-                     operation: parts[5...].joined(separator: "/"))
-    }
-
-    func authenticate(_ request: APIRequest) async throws -> User {
+    func authenticate(_ request: RequestFacts) async throws -> User {
         if let header = request.authorization {
             // The scheme name is case-insensitive (RFC 9110, section 11.1).
             let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
@@ -129,24 +99,24 @@ package final class RecordAPI: Sendable {
     }
 
     /// The body of a request to `operation`, read as the operation declares.
-    func readBody(_ request: APIRequest, operation: String, as body: DatabaseOperation.Body) throws -> JSONValue {
+    func readBody(_ method: HTTPRequest.Method, _ bytes: [UInt8], operation: String, as body: DatabaseOperation.Body) throws -> JSONValue {
         let acceptsGet: Bool
         switch body {
         case .unread: return [:]
         case .json(let getToo): acceptsGet = getToo
         case .recordDrafts: acceptsGet = false
         }
-        switch request.method {
+        switch method {
         case .get:
             guard acceptsGet else { throw ServerError.badRequest("\(operation) needs POST") }
             return [:]
         case .post:
             // Record drafts are read by their operation, straight from the bytes (`ModifyRequestBody`).
-            if body == .recordDrafts || JSONValue.isBlank(request.body) { return [:] }
-            let json = try JSONValue.parse(request.body)
+            if body == .recordDrafts || JSONValue.isBlank(bytes) { return [:] }
+            let json = try JSONValue.parse(bytes)
             guard case .object = json else { throw ServerError.badRequest("the request body must be a JSON object") }
             return json
-        case .other:
+        default:
             throw ServerError.badRequest("use GET or POST")
         }
     }
@@ -154,8 +124,8 @@ package final class RecordAPI: Sendable {
     /// An operation that answers with records: its records carry a download URL for each asset,
     /// made for this caller, and their numbers are strings when the request asks.
     func perform(_ operation: DatabaseOperation, _ call: OperationCall) async throws -> JSONValue {
-        let answer = try await withAssetLinks(call.scope, request: call.request) { try await operation.handler(self, call) }
-        let asksNumbersAsStrings = RecordAPI.asksNumbersAsStrings(call.body, request: call.request, readsRecordDrafts: operation.body == .recordDrafts)
+        let answer = try await withAssetLinks(call.scope, request: call.facts) { try await operation.handler(self, call) }
+        let asksNumbersAsStrings = RecordAPI.asksNumbersAsStrings(call.body, bodyBytes: call.bodyBytes, readsRecordDrafts: operation.body == .recordDrafts)
         return asksNumbersAsStrings ? try RecordAPI.numbersAsStrings(answer) : answer
     }
 }

@@ -15,8 +15,8 @@ enum SharePage {
     }()
 
     /// A browser opening a share link: a GET of `/share/{something}` that accepts HTML.
-    @Sendable static func isPageRequest(_ request: APIRequest) -> Bool {
-        request.method == .get && request.path.count > sharePrefix.count && request.accept?.lowercased().contains("text/html") == true
+    @Sendable static func isPageRequest(_ request: RequestFacts) -> Bool {
+        request.method == .get && request.path.utf8.count > sharePrefix.utf8.count && request.accept?.lowercased().contains("text/html") == true
     }
 
     static let pageAnswer: APIResponse = {

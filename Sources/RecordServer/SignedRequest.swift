@@ -15,7 +15,7 @@ struct SignedRequest {
     static let allowedSkew: TimeInterval = 600
 
     /// Nil when the request carries none of the three headers.
-    init?(_ request: APIRequest) {
+    init?(_ request: RequestFacts) {
         guard request.serverKeyID != nil || request.signatureDate != nil || request.signature != nil else { return nil }
         keyID = request.serverKeyID ?? ""
         date = request.signatureDate ?? ""

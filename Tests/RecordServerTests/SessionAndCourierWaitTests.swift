@@ -6,8 +6,8 @@ import XCTest
 /// token, and a cursor-less courier poll's wait is woken by a commit of its database only, by its
 /// deadline, or by the daemon shutting down.
 final class SessionAndCourierWaitTests: XCTestCase {
-    func request(_ query: [String: String]) -> APIRequest {
-        APIRequest(method: .get, path: "/database/1/iCloud.x/development/public/users/current", query: query)
+    func request(_ query: [String: String]) -> RequestFacts {
+        RequestFacts(method: .get, path: "/database/1/iCloud.x/development/public/users/current", query: query)
     }
 
     func testASessionOfNullUndefinedOrNothingIsNoSession() {
@@ -21,7 +21,7 @@ final class SessionAndCourierWaitTests: XCTestCase {
         XCTAssertEqual(request(["ckWebAuthToken": "def", "ckSession": "abc"]).webAuthToken, "def", "ckWebAuthToken first, as before")
         XCTAssertEqual(request(["ckSession": "nullish"]).webAuthToken, "nullish", "only the exact words count as none")
         // A value that does not decode is kept as sent, so it is a wrong token, not an empty one.
-        let undecodable = APIRequest.parseQuery("ckAPIToken=%ZZ&ckWebAuthToken=%&ckSession=null")
+        let undecodable = RequestFacts.parseQuery("ckAPIToken=%ZZ&ckWebAuthToken=%&ckSession=null")
         XCTAssertEqual(undecodable["ckWebAuthToken"], "%")
         XCTAssertEqual(request(undecodable).webAuthToken, "%")
     }

@@ -233,10 +233,10 @@ final class AssetStoreTests: StoreTestCase {
             let body: JSONValue = ["operations": [["operationType": "forceReplace", "record": [
                 "recordName": "p1", "recordType": "Person", "fields": ["avatar": ["type": "ASSETID", "value": ["receipt": .string(receipt)]]],
             ]]]]
-            let request = APIRequest(method: .post, path: "/database/1/\(Self.container)/development/private/records/modify",
-                                     authorization: "Bearer \(token)", body: body.serialized())
-            let answer = await api.handle(request)
-            return (try? JSONValue.parse(answer.body)["records"]?.arrayValue?.first) ?? .null
+            let answer = try? await InProcessResponder(api: api).respond(
+                method: "POST", uri: "/database/1/\(Self.container)/development/private/records/modify",
+                headers: [("Authorization", "Bearer \(token)")], body: body.serialized())
+            return (try? JSONValue.parse(answer?.body ?? [])["records"]?.arrayValue?.first) ?? .null
         }
         let expired = try upload(uploadedAt: nil)
         let refused = try BlockingStore.run { await save(receipt: expired) }

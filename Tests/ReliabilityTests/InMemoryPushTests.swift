@@ -73,20 +73,24 @@ final class InMemoryPushTests: XCTestCase {
 /// API's push hub runs for the test's duration.
 private struct PushFixture {
     let api: RecordAPI
+    let responder: InProcessResponder
     let token: String
     static let container = "iCloud.bench"
     static let databasePath = "/database/1/\(container)/development/private"
     static let environmentPath = "/database/1/\(container)/development"
 
-    func call(_ path: String, query: [String: String] = [:], body: JSONValue? = nil, accept: String? = nil) async -> APIResponse {
-        var request = APIRequest(method: body == nil ? .get : .post, path: path, query: query, authorization: "Bearer \(token)",
-                                 body: body?.serialized() ?? [])
-        request.accept = accept
-        return await api.handle(request)
+    func call(_ path: String, query: [String: String] = [:], body: JSONValue? = nil, accept: String? = nil) async throws -> InProcessResponder.Answer {
+        var headers = [("Authorization", "Bearer \(token)")]
+        if let accept { headers.append(("Accept", accept)) }
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        let pairs = query.map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: allowed) ?? "")" }
+        return try await responder.respond(method: body == nil ? "GET" : "POST", uri: path + (pairs.isEmpty ? "" : "?" + pairs.joined(separator: "&")),
+                                           headers: headers, body: body?.serialized() ?? [])
     }
 
     func post(_ path: String, _ body: JSONValue) async throws {
-        let answer = await call(path, body: body)
+        let answer = try await call(path, body: body)
         let text = String(decoding: answer.body, as: UTF8.self)
         guard answer.status == 200, !text.contains("serverErrorCode") else { throw FixtureFailure("\(path): \(answer.status) \(text)") }
     }
@@ -103,11 +107,11 @@ private struct PushFixture {
 
     /// A courier request on a new channel, which the API answers by parking.
     func courier(accept: String?, query: [String: String]) async throws -> PushParking {
-        let created = await call(Self.environmentPath + "/tokens/create", body: ["apnsEnvironment": "development"])
+        let created = try await call(Self.environmentPath + "/tokens/create", body: ["apnsEnvironment": "development"])
         guard let url = try JSONValue.parse(created.body)["webcourierURL"]?.stringValue, let path = URL(string: url)?.path else {
             throw FixtureFailure("tokens/create: \(String(decoding: created.body, as: UTF8.self))")
         }
-        guard let parking = await call(path, query: query, accept: accept).parking else { throw FixtureFailure("the courier request was not parked") }
+        guard let parking = try await call(path, query: query, accept: accept).parking else { throw FixtureFailure("the courier request was not parked") }
         return parking
     }
 
@@ -131,7 +135,7 @@ private func withPushAPI(_ body: @Sendable (PushFixture) async throws -> Void) a
     defer { server.close() }
     let storage = SQLiteStorage(server)
     let api = RecordAPI(store: storage, requestsPerSecond: 1_000_000, logger: FaultScenario.quietLogger)
-    let fixture = PushFixture(api: api, token: try await storage.createUser(name: "push").token)
+    let fixture = PushFixture(api: api, responder: InProcessResponder(api: api), token: try await storage.createUser(name: "push").token)
     try await fixture.post(PushFixture.databasePath + "/zones/modify",
                            ["operations": [["operationType": "create", "zone": ["zoneID": ["zoneName": "Bench"]]]]])
     try await fixture.post(PushFixture.databasePath + "/subscriptions/modify", ["operations": [["operationType": "create", "subscription": [

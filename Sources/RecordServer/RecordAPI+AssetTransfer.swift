@@ -5,7 +5,8 @@ import NIOCore
 import RecordModel
 import RecordStore
 
-/// The two URLs that move asset bytes, answered before the API reads any body:
+/// The two URLs that move asset bytes, routes that never collect the body (their errors, log
+/// line and metrics are every route's, from the router's middleware):
 /// an upload is streamed to a staging file while it is hashed, a download streamed from the
 /// store a piece at a time, so however large the asset and however many move at once, the daemon
 /// holds only a piece of each in memory.
@@ -15,29 +16,16 @@ struct AssetTransfer {
 
     let api: RecordAPI
 
-    /// `uploading`: the route is the upload URL's, else the download URL's. `requestID` is the
-    /// `uuid` of an error answer.
-    func respond(to request: Request, requestID: String, uploading: Bool) async -> Response {
-        let path = request.uri.path
-        let started = ContinuousClock.now
-        var response: Response
-        do {
-            if uploading {
-                guard request.method == .post else { throw ServerError.badRequest("upload with POST") }
-                response = try await upload(id: String(path.dropFirst(AssetURLs.uploadPath.count)), request: request)
-            } else {
-                guard request.method == .get || request.method == .head else { throw ServerError.badRequest("download with GET") }
-                response = try await download(token: String(path.dropFirst(AssetURLs.downloadPath.count)), request: request)
-            }
-        } catch {
-            // Rendered here, not by the server's error responder: the metrics count the answer's status.
-            response = ErrorAnswer.response(error, requestID: requestID, logger: api.logger)
-        }
-        let elapsed = ContinuousClock.now - started
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        api.metrics.record(operation: uploading ? "assets/put" : "assets/get",
-                           status: Int(response.status.code), seconds: seconds)
-        return response
+    /// The upload URL's route: the rest of the path names the upload.
+    func upload(_ request: Request) async throws -> Response {
+        guard request.method == .post else { throw ServerError.badRequest("upload with POST") }
+        return try await upload(id: String(request.uri.path.dropFirst(AssetURLs.uploadPath.count)), request: request)
+    }
+
+    /// The download URL's route: the rest of the path is the signed grant.
+    func download(_ request: Request) async throws -> Response {
+        guard request.method == .get || request.method == .head else { throw ServerError.badRequest("download with GET") }
+        return try await download(token: String(request.uri.path.dropFirst(AssetURLs.downloadPath.count)), request: request)
     }
 
     // MARK: Upload

@@ -1,13 +1,13 @@
 import Foundation
 import RecordStore
 
-extension APIRequest {
+extension RequestFacts {
     /// The user's token in a CloudKit-style query string: `ckWebAuthToken`, or `ckSession`, the
     /// name CloudKit JS 1.x gives the same token, else the `X-Apple-CloudKit-Web-Auth-Token`
     /// header. A value that names no token (see `namesAToken`) is no token: CloudKit JS sends
     /// `ckSession=null` before sign-in.
     var webAuthToken: String? {
-        [query["ckWebAuthToken"], query["ckSession"], webAuthTokenHeader].lazy.compactMap { $0 }.first(where: APIRequest.namesAToken)
+        [query["ckWebAuthToken"], query["ckSession"], webAuthTokenHeader].lazy.compactMap { $0 }.first(where: RequestFacts.namesAToken)
     }
 
     /// Whether a `ckWebAuthToken` or `ckSession` value is a token at all: CloudKit JS 1.x writes a
