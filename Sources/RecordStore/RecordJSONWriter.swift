@@ -63,11 +63,16 @@ package struct RecordRowBytes {
     /// `StoredRecord` and is written as every other answer writes one.
     package func isCopiedAsStored(_ options: RecordJSONOptions) -> Bool {
         if options.desiredKeys != nil || !options.keysByRecord.isEmpty { return false }
-        if name.elementsEqual(RecordRowBytes.shareRecordName) { return false }
+        if RecordRowBytes.isShareRecordName(name) { return false }
         return options.links == nil || !AssetFields.mayHoldAssets(fields)
     }
 
     private static let shareRecordName = Array(ShareRules.recordName.utf8)
+
+    /// Whether a name read in place is the zone's share record's (every feed row asks: lengths first).
+    package static func isShareRecordName(_ name: UnsafeRawBufferPointer) -> Bool {
+        name.count == shareRecordName.count && name.elementsEqual(shareRecordName)
+    }
 
     /// The record's JSON dictionary, as `StoredRecord.write` writes it, from the row's bytes.
     package func write(into out: inout [UInt8], zoneJSON: [UInt8]) {

@@ -120,6 +120,37 @@ final class JSONValueTests: XCTestCase {
         }
     }
 
+    /// Strings are looked at eight bytes at a time for a byte to escape: one at any position of
+    /// any length, beside multi-byte characters, is escaped exactly as a byte-by-byte writer would.
+    func testEveryByteToEscapeIsFoundAtEveryPosition() {
+        func expected(_ text: String) -> String {
+            var out = "\""
+            for scalar in text.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                case _ where scalar.value < 0x20: out += "\\u00" + (scalar.value < 0x10 ? "0" : "") + String(scalar.value, radix: 16)
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+            return out + "\""
+        }
+        for special in ["\"", "\\", "\n", "\u{1}", "\u{1F}", "\t"] {
+            for length in 0...20 {
+                for position in 0...length {
+                    let base = String(repeating: "aé ~", count: 6).prefix(length)
+                    let text = String(base.prefix(position)) + special + String(base.dropFirst(position))
+                    XCTAssertEqual(JSONValue.string(text).serializedString(), expected(text))
+                }
+                let clean = String(String(repeating: "Zz0 ü\u{7F}", count: 4).prefix(length))
+                XCTAssertEqual(JSONValue.string(clean).serializedString(), expected(clean))
+            }
+        }
+    }
+
     /// A whole answer written in one buffer (`rawArray(under:)`, `records/modify`'s) is valid JSON
     /// of the same shape as the object it stands for, and `serialized()` hands it on as it is.
     func testARawAnswerIsTheObjectItStandsFor() throws {

@@ -150,19 +150,47 @@ final class StoreDriverTests: XCTestCase {
         XCTAssertEqual(levels.1, "repeatable read")
     }
 
-    /// PostgreSQL: a zone's page is read along `records_seq` even before the table has statistics
-    /// (a zone just filled): never a scan of every later record and a sort.
+    /// A zone's page is read along `records_seq` even before the table has statistics (a zone just
+    /// filled): never a scan of every later record and a sort.
     func testZonePageIsPlannedAlongTheSequenceIndexWithoutStatistics() throws {
-        guard StoreBackend.selected == .postgres else { throw XCTSkip("SQLite plans the page along the index by itself") }
+        guard StoreBackend.selected == .postgres else { return try zonePageIsPlannedAlongTheSequenceIndexOnSQLite() }
         let plan = try run { driver in
             try await driver.write { connection -> [String] in
                 _ = try await Self.fillZoneWithoutStatistics("Big", connection)
-                return try await connection.rows("EXPLAIN " + StoreEngine.zonePageStatement,
-                                                 [.int(1), .text("Big"), .int(1), .text("Big"), .int(0), .int(401)]).map { $0.text(0) }
+                let page = StoreEngine.zonePage(.postgres, databaseID: 1, zoneName: "Big", after: 0, limit: 401)
+                return try await connection.rows("EXPLAIN " + page.sql, page.arguments).map { $0.text(0) }
             }
         }.joined(separator: "\n")
         XCTAssertTrue(plan.contains("Index Scan using records_seq on records"), plan)
         XCTAssertFalse(plan.contains("Sort"), plan)
+    }
+
+    /// SQLite's plan of the page's join in a zone of 20,000 records: the zone's row, then
+    /// `records_seq` in order, with no sort.
+    private func zonePageIsPlannedAlongTheSequenceIndexOnSQLite() throws {
+        let plan = try run { driver in
+            try await driver.write { connection -> [String] in
+                try await connection.execute("""
+                    CREATE TABLE zones (id INTEGER PRIMARY KEY, database_id INTEGER NOT NULL, name TEXT NOT NULL,
+                                        seq INTEGER NOT NULL DEFAULT 0, purged_seq INTEGER NOT NULL DEFAULT 0, deleted INTEGER NOT NULL DEFAULT 0)
+                    """)
+                try await connection.execute("CREATE UNIQUE INDEX zones_live_name ON zones (database_id, name) WHERE deleted = 0")
+                for statement in StoreSchema.recordsTable { try await connection.execute(statement) }
+                try await connection.execute("INSERT INTO zones (id, database_id, name, seq) VALUES (1, 1, 'Big', 20000)")
+                try await connection.execute("""
+                    WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+                    INSERT INTO records (zone_id, name, type, tag, seq, fields, created_at, created_by, modified_at, modified_by)
+                    SELECT 1, 'record-' || i, 'Score', 'tag', i, '{}', 0, '_u', 0, '_u' FROM n
+                    """)
+                let page = StoreEngine.zonePage(.sqlite, databaseID: 1, zoneName: "Big", after: 100, limit: 401)
+                let sequences = try await connection.rows(page.sql, page.arguments).map { $0.int(12) }
+                XCTAssertEqual(sequences, Array(101...501))
+                return try await connection.rows("EXPLAIN QUERY PLAN " + page.sql, page.arguments).map { $0.text(3) }
+            }
+        }.joined(separator: "\n")
+        XCTAssertTrue(plan.contains("USING INDEX records_seq (zone_id=? AND seq>?)"), plan)
+        XCTAssertFalse(plan.contains("TEMP B-TREE"), plan)
+        XCTAssertFalse(plan.contains("SCAN r"), plan)
     }
 
     /// A batch's read of its records and a lookup probe the primary key once a name, even in a
