@@ -76,86 +76,112 @@ package struct RecordRowBytes {
 
     /// The record's JSON dictionary, as `StoredRecord.write` writes it, from the row's bytes.
     package func write(into out: inout [UInt8], zoneJSON: [UInt8]) {
-        out.appendLiteral(#"{"recordName":"#)
-        JSONValue.appendString(utf8: name, to: &out)
-        out.appendLiteral(#","recordType":"#)
-        JSONValue.appendString(utf8: type, to: &out)
-        out.appendLiteral(#","recordChangeTag":"#)
-        JSONValue.appendString(utf8: tag, to: &out)
-        out.appendLiteral(#","fields":"#)
-        out.append(contentsOf: fields)
-        out.appendLiteral(#","created":"#)
-        RecordRowBytes.writeStamp(createdAt, createdBy, createdDevice, into: &out)
-        out.appendLiteral(#","modified":"#)
-        RecordRowBytes.writeStamp(modifiedAt, modifiedBy, modifiedDevice, into: &out)
-        out.appendLiteral(#","zoneID":"#)
-        out.append(contentsOf: zoneJSON)
-        if let parent {
-            out.appendLiteral(#","parent":{"recordName":"#)
-            JSONValue.appendString(utf8: parent, to: &out)
-            out.append(UInt8(ascii: "}"))
+        let strings = ReservedBytes.stringBound(name.count) + ReservedBytes.stringBound(type.count) + ReservedBytes.stringBound(tag.count)
+            + ReservedBytes.stringBound(parent?.count ?? 0)
+        // 160: the keys and braces (117 bytes with a parent).
+        let maximum = 160 + strings + fields.count + zoneJSON.count
+            + RecordRowBytes.stampBound(createdBy, createdDevice) + RecordRowBytes.stampBound(modifiedBy, modifiedDevice)
+        out.appendReserved(atMost: maximum) { out in
+            out.literal(#"{"recordName":"#)
+            out.string(utf8: name)
+            out.literal(#","recordType":"#)
+            out.string(utf8: type)
+            out.literal(#","recordChangeTag":"#)
+            out.string(utf8: tag)
+            out.literal(#","fields":"#)
+            out.bytes(fields)
+            out.literal(#","created":"#)
+            RecordRowBytes.writeStamp(createdAt, createdBy, createdDevice, into: &out)
+            out.literal(#","modified":"#)
+            RecordRowBytes.writeStamp(modifiedAt, modifiedBy, modifiedDevice, into: &out)
+            out.literal(#","zoneID":"#)
+            out.bytes(zoneJSON)
+            if let parent {
+                out.literal(#","parent":{"recordName":"#)
+                out.string(utf8: parent)
+                out.byte(UInt8(ascii: "}"))
+            }
+            out.byte(UInt8(ascii: "}"))
         }
-        out.append(UInt8(ascii: "}"))
     }
 
     /// A tombstone's dictionary in a feed, with the deletion's stamp as `modified` (the row's
     /// modified columns are the deleter's), so a client can tell who deleted.
     package func writeTombstone(into out: inout [UInt8]) {
-        RecordRowBytes.writeTombstone(name: name, type: type, into: &out)
-        // A row whose `modified_by` is empty names no deleter, so it gets no stamp.
-        if !modifiedBy.isEmpty {
-            out.appendLiteral(#","modified":"#)
-            RecordRowBytes.writeStamp(modifiedAt, modifiedBy, modifiedDevice, into: &out)
+        // 80: the keys and braces (56 bytes).
+        let maximum = 80 + ReservedBytes.stringBound(name.count) + ReservedBytes.stringBound(type.count)
+            + RecordRowBytes.stampBound(modifiedBy, modifiedDevice)
+        out.appendReserved(atMost: maximum) { out in
+            RecordRowBytes.writeTombstone(name: name, type: type, into: &out)
+            // A row whose `modified_by` is empty names no deleter, so it gets no stamp.
+            if !modifiedBy.isEmpty {
+                out.literal(#","modified":"#)
+                RecordRowBytes.writeStamp(modifiedAt, modifiedBy, modifiedDevice, into: &out)
+            }
+            out.byte(UInt8(ascii: "}"))
         }
-        out.append(UInt8(ascii: "}"))
     }
 
-    /// A tombstone's first members, without its closing brace (the deletion's stamp may follow).
-    package static func writeTombstone(name: UnsafeRawBufferPointer, type: UnsafeRawBufferPointer, into out: inout [UInt8]) {
-        out.appendLiteral(#"{"recordName":"#)
-        JSONValue.appendString(utf8: name, to: &out)
-        out.appendLiteral(#","recordType":"#)
-        JSONValue.appendString(utf8: type, to: &out)
-        out.appendLiteral(#","deleted":true"#)
+    /// A tombstone's first members, without its closing brace (the deletion's stamp may follow):
+    /// at most 50 bytes besides the strings'.
+    static func writeTombstone(name: UnsafeRawBufferPointer, type: UnsafeRawBufferPointer, into out: inout ReservedBytes) {
+        out.literal(#"{"recordName":"#)
+        out.string(utf8: name)
+        out.literal(#","recordType":"#)
+        out.string(utf8: type)
+        out.literal(#","deleted":true"#)
     }
 
     /// A tombstone of `RecordChange.deleted`: as a row's, from the change's values.
     package static func writeTombstone(name: String, type: String, modified: ChangeStamp?, into out: inout [UInt8]) {
         var name = name, type = type
+        let user = modified?.userRecordName.flatMap { $0.isEmpty ? nil : Array($0.utf8) }
+        let device = modified?.deviceID.map { Array($0.utf8) }
+        let maximum = 80 + ReservedBytes.stringBound(name.utf8.count) + ReservedBytes.stringBound(type.utf8.count)
+            + (user.map { user in user.withUnsafeBytes { stampBound($0, nil) } + ReservedBytes.stringBound(device?.count ?? 0) } ?? 0)
         name.withUTF8 { name in
-            type.withUTF8 { writeTombstone(name: UnsafeRawBufferPointer(name), type: UnsafeRawBufferPointer($0), into: &out) }
-        }
-        if let modified, var user = modified.userRecordName, !user.isEmpty {
-            out.appendLiteral(#","modified":"#)
-            var device = modified.deviceID
-            user.withUTF8 { user in
-                if device != nil {
-                    device!.withUTF8 { writeStamp(modified.timestamp, UnsafeRawBufferPointer(user), UnsafeRawBufferPointer($0), into: &out) }
-                } else {
-                    writeStamp(modified.timestamp, UnsafeRawBufferPointer(user), nil, into: &out)
+            type.withUTF8 { type in
+                out.appendReserved(atMost: maximum) { out in
+                    writeTombstone(name: UnsafeRawBufferPointer(name), type: UnsafeRawBufferPointer(type), into: &out)
+                    if let modified, let user {
+                        out.literal(#","modified":"#)
+                        user.withUnsafeBytes { user in
+                            if let device {
+                                device.withUnsafeBytes { writeStamp(modified.timestamp, user, $0, into: &out) }
+                            } else {
+                                writeStamp(modified.timestamp, user, nil, into: &out)
+                            }
+                        }
+                    }
+                    out.byte(UInt8(ascii: "}"))
                 }
             }
         }
-        out.append(UInt8(ascii: "}"))
     }
 
     private static let placeholderDevice = Array(ChangeStamp.placeholderDeviceID.utf8)
 
+    /// The most bytes `writeStamp` writes for these strings (a device of nil is the placeholder's).
+    static func stampBound(_ user: UnsafeRawBufferPointer, _ device: UnsafeRawBufferPointer?) -> Int {
+        // 60: the keys, braces and a minus sign (45 bytes).
+        60 + ReservedBytes.integerBound + ReservedBytes.stringBound(user.count) + ReservedBytes.stringBound(device?.count ?? placeholderDevice.count)
+    }
+
     static func writeStamp(_ timestamp: Int64, _ user: UnsafeRawBufferPointer, _ device: UnsafeRawBufferPointer?,
-                           into out: inout [UInt8])
+                           into out: inout ReservedBytes)
     {
-        out.appendLiteral(#"{"timestamp":"#)
-        JSONValue.appendInteger(timestamp, to: &out)
-        out.appendLiteral(#","userRecordName":"#)
-        JSONValue.appendString(utf8: user, to: &out)
+        out.literal(#"{"timestamp":"#)
+        out.integer(timestamp)
+        out.literal(#","userRecordName":"#)
+        out.string(utf8: user)
         // Always present: some CloudKit clients drop the whole stamp without it.
-        out.appendLiteral(#","deviceID":"#)
+        out.literal(#","deviceID":"#)
         if let device {
-            JSONValue.appendString(utf8: device, to: &out)
+            out.string(utf8: device)
         } else {
-            placeholderDevice.withUnsafeBytes { JSONValue.appendString(utf8: $0, to: &out) }
+            placeholderDevice.withUnsafeBytes { out.string(utf8: $0) }
         }
-        out.append(UInt8(ascii: "}"))
+        out.byte(UInt8(ascii: "}"))
     }
 }
 
