@@ -13,8 +13,18 @@ public final class SQLiteConnection {
 
     public enum Synchronous: String, Sendable { case off = "OFF", normal = "NORMAL", full = "FULL" }
 
+    /// Set once, before the first connection: SQLite's allocation statistics (nothing here reads
+    /// them) take a process-wide mutex on every allocation of every connection.
+    private static let libraryConfigured: Void = {
+        _ = scorebook_sqlite3_disable_memory_statistics()
+    }()
+
+    /// Whether SQLite counts its allocations (it does not once a connection was opened here).
+    public static var countsAllocations: Bool { sqlite3_memory_used() > 0 }
+
     /// Opens (creating if needed) the database at `path` in WAL mode.
     public init(path: String, readOnly: Bool = false, synchronous: Synchronous = .full) throws {
+        _ = Self.libraryConfigured
         var db: OpaquePointer?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)

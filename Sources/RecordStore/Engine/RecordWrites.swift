@@ -16,16 +16,21 @@ struct SupersededVersion {
 /// more, so a failed operation of a non-atomic batch leaves no trace and needs no savepoint.
 struct RecordWrites {
     var transaction: ModifyTransaction
-    /// Each record read or written so far as the batch leaves it (nil inside: no row).
-    private(set) var known: [String: ExistingRecord?] = [:]
-    /// The rows to write, in the order first written, and where each record's row is.
+    /// What the batch knows of a record: its state as the batch leaves it (nil: no row), that
+    /// state's zone sequence, and where its row to write is. One entry a name, so a save hashes
+    /// the name once rather than once for each.
+    private struct Known {
+        var state: ExistingRecord?
+        var sequence: Int64?
+        var row: Int?
+    }
+    /// Each record read or written so far.
+    private var known: [String: Known] = [:]
+    /// The rows to write, in the order first written.
     private var rows: [[SQLValue]] = []
-    private var rowIndex: [String: Int] = [:]
     /// The references of each record the batch wrote whose stored ones it replaces (a record
     /// that had none and has none is absent).
     private var references: [String: [(target: String, action: StoredReferenceAction)]] = [:]
-    /// The zone sequence of each state in `known` (the stored row's, or the one the batch gave it).
-    private var knownSequences: [String: Int64] = [:]
     /// The states this batch replaced: each record's stored state before the batch first wrote it,
     /// and each state the batch wrote and then wrote again. A webhook endpoint that has not had
     /// one yet still gets it (`StoreEngine.keepUndeliveredVersions`).
@@ -47,20 +52,18 @@ struct RecordWrites {
         let unknown = names.filter { known.index(forKey: $0) == nil }
         guard !unknown.isEmpty else { return }
         known.reserveCapacity(known.count + unknown.count)
-        for name in unknown { known[name] = .some(nil) }
+        for name in unknown { known[name] = Known() }
         for row in try await connection.rows("SELECT \(Self.columnsOfR) " + connection.dialect.recordsNamed(left: false, liveOnly: false),
                                              [.text(JSONArgument.array(unknown)), .int(zoneRowID)]) {
-            let name = row.text(11)
-            known[name] = ExistingRecord(row)
-            knownSequences[name] = row.int(12)
+            known[row.text(11)] = Known(state: ExistingRecord(row), sequence: row.int(12))
         }
     }
 
     /// The record's live state (nil: none or a tombstone), read if the batch does not know it.
     mutating func live(_ name: String, _ connection: any StoreConnection) async throws -> ExistingRecord? {
-        if let index = known.index(forKey: name) { return known.values[index].flatMap { $0.deleted ? nil : $0 } }
+        if let index = known.index(forKey: name) { return known.values[index].state.flatMap { $0.deleted ? nil : $0 } }
         try await load([name], connection)
-        return known[name]!.flatMap { $0.deleted ? nil : $0 }
+        return known[name]!.state.flatMap { $0.deleted ? nil : $0 }
     }
 
     // MARK: Operations
@@ -82,7 +85,7 @@ struct RecordWrites {
         }
         let unknown = prepared.mustBeLive.map(\.recordName).filter { known.index(forKey: $0) == nil }
         if !unknown.isEmpty { try await load(unknown, connection) }
-        for required in prepared.mustBeLive where known[required.recordName]??.deleted ?? true { throw required.error }
+        for required in prepared.mustBeLive where known[required.recordName]?.state?.deleted ?? true { throw required.error }
         transaction.enforcer = prepared.enforcer
         let record = prepared.record
         let saved = save(name, type: record.recordType, fieldsJSON: prepared.fieldsJSON, parent: record.parent, live: live,
@@ -137,7 +140,7 @@ struct RecordWrites {
         try await load(doomed, connection)
         let modified = ChangeStamp(timestamp: transaction.now, userRecordName: transaction.writer, deviceID: transaction.deviceID)
         for name in doomed {
-            guard let previous = known[name] ?? nil, !previous.deleted else { continue }
+            guard let previous = known[name]?.state, !previous.deleted else { continue }
             let sequence = transaction.nextSequence()
             let tombstone = ExistingRecord(type: previous.type, tag: RecordRules.changeTag(zoneRowID: zoneRowID, sequence: sequence), deleted: true,
                                            fieldsJSON: Array("{}".utf8), parent: previous.parent, created: previous.created, modified: modified)
@@ -184,21 +187,26 @@ struct RecordWrites {
     }
 
     private mutating func write(_ name: String, _ state: ExistingRecord, sequence: Int64) {
-        if let previous = known[name] ?? nil, let previousSequence = knownSequences[name] {
-            superseded.append(SupersededVersion(recordName: name, state: previous, sequence: previousSequence))
-        }
-        known[name] = state
-        knownSequences[name] = sequence
         let row: [SQLValue] = [
             .int(zoneRowID), .text(name), .text(state.type), .text(state.tag), .int(sequence), .int(state.deleted ? 1 : 0),
             .blob(state.fieldsJSON), state.parent.sqlValue, .int(state.created.timestamp), .text(state.created.userRecordName ?? ""),
             state.created.deviceID.sqlValue, .int(state.modified.timestamp), .text(state.modified.userRecordName ?? ""),
             state.modified.deviceID.sqlValue,
         ]
-        if let index = rowIndex[name] {
-            rows[index] = row
+        guard let index = known.index(forKey: name) else {
+            known[name] = Known(state: state, sequence: sequence, row: rows.count)
+            rows.append(row)
+            return
+        }
+        if let previous = known.values[index].state, let previousSequence = known.values[index].sequence {
+            superseded.append(SupersededVersion(recordName: name, state: previous, sequence: previousSequence))
+        }
+        known.values[index].state = state
+        known.values[index].sequence = sequence
+        if let rowIndex = known.values[index].row {
+            rows[rowIndex] = row
         } else {
-            rowIndex[name] = rows.count
+            known.values[index].row = rows.count
             rows.append(row)
         }
     }
