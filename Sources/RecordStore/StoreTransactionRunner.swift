@@ -85,8 +85,10 @@ package struct StoreTransactionRunner: Sendable {
     }
 
     /// Runs `body`; past the deadline (or when the caller is cancelled) throws
-    /// `TRY_AGAIN_LATER` naming `unreachable` and abandons it.
-    package func run<T: Sendable>(unreachable: String = "the store did not answer in time",
+    /// `TRY_AGAIN_LATER` naming `unreachable` and abandons it. With `executor` the transaction's
+    /// task starts on it and ends there, answering the caller from it: a hop onto Swift's pool
+    /// and back fewer than a task that then asks for the executor (SQLite's readers).
+    package func run<T: Sendable>(unreachable: String = "the store did not answer in time", on executor: (any TaskExecutor)? = nil,
                                   _ body: @escaping @Sendable (TransactionAbandonment) async throws -> T) async throws -> T
     {
         let abandonment = TransactionAbandonment()
@@ -98,7 +100,7 @@ package struct StoreTransactionRunner: Sendable {
                 race.start(continuation)
                 let giveUp: @Sendable (ServerError) -> Void = { error in race.giveUp(error, abandonment: abandonment) }
                 abandonment.setInterrupter(giveUp)
-                race.setWork(Task {
+                race.setWork(Task(executorPreference: executor) {
                     let result: Result<T, any Error>
                     do { result = .success(try await body(abandonment)) } catch { result = .failure(error) }
                     if !race.finish(result) {

@@ -24,16 +24,14 @@ package final class SQLiteStoreDriver: StoreDriver {
 
     package func read<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> T) async throws -> T {
         let database = self.database
-        return try await runner.run { abandonment in
-            try await withTaskExecutorPreference(SQLiteStoreDriver.readExecutor) {
-                // Still queued when the deadline passed: never started.
-                if abandonment.isAbandoned { throw StoreTransactionRunner.timedOut("the store did not answer in time") }
-                let connection = try database.checkOutReader()
-                defer { database.checkIn(connection) }
-                try connection.execute("BEGIN DEFERRED")
-                defer { try? connection.execute("COMMIT") }
-                return try await body(SQLiteStoreConnection(connection: connection))
-            }
+        return try await runner.run(on: SQLiteStoreDriver.readExecutor) { abandonment in
+            // Still queued when the deadline passed: never started.
+            if abandonment.isAbandoned { throw StoreTransactionRunner.timedOut("the store did not answer in time") }
+            let connection = try database.checkOutReader()
+            defer { database.checkIn(connection) }
+            try connection.execute("BEGIN DEFERRED")
+            defer { try? connection.execute("COMMIT") }
+            return try await body(SQLiteStoreConnection(connection: connection))
         }
     }
 
