@@ -124,24 +124,38 @@ extension JSONValue {
         } else {
             let utf8 = bytes.assumingMemoryBound(to: UInt8.self)
             var runStart = 0
-            for index in clean..<utf8.count {
-                let byte = utf8[index]
-                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
-                runStart = index + 1
-                switch byte {
-                case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
-                case UInt8(ascii: "\\"): out.append(contentsOf: [0x5C, 0x5C])
-                case 0x0A: out.append(contentsOf: [0x5C, UInt8(ascii: "n")])
-                case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
-                case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
-                default:
-                    out.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)]])
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 6) { escape in
+                for index in clean..<utf8.count {
+                    let length = writeEscape(of: utf8[index], to: escape.baseAddress!)
+                    guard length > 0 else { continue }
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<index]))
+                    out.append(contentsOf: UnsafeBufferPointer(rebasing: escape[..<length]))
+                    runStart = index + 1
                 }
             }
             out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<utf8.count]))
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// Writes `byte`'s escape sequence in a JSON string (at most 6 bytes) and returns its length;
+    /// 0 for a byte written as it is.
+    @inline(__always)
+    static func writeEscape(of byte: UInt8, to out: UnsafeMutablePointer<UInt8>) -> Int {
+        switch byte {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+            out[0] = 0x5C; out[1] = byte
+            return 2
+        case 0x0A: out[0] = 0x5C; out[1] = UInt8(ascii: "n"); return 2
+        case 0x0D: out[0] = 0x5C; out[1] = UInt8(ascii: "r"); return 2
+        case 0x09: out[0] = 0x5C; out[1] = UInt8(ascii: "t"); return 2
+        case 0..<0x20:
+            out[0] = 0x5C; out[1] = UInt8(ascii: "u"); out[2] = 0x30; out[3] = 0x30
+            out[4] = hexDigits[Int(byte >> 4)]; out[5] = hexDigits[Int(byte & 0xF)]
+            return 6
+        default:
+            return 0
+        }
     }
 
     /// How many leading bytes need no escaping in a JSON string (`"`, `\\` and control bytes

@@ -39,19 +39,8 @@ public struct ReservedBytes {
         let clean = JSONValue.escapeFreePrefixCount(bytes)
         self.bytes(UnsafeRawBufferPointer(rebasing: bytes[0..<clean]))
         for index in clean..<bytes.count {
-            let byte = bytes[index]
-            switch byte {
-            case UInt8(ascii: "\""): self.byte(0x5C); self.byte(0x22)
-            case UInt8(ascii: "\\"): self.byte(0x5C); self.byte(0x5C)
-            case 0x0A: self.byte(0x5C); self.byte(UInt8(ascii: "n"))
-            case 0x0D: self.byte(0x5C); self.byte(UInt8(ascii: "r"))
-            case 0x09: self.byte(0x5C); self.byte(UInt8(ascii: "t"))
-            case 0..<0x20:
-                literal(#"\u00"#)
-                self.byte(JSONValue.hexDigits[Int(byte >> 4)])
-                self.byte(JSONValue.hexDigits[Int(byte & 0xF)])
-            default: self.byte(byte)
-            }
+            let length = JSONValue.writeEscape(of: bytes[index], to: next)
+            if length > 0 { next += length } else { byte(bytes[index]) }
         }
         byte(UInt8(ascii: "\""))
     }
