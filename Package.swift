@@ -145,6 +145,7 @@ let package = Package(
             name: "RecordStoreTests",
             dependencies: [
                 "RecordStore", "SQLiteRecordStore", "SQLiteDB", "PostgresRecordStore", "RecordServer", "RecordModel", "TestSupport",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             ]),
         // Unit tests are named after the module they test; ReliabilityTests and IntegrationTests
         // cross modules (the sync engine against a real store; the real binaries on loopback).

@@ -69,9 +69,12 @@ package final class TransactionAbandonment: Sendable {
 package struct StoreTransactionRunner: Sendable {
     /// How long a transaction may take, connection wait included.
     package var deadline: Duration
+    /// Where the deadline is watched.
+    package var deadlines: TransactionDeadlines
 
-    package init(deadline: Duration) {
+    package init(deadline: Duration, deadlines: TransactionDeadlines = .shared) {
         self.deadline = deadline
+        self.deadlines = deadlines
     }
 
     /// Transactions abandoned and not yet ended, across the process (tests and metrics read it).
@@ -112,12 +115,12 @@ package struct StoreTransactionRunner: Sendable {
                     // about 8 KB) stays in memory for good.
                     race.workEnded()
                 })
-                // An event loop's timer, not a sleeping task: one heap entry per transaction.
-                let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: deadline) {
+                let deadlines = self.deadlines
+                let watched = deadlines.add(at: .now() + deadline) {
                     giveUp(StoreTransactionRunner.timedOut(unreachable))
                 }
                 race.whenFinished {
-                    timer.cancel()
+                    deadlines.remove(watched)
                     abandonment.clearInterrupter()
                 }
                 race.setCancelHandler { giveUp(StoreTransactionRunner.timedOut(unreachable)) }
@@ -203,8 +206,9 @@ private final class Race<T: Sendable>: Sendable {
     /// Answers with the transaction's own result; false when the caller was answered before.
     func finish(_ result: Result<T, any Error>) -> Bool {
         guard let (continuation, hooks) = take(abandoning: false) else { return false }
-        continuation.resume(with: result)
+        // The hooks first: the deadline is no longer watched when the caller goes on.
         for hook in hooks { hook() }
+        continuation.resume(with: result)
         return true
     }
 
@@ -216,8 +220,8 @@ private final class Race<T: Sendable>: Sendable {
         StoreTransactionRunner.abandonedTotal.add(1, ordering: .relaxed)
         state.withLock { $0.work }?.cancel()
         abandonment.abandon()
-        continuation.resume(throwing: error)
         for hook in hooks { hook() }
+        continuation.resume(throwing: error)
     }
 
     private func take(abandoning: Bool) -> (CheckedContinuation<T, any Error>, [@Sendable () -> Void])? {

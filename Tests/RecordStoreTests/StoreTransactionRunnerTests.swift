@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import NIOPosix
 import RecordModel
 import RecordStore
 import Synchronization
@@ -156,5 +158,60 @@ final class StoreTransactionRunnerTests: XCTestCase {
         gate.open()
         for _ in 0..<200 where registeredLate.count == 0 { try await Task.sleep(for: .milliseconds(10)) }
         XCTAssertEqual(registeredLate.count, 1)
+    }
+
+    // MARK: The deadlines' one timer
+
+    /// A short deadline added while a long one is watched is not kept waiting for the long one's
+    /// timer: it takes the timer's place.
+    func testAShortDeadlineAddedAfterALongOneIsMetOnTime() async throws {
+        let deadlines = TransactionDeadlines(loop: MultiThreadedEventLoopGroup.singleton.next())
+        let gate = Gate(), shortGate = Gate()
+        let long = Task {
+            try await StoreTransactionRunner(deadline: .seconds(3600), deadlines: deadlines).run { _ in
+                await gate.wait()
+                return 1
+            }
+        }
+        for _ in 0..<200 where deadlines.count == 0 { try await Task.sleep(for: .milliseconds(5)) }
+        XCTAssertEqual(deadlines.count, 1, "the long transaction's deadline is watched")
+        let started = ContinuousClock.now
+        _ = await assertTryAgainLater {
+            _ = try await StoreTransactionRunner(deadline: .milliseconds(50), deadlines: deadlines).run { _ in
+                await shortGate.wait()
+                return 1
+            }
+        }
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(2), "answered at its own deadline, not the long one's")
+        XCTAssertEqual(deadlines.count, 1, "the short deadline fired and left; the long one is still watched")
+        gate.open()
+        shortGate.open()
+        let longValue = try await long.value
+        XCTAssertEqual(longValue, 1)
+        XCTAssertEqual(deadlines.count, 0, "an ended transaction's deadline is forgotten")
+    }
+
+    /// Each deadline fires once, when due, in any order of adding; one taken out never fires; and
+    /// the timer goes on after a stretch with nothing to watch.
+    func testEachDeadlineFiresOnceWhenDueAndARemovedOneNever() async throws {
+        let deadlines = TransactionDeadlines(loop: MultiThreadedEventLoopGroup.singleton.next())
+        let fired = Mutex<[String]>([])
+        let start = NIODeadline.now()
+        _ = deadlines.add(at: start + .milliseconds(300)) { fired.withLock { $0.append("300 ms") } }
+        _ = deadlines.add(at: start + .milliseconds(100)) { fired.withLock { $0.append("100 ms") } }
+        let removed = deadlines.add(at: start + .milliseconds(200)) { fired.withLock { $0.append("removed") } }
+        deadlines.remove(removed)
+        for _ in 0..<300 where fired.withLock({ $0.count }) < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        try await Task.sleep(for: .milliseconds(100))
+        XCTAssertEqual(fired.withLock { $0 }, ["100 ms", "300 ms"])
+        XCTAssertEqual(deadlines.count, 0)
+
+        // Nothing watched: the next deadline sets the timer again.
+        let firedAt = Mutex<NIODeadline?>(nil)
+        let added = NIODeadline.now()
+        _ = deadlines.add(at: added + .milliseconds(50)) { firedAt.withLock { $0 = .now() } }
+        for _ in 0..<300 where firedAt.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(10)) }
+        let at = try XCTUnwrap(firedAt.withLock { $0 })
+        XCTAssertGreaterThanOrEqual(at, added + .milliseconds(50), "not before it is due")
     }
 }
