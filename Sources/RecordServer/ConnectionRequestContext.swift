@@ -19,7 +19,7 @@ package struct ConnectionRequestContext: RequestContext {
     /// to park in memory (`RecordAPI.parkInMemory`).
     let inProcessParking: InProcessParking?
     /// The `uuid` of the request's error answers and the `request` of its log line.
-    let requestID = UUID().uuidString.lowercased()
+    let requestID = RandomID.uuidString()
     /// Who the request turned out to be, noted by the authentication middleware and read by the
     /// request log once the answer is made: a reference, so the outer middleware see it.
     let caller = RequestCaller()

@@ -35,7 +35,7 @@ final class MalformedRequestResponder: ChannelDuplexHandler, RemovableChannelHan
         }
         let problem = ServerError.badRequest("malformed HTTP request (\(error)); headers are limited to 256 KB per field")
         // No request was read, so the answer's id is its own.
-        let body = ErrorAnswer.json(problem, requestID: UUID().uuidString.lowercased()).body
+        let body = ErrorAnswer.json(problem, requestID: RandomID.uuidString()).body
         var head = HTTPResponse(status: .badRequest)
         head.headerFields[.contentType] = "application/json"
         head.headerFields[.contentLength] = String(body.count)

@@ -65,7 +65,7 @@ package enum SubscriptionRules {
         func insert(_ body: [String: JSONValue]) {
             var ck = body
             ck["cid"] = .string(scope.container)
-            ck["nid"] = .string(UUID().uuidString.lowercased())
+            ck["nid"] = .string(RandomID.uuidString())
             payloads.append((recipient, JSONValue.object(["ck": .object(ck)]).serialized()))
         }
         for subscription in subscriptions {

@@ -71,6 +71,33 @@ final class RouterTests: XCTestCase {
         }
         XCTAssertFalse(metrics.contains("nothing") || metrics.contains("nowhere") || metrics.contains("attic"), metrics)
     }
+
+    /// The scheme's name in any case, and spaces and tabs around the token, as HTTP allows; each
+    /// answer's `uuid` is its own.
+    func testTheBearerSchemeInAnyCaseAndBlanksAroundTheToken() async throws {
+        let root = FaultScenario.temporaryRoot()
+        let server = try SQLiteRecordStore(directory: root.appendingPathComponent("server").path)
+        defer {
+            server.close()
+            try? FileManager.default.removeItem(at: root)
+        }
+        let storage = SQLiteStorage(server)
+        let router = InProcessResponder(api: RecordAPI(store: storage, logger: Logger(label: "router")))
+        let token = try await storage.createUser(name: "ada").token
+        let list = "/database/1/iCloud.x/development/private/zones/list"
+        for header in ["Bearer \(token)", "bEaReR \t \(token) \t ", "bearer  \(token)\t"] {
+            let answer = try await router.respond(method: "POST", uri: list, headers: [("Authorization", header)])
+            XCTAssertEqual(answer.status, 200, "\(header.debugDescription): \(String(decoding: answer.body, as: UTF8.self))")
+        }
+        var uuids = Set<String>()
+        for header in ["Bearer x\(token)", "Bearer \(token) extra", "Basic \(token)"] {
+            let answer = try await router.respond(method: "POST", uri: list, headers: [("Authorization", header)])
+            XCTAssertEqual(answer.status, 401, header)
+            uuids.insert(try XCTUnwrap(JSONValue.parse(answer.body)["uuid"]?.stringValue))
+        }
+        XCTAssertEqual(uuids.count, 3, "\(uuids)")
+        XCTAssertTrue(uuids.allSatisfy { UUID(uuidString: $0) != nil }, "\(uuids)")
+    }
 }
 
 /// The lines a logger wrote (its message and metadata), for the tests to read.
