@@ -128,12 +128,18 @@ final class PostgresOutageUnderLoadTests: PushTestCase {
 
     /// Takes PostgreSQL away with `outage` (which returns once it answers again), then checks
     /// recovery on both daemons and that a write through the second wakes a long-poll on the
-    /// first that was waiting all along.
+    /// first that was parked all along.
     func survive(_ name: String, load: WriteLoad, courier: String, cursor: inout String, outage: () throws -> Void) throws -> OutageFigures {
         let before = load.answerCount
         let since = cursor
         let waiting = background { [client] in try client.poll(courier, since: since, timeout: 50, httpTimeout: 60) }
-        Thread.sleep(forTimeInterval: 1)
+        // Parked before the outage, not merely sent: a poll still reading its channel when the
+        // database stops is answered 503 at the request deadline, as any request then is (a
+        // fixed second was not always enough under the full suite's load).
+        guard try waitForWaiters(1, on: daemon, within: 10) >= 1 else {
+            XCTFail("\(name): the long-poll did not park on the first daemon within 10 s")
+            throw DaemonError("no parked long-poll")
+        }
         try outage()
         let back = Date()
         guard let first = firstSuccessfulWrite(on: daemon, within: 10), let second = firstSuccessfulWrite(on: second, within: 10) else {

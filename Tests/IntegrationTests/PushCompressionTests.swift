@@ -28,14 +28,7 @@ final class PushCompressionTests: PushTestCase {
                                 headers: [("Accept-Encoding", "gzip")], timeout: 20)
         }
         // The poll parks first (nothing is pending; the stream is the other waiter), then the change wakes it.
-        var waiters = 0
-        for _ in 0..<200 where waiters < 2 {
-            let metrics = try daemon.request("GET", "/metrics").text
-            waiters = metrics.split(separator: "\n").first { $0.hasPrefix("scorebookd_waiters ") }
-                .flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) } ?? 0
-            if waiters < 2 { Thread.sleep(forTimeInterval: 0.02) }
-        }
-        XCTAssertEqual(waiters, 2, "the event stream and the parked long-poll wait")
+        XCTAssertEqual(try waitForWaiters(2, on: daemon, within: 4), 2, "the event stream and the parked long-poll wait")
         try create(newName("Item"), "Item", ["title": .string(longTitle)])
         let answer = try XCTUnwrap(parked.wait(timeout: 15), "the long-poll answered").get()
         XCTAssertEqual(answer.status, 200, answer.text.prefix(300).description)

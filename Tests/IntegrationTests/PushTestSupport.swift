@@ -203,6 +203,26 @@ extension PushCalls {
         return answer.cursor
     }
 
+    /// `target`'s `scorebookd_waiters` from `/metrics`: its parked long-polls and event streams.
+    func waiterCount(on target: DaemonProcess) throws -> Int {
+        let metrics = try target.request("GET", "/metrics").text
+        return metrics.split(separator: "\n").first { $0.hasPrefix("scorebookd_waiters ") }
+            .flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) } ?? 0
+    }
+
+    /// Waits until `target` has at least `count` connections parked (a long-poll parks once its
+    /// first read found nothing new, after its head went out), or `within` seconds pass; returns
+    /// how many it last had.
+    func waitForWaiters(_ count: Int, on target: DaemonProcess, within: TimeInterval = 10) throws -> Int {
+        let end = Date().addingTimeInterval(within)
+        var waiters = try waiterCount(on: target)
+        for _ in 0..<1000 where waiters < count && Date() < end {
+            Thread.sleep(forTimeInterval: 0.02)
+            waiters = try waiterCount(on: target)
+        }
+        return waiters
+    }
+
     func percentEncoded(_ text: String) -> String {
         var allowed = CharacterSet.alphanumerics
         allowed.insert(charactersIn: "-._~")
