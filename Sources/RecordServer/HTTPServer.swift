@@ -47,7 +47,7 @@ package struct HTTPServer {
                 api.serverDidBind(host: host, port: port)
                 onReady(host, port)
             },
-            logger: logger)
+            logger: logger.formattingMetadataWhenWritten)
         // Shut down in reverse order: the other services first, then the hub (which ends the
         // parked connections), then the server (which waits for the connections to finish).
         var groupConfiguration = ServiceGroupConfiguration(
