@@ -23,14 +23,24 @@ package final class SQLiteStoreDriver: StoreDriver {
     }
 
     package func read<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> T) async throws -> T {
+        try await read(inTransaction: true, body)
+    }
+
+    /// `read` without `BEGIN` and `COMMIT`: a statement is a transaction of its own in SQLite,
+    /// and a one-statement read (each request's token, a feed page) would run three statements.
+    package func readStatement<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> T) async throws -> T {
+        try await read(inTransaction: false, body)
+    }
+
+    private func read<T: Sendable>(inTransaction: Bool, _ body: @escaping @Sendable (any StoreConnection) async throws -> T) async throws -> T {
         let database = self.database
         return try await runner.run(on: SQLiteStoreDriver.readExecutor) { abandonment in
             // Still queued when the deadline passed: never started.
             if abandonment.isAbandoned { throw StoreTransactionRunner.timedOut("the store did not answer in time") }
             let connection = try database.checkOutReader()
             defer { database.checkIn(connection) }
-            try connection.execute("BEGIN DEFERRED")
-            defer { try? connection.execute("COMMIT") }
+            if inTransaction { try connection.execute("BEGIN DEFERRED") }
+            defer { if inTransaction { try? connection.execute("COMMIT") } }
             return try await body(SQLiteStoreConnection(connection: connection))
         }
     }

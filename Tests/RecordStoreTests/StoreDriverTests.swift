@@ -137,10 +137,20 @@ final class StoreDriverTests: XCTestCase {
         XCTAssertEqual(read, ["3 false 'three' false [1, 2, 255]", "2 false '' false []", "-1 true '' true nil"])
     }
 
-    /// PostgreSQL: a script of one statement runs outside an explicit transaction (no `BEGIN` and
-    /// `COMMIT` round trips), where a read transaction runs in one snapshot (repeatable read).
+    /// A script of one statement runs outside an explicit transaction (no `BEGIN` and `COMMIT`:
+    /// on PostgreSQL two round trips, on SQLite two statements more), where a read transaction
+    /// runs in one snapshot (PostgreSQL's repeatable read; on SQLite an open transaction, in
+    /// which another `BEGIN` fails).
     func testReadStatementRunsWithoutTheReadTransactionsBegin() throws {
-        guard StoreBackend.selected == .postgres else { throw XCTSkip("SQLite's read transaction is its own connection's, without a round trip") }
+        guard StoreBackend.selected == .postgres else {
+            let beginAndCommit: @Sendable (any StoreConnection) async throws -> Void = { connection in
+                try await connection.execute("BEGIN DEFERRED", [])
+                try await connection.execute("COMMIT", [])
+            }
+            XCTAssertNoThrow(try run { driver in try await driver.readStatement(beginAndCommit) }, "no transaction is open")
+            XCTAssertThrowsError(try run { driver in try await driver.read(beginAndCommit) }, "a transaction is open")
+            return
+        }
         let isolation = "SELECT current_setting('transaction_isolation')"
         let levels = try run { driver in
             (try await driver.readStatement { try await $0.first(isolation)?.text(0) },
