@@ -258,14 +258,14 @@ func fill(_ server: BenchServer, zone: String, count: Int, offset: Int = 0) asyn
 /// `gzip` asks for compressed answers (inflated before the scan); `wire` adds up the answers'
 /// bodies as they came.
 func fetchAll(_ connection: RawHTTPConnection, _ server: BenchServer, zone: String, from token: String?, gzip: Bool = false,
-              wire: WireBytes? = nil) throws -> (Int, String)
+              wire: WireBytes? = nil, pageSize: Int = 400) throws -> (Int, String)
 {
     var token = token
     var seen = 0
     for _ in 0..<100_000 {
         var zoneRequest: [String: JSONValue] = ["zoneID": ["zoneName": .string(zone)]]
         if let token { zoneRequest["syncToken"] = .string(token) }
-        let body = JSONValue.object(["zones": [.object(zoneRequest)], "resultsLimit": 400]).serialized()
+        let body = JSONValue.object(["zones": [.object(zoneRequest)], "resultsLimit": .int(Int64(pageSize))]).serialized()
         let (status, answer) = try connection.request("POST", server.databasePath + "/changes/zone", token: server.token, body: body,
                                                       acceptEncoding: gzip ? "gzip" : nil, wire: wire)
         guard status == 200, let page = scanFeedPage(answer) else {
@@ -300,7 +300,7 @@ func changeFeed(_ options: BenchOptions, _ backend: BenchBackend) async throws -
     try await server.start()
     let connection = try RawHTTPConnection(port: server.port)
     let start = now()
-    let ((seen, _), serverCPU) = try serverCPUSeconds { try fetchAll(connection, server, zone: "Bench", from: nil) }
+    let ((seen, _), serverCPU) = try serverCPUSeconds { try fetchAll(connection, server, zone: "Bench", from: nil, pageSize: options.feedPage) }
     let elapsed = now() - start
     let floor = try await FeedFloor(server, zone: "Bench")
     // The raw read: SQLite's own cost of the rows, on the same file in the same run.
@@ -314,6 +314,8 @@ func changeFeed(_ options: BenchOptions, _ backend: BenchBackend) async throws -
         "records": .int(Int64(seen)), "seconds": .double(elapsed), "recordsPerSecond": .double(rate),
         "floorSeconds": .double(floor.seconds), "floorRecordsPerSecond": .double(floorRate), "feedToFloor": .double(rate / floorRate),
         "serverCPUMicrosecondsPerRecord": .double(microsecondsPer(serverCPU, seen)),
+        "pageSize": .int(Int64(options.feedPage)),
+        "serverCPUMicrosecondsPerPage": .double(microsecondsPer(serverCPU, (seen + options.feedPage - 1) / options.feedPage)),
     ]
     if let raw {
         figures["rawReadCPUMicrosecondsPerRecord"] = .double(microsecondsPer(raw.cpuSeconds, raw.records))

@@ -9,7 +9,7 @@ import SQLiteDB
 // baseline measured in the same run (raw SQLite for writes), because machines here are noisy.
 //
 //   swift build -c release --product scorebook-bench (and scorebook, scorebookd: the subprocess scenarios run them)
-//   .build/release/scorebook-bench [--json] [--backend sqlite|postgres|both] [--records N] [--large N] [--subscribers N] [--rounds N] [--runs N] [--client-nice N] [scenario …]
+//   .build/release/scorebook-bench [--json] [--backend sqlite|postgres|both] [--records N] [--large N] [--subscribers N] [--rounds N] [--runs N] [--feed-page N] [--client-nice N] [scenario …]
 //
 // `--backend postgres` (or `both`) runs the scenarios that have a PostgreSQL form on a
 // throw-away PostgreSQL 15 cluster the bench starts itself (`BenchPostgres`); `both` runs each
@@ -37,6 +37,7 @@ while let argument = arguments.popFirst() {
             exit(2)
         }
     case "--records": options.records = Int(arguments.popFirst() ?? "") ?? options.records
+    case "--feed-page": options.feedPage = min(max(Int(arguments.popFirst() ?? "") ?? options.feedPage, 1), 400)
     case "--large": options.largeZone = Int(arguments.popFirst() ?? "") ?? options.largeZone
     case "--subscribers": options.subscribers = Int(arguments.popFirst() ?? "") ?? options.subscribers
     case "--rounds": options.rounds = Int(arguments.popFirst() ?? "") ?? options.rounds
@@ -50,7 +51,7 @@ while let argument = arguments.popFirst() {
         }
         options.soakParts = parts
     case "--help", "-h":
-        print("usage: scorebook-bench [--json] [--backend sqlite|postgres|both] [--records N] [--large N] [--subscribers N] [--rounds N] [--runs N] [--client-nice N] [--minutes M] [--parts LIST] [scenario …]")
+        print("usage: scorebook-bench [--json] [--backend sqlite|postgres|both] [--records N] [--large N] [--subscribers N] [--rounds N] [--runs N] [--feed-page N] [--client-nice N] [--minutes M] [--parts LIST] [scenario …]")
         print("scenarios: \(Scenario.all.map(\.name).joined(separator: " "))")
         exit(0)
     default: options.scenarios.append(argument)
