@@ -152,7 +152,7 @@ let package = Package(
         .testTarget(
             name: "RecordServerTests",
             dependencies: ["RecordServer", "RecordModel", .product(name: "CompressNIO", package: "compress-nio"),
-                           .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log")]),
+                           .product(name: "NIOCore", package: "swift-nio")]),
         // The source files' own structure (no file cycles in any module): reads Sources/, links nothing of ours.
         .testTarget(name: "SourceGraphTests"),
         .testTarget(name: "RecordClientTests", dependencies: ["RecordClient", "RecordModel", "TestSupport"]),

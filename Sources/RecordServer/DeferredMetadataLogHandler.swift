@@ -38,7 +38,7 @@ struct DeferredMetadataLogHandler: LogHandler {
 
 extension Logger {
     /// This logger with its metadata formatted only when a line is written.
-    var formattingMetadataWhenWritten: Logger {
+    package var formattingMetadataWhenWritten: Logger {
         var logger = self
         logger.handler = DeferredMetadataLogHandler(wrapping: handler)
         return logger

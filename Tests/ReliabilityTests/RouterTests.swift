@@ -11,14 +11,22 @@ import XCTest
 /// operations a database does not have, and asset URLs, all answered by the one error path with
 /// the request's own id, and logged and counted by the one request-log middleware.
 final class RouterTests: XCTestCase {
-    func testEveryAnswerComesThroughTheOneErrorPathAndIsLoggedAndCounted() async throws {
+    /// A store in a directory of its own, removed with it when the test ends.
+    private func withStore(_ body: (SQLiteStorage) async throws -> Void) async throws {
         let root = FaultScenario.temporaryRoot()
         let server = try SQLiteRecordStore(directory: root.appendingPathComponent("server").path)
         defer {
             server.close()
             try? FileManager.default.removeItem(at: root)
         }
-        let storage = SQLiteStorage(server)
+        try await body(SQLiteStorage(server))
+    }
+
+    func testEveryAnswerComesThroughTheOneErrorPathAndIsLoggedAndCounted() async throws {
+        try await withStore { try await checkEveryAnswerComesThroughTheOneErrorPath(storage: $0) }
+    }
+
+    private func checkEveryAnswerComesThroughTheOneErrorPath(storage: SQLiteStorage) async throws {
         let lines = LogLines()
         var logger = Logger(label: "router") { _ in LogLines.Handler(lines: lines) }
         logger.logLevel = .info
@@ -75,13 +83,10 @@ final class RouterTests: XCTestCase {
     /// The scheme's name in any case, and spaces and tabs around the token, as HTTP allows; each
     /// answer's `uuid` is its own.
     func testTheBearerSchemeInAnyCaseAndBlanksAroundTheToken() async throws {
-        let root = FaultScenario.temporaryRoot()
-        let server = try SQLiteRecordStore(directory: root.appendingPathComponent("server").path)
-        defer {
-            server.close()
-            try? FileManager.default.removeItem(at: root)
-        }
-        let storage = SQLiteStorage(server)
+        try await withStore { try await checkTheBearerScheme(storage: $0) }
+    }
+
+    private func checkTheBearerScheme(storage: SQLiteStorage) async throws {
         let router = InProcessResponder(api: RecordAPI(store: storage, logger: Logger(label: "router")))
         let token = try await storage.createUser(name: "ada").token
         let list = "/database/1/iCloud.x/development/private/zones/list"
