@@ -70,10 +70,22 @@ package final class SharedFrames: @unchecked Sendable {
 /// (a dictionary shared copy-on-write) without a pass over all of them first: the pass was the
 /// time between the commit and the first write.
 ///
-/// A `Service`: its wakes and heartbeats run in `run()`, in the daemon's service group, and end
-/// with it.
+/// A read the store cannot answer (it is unreachable, or the deadline passed) loses no wake: the
+/// database is read again after a back-off (`retryFailedReads`) until a read succeeds, so its
+/// parked connections get the commit without waiting for another.
+///
+/// A `Service`: its wakes, heartbeats and retries run in `run()`, in the daemon's service group,
+/// and end with it.
 package final class PushHub: Service, Sendable {
     static let batchLimit = 500
+    /// After a read the store could not answer, the wait before that database is read again:
+    /// doubled while reads keep failing, up to `longestReadRetryDelay` (a store that is down is
+    /// not asked in a loop; one that is back is read again within that long).
+    static let readRetryDelay = Duration.seconds(1)
+    static let longestReadRetryDelay = Duration.seconds(4)
+
+    /// Reads a database's notifications after a cursor, at most a limit (the store's `notifications`).
+    package typealias NotificationReader = @Sendable (_ databaseID: Int64, _ cursor: Int64, _ limit: Int) async throws -> [StoredNotification]
 
     /// One event stream: its sink and how far it has been sent. `cursor` and `quietBeats` are read
     /// and written only on the stream's event loop, by the hub's jobs there (after registration
@@ -142,6 +154,9 @@ package final class PushHub: Service, Sendable {
         var pendingWakes: Set<Int64> = []
         /// A heartbeat tick not yet handled by the wake loop.
         var heartbeatDue = false
+        /// Databases whose last read failed, waiting for `retryFailedReads` to wake them again (a
+        /// full wake also catches up the streams registered meanwhile).
+        var failedReads: Set<Int64> = []
         /// Streams registered since the wake loop last looked, by database: each is sent what is
         /// already pending after its cursor (a catch-up of the new streams only, not a wake of
         /// every stream of the database: 10,000 streams opening were 10,000 wakes of all of them).
@@ -159,8 +174,13 @@ package final class PushHub: Service, Sendable {
         }
     }
 
-    private let store: any RecordStorage
+    private let readNotifications: NotificationReader
     private let state = Mutex(State())
+    /// Reads the store could not answer (`/metrics`).
+    private let readFailures = Atomic<Int>(0)
+    /// Whether a read has succeeded since `retryFailedReads` last woke the databases whose reads
+    /// failed: its back-off starts over.
+    private let readSucceeded = Atomic<Bool>(false)
     /// Polls without a cursor waiting in their own task for a commit (`CommitWaiters`).
     let commitWaiters = CommitWaiters()
     /// Monotonic nanoseconds (`DispatchTime.uptimeNanoseconds`) when the last commit reached the
@@ -174,18 +194,32 @@ package final class PushHub: Service, Sendable {
     /// wake reads. Nudges coalesce (the loop takes every pending database at once).
     private let wakeSignal: AsyncStream<Void>.Continuation
     private let wakes: AsyncStream<Void>
+    /// Nudges `retryFailedReads` when a read has failed (nudges coalesce).
+    private let readRetrySignal: AsyncStream<Void>.Continuation
+    private let readRetries: AsyncStream<Void>
     /// An event stream that had nothing written to it for up to this long gets a comment, so
     /// clients and proxies see it alive (see `tickHeartbeats`).
     private let heartbeatInterval: Duration
 
     /// Nothing is delivered until `run()` runs (commits and registrations meanwhile are kept).
-    package init(store: any RecordStorage, heartbeatInterval: Duration = .seconds(10)) {
-        self.store = store
-        self.heartbeatInterval = heartbeatInterval
-        (wakes, wakeSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    package convenience init(store: any RecordStorage, heartbeatInterval: Duration = .seconds(10)) {
+        self.init(heartbeatInterval: heartbeatInterval) { databaseID, cursor, limit in
+            try await store.notifications(databaseID: databaseID, after: cursor, limit: limit)
+        }
     }
 
-    deinit { wakeSignal.finish() }
+    /// A hub reading notifications with `readNotifications` (a test's may fail as a store does).
+    package init(heartbeatInterval: Duration = .seconds(10), readNotifications: @escaping NotificationReader) {
+        self.readNotifications = readNotifications
+        self.heartbeatInterval = heartbeatInterval
+        (wakes, wakeSignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        (readRetries, readRetrySignal) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    }
+
+    deinit {
+        wakeSignal.finish()
+        readRetrySignal.finish()
+    }
 
     /// Delivers until the service group shuts down (or the task is cancelled, or `close()` is
     /// called), then ends every parked connection. Delivers once: a second run only waits for its
@@ -201,6 +235,7 @@ package final class PushHub: Service, Sendable {
         }
         await withDiscardingTaskGroup { group in
             group.addTask { await self.tickHeartbeats() }
+            group.addTask { await self.retryFailedReads() }
             await withGracefulShutdownHandler {
                 await self.runWakes()
             } onGracefulShutdown: {
@@ -227,11 +262,14 @@ package final class PushHub: Service, Sendable {
 
     package var isClosed: Bool { state.withLock { $0.closed } }
 
-    /// Whether a wake or a catch-up is queued or being read and written (tests wait for false
-    /// before a commit whose delivery they examine).
+    /// Whether a wake or a catch-up is queued, waiting to be retried or being read and written
+    /// (tests wait for false before a commit whose delivery they examine).
     package var isBusy: Bool {
-        state.withLock { $0.working || !$0.pendingWakes.isEmpty || !$0.pendingCatchUps.isEmpty }
+        state.withLock { $0.working || !$0.pendingWakes.isEmpty || !$0.pendingCatchUps.isEmpty || !$0.failedReads.isEmpty }
     }
+
+    /// How many reads of notifications the store could not answer (each is tried again).
+    package var readFailureCount: Int { readFailures.load(ordering: .relaxed) }
 
     /// How many deliveries are waiting right now, long-polls and event streams (for metrics and tests).
     package var waiterCount: Int {
@@ -309,6 +347,42 @@ package final class PushHub: Service, Sendable {
         while (try? await Task.sleep(for: tick)) != nil, !isClosed {
             state.withLock { $0.heartbeatDue = true }
             wakeSignal.yield()
+        }
+    }
+
+    /// Wakes the databases whose reads failed again, a while after the failure (`readRetryDelay`,
+    /// doubled while no read succeeds in between): at most one read of a database per delay
+    /// however long the store is down. Until cancelled.
+    private func retryFailedReads() async {
+        var delay = Duration.zero
+        for await _ in readRetries {
+            let startOver = readSucceeded.exchange(false, ordering: .relaxed) || delay == .zero
+            delay = startOver ? PushHub.readRetryDelay : min(delay * 2, PushHub.longestReadRetryDelay)
+            guard (try? await Task.sleep(for: delay)) != nil, !isClosed else { return }
+            requestWakes(state.withLock { state in
+                defer { state.failedReads.removeAll() }
+                return state.failedReads
+            })
+        }
+    }
+
+    /// A read of `databaseID` failed: it is woken again later (`retryFailedReads`).
+    private func readFailed(_ databaseID: Int64) {
+        readFailures.wrappingAdd(1, ordering: .relaxed)
+        state.withLock { _ = $0.failedReads.insert(databaseID) }
+        readRetrySignal.yield()
+    }
+
+    /// The notifications of `databaseID` after `cursor`; nil (and a retry asked for) when the
+    /// store could not answer.
+    private func read(_ databaseID: Int64, after cursor: Int64) async -> [StoredNotification]? {
+        do {
+            let notifications = try await readNotifications(databaseID, cursor, PushHub.batchLimit)
+            readSucceeded.store(true, ordering: .relaxed)
+            return notifications
+        } catch {
+            readFailed(databaseID)
+            return nil
         }
     }
 
@@ -462,7 +536,13 @@ package final class PushHub: Service, Sendable {
             return (database?.loops ?? [], database?.lowestCursor ?? .max)
         }
         guard !loops.isEmpty else { return }
-        let batch = (try? await store.notifications(databaseID: databaseID, after: lowest, limit: PushHub.batchLimit)) ?? []
+        guard let batch = await read(databaseID, after: lowest) else {
+            // Nothing was delivered: the retry reads again from the same bound.
+            state.withLock { state in
+                if let bound = state.streams[databaseID]?.lowestCursor { state.streams[databaseID]?.lowestCursor = min(bound, lowest) }
+            }
+            return
+        }
         let complete = batch.count < PushHub.batchLimit
         // A full batch read from the lowest cursor may end before a stream further ahead: such a
         // stream gets its own read (one per distinct cursor), so it is not left asleep with
@@ -474,8 +554,9 @@ package final class PushHub: Service, Sendable {
             for (loop, streams) in loops {
                 cursors.formUnion((try? await loop.submit { Set(streams.values.map(\.cursor)) }.get()) ?? [])
             }
+            // One that fails leaves its streams to the next wake (asked for below, and by the retry).
             for cursor in cursors where cursor >= last {
-                aheadReads[cursor] = (try? await store.notifications(databaseID: databaseID, after: cursor, limit: PushHub.batchLimit)) ?? []
+                if let ahead = await read(databaseID, after: cursor) { aheadReads[cursor] = ahead }
             }
         }
         // Once their loops have written, every stream of this wake is at or past this.
@@ -498,8 +579,9 @@ package final class PushHub: Service, Sendable {
             registrations.filter { state.isCurrent($0, databaseID: databaseID) }
         }
         guard let lowest = streams.lazy.map(\.registeredCursor).min() else { return }
-        let batch = (try? await store.notifications(databaseID: databaseID, after: lowest, limit: PushHub.batchLimit)) ?? []
-        guard !batch.isEmpty else { return }
+        // A failed read is retried as a full wake of the database: the registrations have lowered
+        // its bound to their cursors, so it reads what they are owed.
+        guard let batch = await read(databaseID, after: lowest), !batch.isEmpty else { return }
         // A read cut at the limit: the full wake reads on per cursor.
         guard batch.count < PushHub.batchLimit else {
             requestWakes([databaseID])
@@ -519,6 +601,7 @@ package final class PushHub: Service, Sendable {
             return sinks
         }
         wakeSignal.finish()
+        readRetrySignal.finish()
         commitWaiters.close()
         for (sink, parking) in sinks { sink.eventLoop.execute { sink.finish(parking: parking) } }
     }

@@ -72,6 +72,10 @@ package final class RecordAPI: Sendable {
             ("scorebookd_push_last_delivery_seconds",
              "From the last commit reaching the push hub to the last delivery written after it (the server's fan-out time).",
              pushHub.lastCommitToLastDeliverySeconds),
+        ], counters: [
+            ("scorebookd_push_read_failures_total",
+             "Reads of notifications for push the store could not answer (each database is read again after a back-off).",
+             pushHub.readFailureCount),
         ])
         return APIResponse(status: 200, text: text, contentType: "text/plain; version=0.0.4")
     }

@@ -46,8 +46,9 @@ package final class ServerMetrics: Sendable {
 
     var connectedEventStreams: Int { state.withLock { $0.openEventStreams } }
 
-    /// The exposition text; `gauges` adds point-in-time values (name, help, value).
-    func render(gauges: [(String, String, Double)]) -> String {
+    /// The exposition text; `gauges` adds point-in-time values (name, help, value), `counters`
+    /// totals kept elsewhere (name, help, total).
+    func render(gauges: [(String, String, Double)], counters: [(String, String, Int)] = []) -> String {
         let (requests, latencies, storeUnavailable) = state.withLock { ($0.requests, $0.latencies, $0.storeUnavailable) }
         var out = "# HELP scorebookd_requests_total Requests by API operation and HTTP status.\n# TYPE scorebookd_requests_total counter\n"
         for (key, count) in requests.sorted(by: { $0.key < $1.key }) {
@@ -67,6 +68,9 @@ package final class ServerMetrics: Sendable {
         out += "# TYPE scorebookd_store_unavailable_total counter\nscorebookd_store_unavailable_total \(storeUnavailable)\n"
         out += compression.render()
         out += webhooks.render()
+        for (name, help, total) in counters {
+            out += "# HELP \(name) \(help)\n# TYPE \(name) counter\n\(name) \(total)\n"
+        }
         for (name, help, value) in gauges {
             out += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n\(name) \(value)\n"
         }

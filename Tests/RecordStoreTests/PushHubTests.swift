@@ -236,6 +236,76 @@ final class PushHubTests: SubscriptionStoreTestCase {
         XCTAssertEqual(busy.heartbeats, 1, "a stream gone quiet gets heartbeats again")
     }
 
+    /// A commit lands while the store cannot answer reads (`TRY_AGAIN_LATER`): its wake's read
+    /// fails. The parked event stream and long-poll get the commit once reads succeed again, with
+    /// no further commit, and meanwhile the hub does not ask the failing store in a loop.
+    func testACommitWhoseReadFailedReachesParkedConnectionsOnceReadsAnswer() throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        defer { try? group.syncShutdownGracefully() }
+        let reads = SwitchableReads(store.base)
+        let hub = runningHub(reads)
+        defer { hub.close() }
+        try subscribe(querySubscription("things", type: "Thing"))
+        let stream = RecordingSink(eventLoop: group.next())
+        let poll = RecordingSink(eventLoop: group.next(), answersOnce: true)
+        XCTAssertTrue(hub.register(stream, parking: 1, databaseID: databaseID, after: cursor, answersOnce: false))
+        XCTAssertTrue(hub.register(poll, parking: 1, databaseID: databaseID, after: cursor, answersOnce: true))
+        let idleBy = Date().addingTimeInterval(10)
+        while hub.isBusy, Date() < idleBy { usleep(1_000) }
+        XCTAssertFalse(hub.isBusy, "the registrations' catch-ups have read (nothing pending)")
+
+        reads.failing = true
+        let thing = newName("Thing")
+        try create(ZoneID.defaultZoneName, thing, "Thing")
+        hub.commitLanded([databaseID])
+        XCTAssertTrue(reads.waitForFailures(1), "the commit's wake read, and failed")
+        // The store stays down for 2.5 s: the hub reads again after 1 s, then waits longer.
+        Thread.sleep(forTimeInterval: 2.5)
+        XCTAssertEqual(stream.deliveries.count + poll.deliveries.count, 0, "nothing to deliver while reads fail")
+        XCTAssertLessThanOrEqual(reads.failures, 3, "no busy retries while the store cannot answer")
+        XCTAssertEqual(hub.readFailureCount, reads.failures, "every failed read is counted")
+
+        reads.failing = false
+        let recovered = Date()
+        let streamDelivered = stream.waitForDeliveries(1)
+        let pollAnswered = poll.waitForDeliveries(1)
+        XCTAssertTrue(streamDelivered, "the stream gets the commit without another commit")
+        XCTAssertTrue(pollAnswered, "the long-poll is answered with it")
+        guard streamDelivered, pollAnswered else { return }
+        XCTAssertLessThan(Date().timeIntervalSince(recovered), 5, "within the longest retry delay of the store answering again")
+        XCTAssertTrue(String(decoding: stream.deliveries[0].bytes.readableBytesView, as: UTF8.self).contains(thing))
+        XCTAssertEqual(try poll.answer(0)["notifications"]?.arrayValue?.count, 1)
+        Thread.sleep(forTimeInterval: 0.2)
+        XCTAssertEqual([stream.deliveries.count, poll.answersWritten], [1, 1], "delivered once")
+    }
+
+    /// A connection parks behind a pending notification while the store cannot answer reads: its
+    /// catch-up read fails. Once reads succeed again it is sent what is pending, with no commit.
+    func testAConnectionParkingWhileReadsFailIsCaughtUpOnceReadsAnswer() throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let reads = SwitchableReads(store.base)
+        let hub = runningHub(reads)
+        defer { hub.close() }
+        try subscribe(querySubscription("things", type: "Thing"))
+        let thing = newName("Thing")
+        try create(ZoneID.defaultZoneName, thing, "Thing")
+
+        reads.failing = true
+        let poll = RecordingSink(eventLoop: group.next(), answersOnce: true)
+        XCTAssertTrue(hub.register(poll, parking: 1, databaseID: databaseID, after: cursor, answersOnce: true))
+        XCTAssertTrue(reads.waitForFailures(1), "the catch-up read, and failed")
+        XCTAssertEqual(poll.deliveries.count, 0)
+
+        reads.failing = false
+        let recovered = Date()
+        guard poll.waitForDeliveries(1) else { return XCTFail("the long-poll is caught up without a commit") }
+        XCTAssertLessThan(Date().timeIntervalSince(recovered), 5)
+        let answer = try poll.answer(0)
+        XCTAssertEqual(answer["notifications"]?.arrayValue?.count, 1)
+        XCTAssertTrue(String(decoding: answer.serialized(), as: UTF8.self).contains(thing))
+    }
+
     /// A query subscription and 600 notifications of it (more than one read's limit): all of
     /// them after `cursor`, and the id of the last.
     private func sixHundredPendingNotifications() throws -> (pending: [StoredNotification], latest: Int64) {
@@ -254,6 +324,48 @@ private func runningHub(_ store: any RecordStorage, heartbeatInterval: Duration 
     let hub = PushHub(store: store, heartbeatInterval: heartbeatInterval)
     Task { await hub.run() }
     return hub
+}
+
+/// A hub reading notifications through `reads`, delivering until the test ends it with `close()`.
+/// No heartbeat within a test's time: a stream's every delivery is then an event.
+private func runningHub(_ reads: SwitchableReads) -> PushHub {
+    let hub = PushHub(heartbeatInterval: .seconds(600)) { databaseID, cursor, limit in
+        try await reads.notifications(databaseID: databaseID, after: cursor, limit: limit)
+    }
+    Task { await hub.run() }
+    return hub
+}
+
+/// The store's reads of notifications, made to fail as a store's do while it cannot answer
+/// (`TRY_AGAIN_LATER`) for as long as `failing` is set.
+private final class SwitchableReads: Sendable {
+    private let base: any RecordStorage
+    private let state = Mutex((failing: false, failures: 0))
+
+    init(_ base: any RecordStorage) { self.base = base }
+
+    var failing: Bool {
+        get { state.withLock { $0.failing } }
+        set { state.withLock { $0.failing = newValue } }
+    }
+
+    /// Reads refused so far.
+    var failures: Int { state.withLock { $0.failures } }
+
+    func notifications(databaseID: Int64, after cursor: Int64, limit: Int) async throws -> [StoredNotification] {
+        let refused = state.withLock { state in
+            if state.failing { state.failures += 1 }
+            return state.failing
+        }
+        if refused { throw ServerError(.tryAgainLater, "the store cannot answer", retryAfter: 1) }
+        return try await base.notifications(databaseID: databaseID, after: cursor, limit: limit)
+    }
+
+    func waitForFailures(_ count: Int) -> Bool {
+        let deadline = Date().addingTimeInterval(10)
+        while failures < count, Date() < deadline { Thread.sleep(forTimeInterval: 0.005) }
+        return failures >= count
+    }
 }
 
 /// A parked connection that records what the hub hands it, framed as a socket's connection
