@@ -6,11 +6,15 @@ package struct RecordJSONOptions: Sendable {
     package var desiredKeys: Set<String>?
     package var keysByRecord: [String: Set<String>]
     package var links: AssetLinks?
+    /// What the answer begins with, written before the first record (`{"records":[`): the
+    /// answer is then finished in the records' own buffer instead of copying them into another.
+    package var opening: [UInt8]
 
-    package init(desiredKeys: Set<String>?, keysByRecord: [String: Set<String>] = [:], links: AssetLinks?) {
+    package init(desiredKeys: Set<String>?, keysByRecord: [String: Set<String>] = [:], links: AssetLinks?, opening: [UInt8] = []) {
         self.desiredKeys = desiredKeys
         self.keysByRecord = keysByRecord
         self.links = links
+        self.opening = opening
     }
 
     package func desiredKeys(for recordName: String) -> Set<String>? {
@@ -202,7 +206,9 @@ package struct RecordJSONWriter {
     /// never touched cost no memory.
     package init(rows: Int, options: RecordJSONOptions) {
         self.options = options
-        out.reserveCapacity(min(rows, 1_000) * 1_024)
+        // 256: the answer's last members (the zone, the token), written after the records.
+        out.reserveCapacity(min(rows, 1_000) * 1_024 + options.opening.count + 256)
+        out.append(contentsOf: options.opening)
     }
 
     /// The zone the next rows are in.
@@ -246,17 +252,26 @@ package struct RecordJSONWriter {
     }
 
     /// The records written.
-    package consuming func finish() -> SerializedRecords { SerializedRecords(json: out, count: count) }
+    package consuming func finish() -> SerializedRecords { SerializedRecords(json: out, count: count, openingCount: options.opening.count) }
 }
 
-/// Record dictionaries as JSON, comma-separated (no brackets), and how many there are.
+/// Record dictionaries as JSON, comma-separated (no brackets), and how many there are; after
+/// `openingCount` bytes of the answer's beginning when the options gave one.
 package struct SerializedRecords: Sendable {
     package var json: [UInt8]
     package var count: Int
+    package var openingCount: Int
 
-    package init(json: [UInt8], count: Int) {
+    package init(json: [UInt8], count: Int, openingCount: Int = 0) {
         self.json = json
         self.count = count
+        self.openingCount = openingCount
+    }
+
+    /// The bytes, left to the caller alone (appending to them then copies nothing).
+    package mutating func takeJSON() -> [UInt8] {
+        defer { json = [] }
+        return json
     }
 }
 

@@ -45,17 +45,23 @@ extension StoredRecord {
         mutating func append(_ zoneID: ZoneID, to out: inout [UInt8]) {
             if zoneID != self.zoneID {
                 zoneBytes.removeAll(keepingCapacity: true)
-                zoneBytes.appendLiteral(#"{"zoneName":"#)
-                JSONValue.appendString(zoneID.zoneName, to: &zoneBytes)
-                if let owner = zoneID.ownerRecordName {
-                    zoneBytes.appendLiteral(#","ownerRecordName":"#)
-                    JSONValue.appendString(owner, to: &zoneBytes)
-                }
-                zoneBytes.append(UInt8(ascii: "}"))
+                StoredRecord.write(zoneID, to: &zoneBytes)
                 self.zoneID = zoneID
             }
             out.append(contentsOf: zoneBytes)
         }
+    }
+
+    /// A zone's dictionary, its members always in one order (a dictionary's order differs from
+    /// one instance to the next): `{"zoneName":…,"ownerRecordName":…}`.
+    package static func write(_ zoneID: ZoneID, to out: inout [UInt8]) {
+        out.appendLiteral(#"{"zoneName":"#)
+        JSONValue.appendString(zoneID.zoneName, to: &out)
+        if let owner = zoneID.ownerRecordName {
+            out.appendLiteral(#","ownerRecordName":"#)
+            JSONValue.appendString(owner, to: &out)
+        }
+        out.append(UInt8(ascii: "}"))
     }
 
     /// As `write(into:desiredKeys:links:)`, the stamps and zone written through `memo`, which the

@@ -62,4 +62,31 @@ final class APIFeedBytesTests: DaemonTestCase {
         let entry = try recordsArray(Array(zones.dropFirst(#"{"zones":["#.utf8.count)))
         XCTAssertEqual(Array(entry.prefix(expected.utf8.count)), Array(expected.utf8), String(decoding: zones, as: UTF8.self))
     }
+
+    /// `changes/zone` of one zone (written whole in the store's buffer) and of several (each entry
+    /// copied into the answer) give a zone the same entry, byte for byte; a zone that fails is an
+    /// entry of its own either way.
+    func testOneZonesEntryIsTheSameAloneAndAmongOthersAndAFailingZoneIsAnEntry() throws {
+        let token = try makeUser().token
+        for zone in ["First", "Second"] {
+            try createZone(zone, token)
+            _ = try post("records/modify", token, ["zoneID": ["zoneName": .string(zone)], "operations": [
+                ["operationType": "create", "record": record("Note|~|\(zone)", "Note", ["text": ["value": .string(zone), "type": "STRING"]])],
+            ]])
+        }
+        let opening = #"{"zones":["#.utf8.count
+        let first = Array(try post("changes/zone", token, ["zones": [["zoneID": ["zoneName": "First"]]]]).dropFirst(opening).dropLast(2))
+        let second = Array(try post("changes/zone", token, ["zones": [["zoneID": ["zoneName": "Second"]]]]).dropFirst(opening).dropLast(2))
+        let both = try post("changes/zone", token, ["zones": [["zoneID": ["zoneName": "First"]], ["zoneID": ["zoneName": "Second"]]]])
+        XCTAssertEqual(both, Array(#"{"zones":["#.utf8) + first + Array(",".utf8) + second + Array("]}".utf8), String(decoding: both, as: UTF8.self))
+        XCTAssertEqual(try JSONValue.parse(first)["records"]?.arrayValue?.first?["recordName"], "Note|~|First")
+
+        for zones: JSONValue in [[["zoneID": ["zoneName": "Missing"]]], [["zoneID": ["zoneName": "First"]], ["zoneID": ["zoneName": "Missing"]]]] {
+            let answer = try JSONValue.parse(try post("changes/zone", token, ["zones": zones]))
+            let missing = try XCTUnwrap(answer["zones"]?.arrayValue?.last)
+            XCTAssertEqual(missing["serverErrorCode"], "ZONE_NOT_FOUND", "\(answer)")
+            XCTAssertEqual(missing["zoneID"]?["zoneName"], "Missing")
+            XCTAssertEqual(answer["zones"]?.arrayValue?.count, zones.arrayValue?.count)
+        }
+    }
 }
