@@ -153,31 +153,36 @@ extension RecordAPI {
         }
         guard requests.count <= 100 else { throw ServerError(.limitExceeded, "at most 100 zones per request") }
         let links = AssetLinks.current
+        /// A zone's entry, after `opening` in the store's buffer.
+        func page(_ request: ZoneRequest, opening: [UInt8]) async throws -> [UInt8] {
+            let options = RecordJSONOptions(desiredKeys: request.desiredKeys, links: links, opening: opening)
+            return RecordAPI.feedPageJSON(try await store.zoneChangesJSON(scope, zone: request.zone, syncToken: request.token,
+                                                                           resultsLimit: request.limit, recordTypes: request.recordTypes,
+                                                                           options: options))
+        }
+        /// A failing zone's entry.
+        func failed(_ error: ServerError, _ request: ZoneRequest) -> JSONValue {
+            var error = error
+            error.zoneID = request.zone
+            return error.json()
+        }
         // One zone, nearly every sync's request: the store writes the whole answer's beginning,
         // and the answer is finished in its buffer.
         if requests.count == 1, let request = requests.first {
-            let options = RecordJSONOptions(desiredKeys: request.desiredKeys, links: links, opening: RecordAPI.oneZoneChangesOpening)
             do {
-                var answer = RecordAPI.feedPageJSON(try await store.zoneChangesJSON(scope, zone: request.zone, syncToken: request.token,
-                                                                                    resultsLimit: request.limit,
-                                                                                    recordTypes: request.recordTypes, options: options))
+                var answer = try await page(request, opening: RecordAPI.oneZoneChangesOpening)
                 answer.appendLiteral("]}")
                 return .raw(answer)
-            } catch var error as ServerError {
-                error.zoneID = request.zone
-                return ["zones": [error.json()]]
+            } catch let error as ServerError {
+                return ["zones": [failed(error, request)]]
             }
         }
         var entries: [JSONValue] = []
         for request in requests {
             do {
-                let options = RecordJSONOptions(desiredKeys: request.desiredKeys, links: links, opening: RecordAPI.recordsOpening)
-                entries.append(.raw(RecordAPI.feedPageJSON(try await store.zoneChangesJSON(scope, zone: request.zone, syncToken: request.token,
-                                                                                           resultsLimit: request.limit,
-                                                                                           recordTypes: request.recordTypes, options: options))))
-            } catch var error as ServerError {
-                error.zoneID = request.zone
-                entries.append(error.json())
+                entries.append(.raw(try await page(request, opening: RecordAPI.recordsOpening)))
+            } catch let error as ServerError {
+                entries.append(failed(error, request))
             }
         }
         return JSONValue.rawArray(entries, under: "zones", estimatedBytes: { entry in
