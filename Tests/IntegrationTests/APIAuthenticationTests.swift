@@ -13,6 +13,12 @@ final class APIAuthenticationTests: DaemonTestCase {
         }
         let underPublic = try daemon.get(path("users/current", database: "public"), token: token)
         XCTAssertEqual(underPublic.body["userRecordName"]?.stringValue, recordName, "users/current answers under any database")
+        // The scheme's name in any case, spaces and tabs around the token (HTTP's optional whitespace).
+        for header in ["bearer \(token)", "BEARER \t \(token) \t"] {
+            let answer = try daemon.request("GET", path("users/current"), headers: [("Authorization", header)]).parsed()
+            XCTAssertEqual(answer.status, 200, header.debugDescription)
+            XCTAssertEqual(answer.body["userRecordName"]?.stringValue, recordName, header.debugDescription)
+        }
     }
 
     func testCloudKitStyleQueryParametersAuthenticate() throws {
