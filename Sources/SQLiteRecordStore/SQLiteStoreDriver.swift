@@ -1,13 +1,33 @@
+import NIOCore
 import RecordStore
 import SQLiteDB
+import Synchronization
 
 /// The SQLite driver: reads on pooled reader connections, writes through the group-commit
 /// writer (`GroupCommitWriter`). Every call runs under the request deadline
-/// (`StoreTransactionRunner`) and on the store's own threads (`ThreadPoolTaskExecutor`).
+/// (`StoreTransactionRunner`).
+///
+/// Writes run on the writer's thread. A read runs on its caller's thread when the caller is on
+/// Swift's shared threads and fewer than `inlineReadLimit` reads already do: handing a read to a
+/// reader thread and its answer back costs two thread wake-ups, more than reading a small page.
+/// The limit (one less than the shared threads) keeps a thread free for everything else when
+/// every inline read waits on a slow disk; past it, and from the store's own threads, a read runs
+/// on the readers' threads (`ThreadPoolTaskExecutor`). Past the deadline an inline read's
+/// statement is interrupted and the caller answered `TRY_AGAIN_LATER`, as a pooled one is.
 package final class SQLiteStoreDriver: StoreDriver {
     package let database: SQLiteDatabase
     package let writer: GroupCommitWriter
     private let runner: StoreTransactionRunner
+    private let requestDeadline: Duration
+    /// How many reads may run on their callers' threads at once.
+    package let inlineReadLimit: Int
+    private let inlineReads = Atomic<Int>(0)
+    /// Reads run on their callers' threads so far (tests).
+    private let inlineReadCount = Atomic<Int>(0)
+    package var inlineReadsRun: Int { inlineReadCount.load(ordering: .relaxed) }
+
+    /// One less than Swift's shared threads (one a core).
+    package static let defaultInlineReadLimit = max(System.coreCount - 1, 0)
 
     /// Readers: as many as the database keeps idle reader connections.
     package static let readThreads = 8
@@ -16,10 +36,12 @@ package final class SQLiteStoreDriver: StoreDriver {
 
     package var dialect: any SQLDialect { SQLiteDialect() }
 
-    package init(database: SQLiteDatabase, requestDeadline: Duration = .seconds(10)) {
+    package init(database: SQLiteDatabase, requestDeadline: Duration = .seconds(10), inlineReadLimit: Int = defaultInlineReadLimit) {
         self.database = database
         self.writer = GroupCommitWriter(database: database)
         self.runner = StoreTransactionRunner(deadline: requestDeadline)
+        self.requestDeadline = requestDeadline
+        self.inlineReadLimit = inlineReadLimit
     }
 
     package func read<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> T) async throws -> T {
@@ -33,6 +55,10 @@ package final class SQLiteStoreDriver: StoreDriver {
     }
 
     private func read<T: Sendable>(inTransaction: Bool, _ body: @escaping @Sendable (any StoreConnection) async throws -> T) async throws -> T {
+        if takeInlineRead() {
+            defer { inlineReads.subtract(1, ordering: .relaxed) }
+            return try await readInline(inTransaction: inTransaction, body)
+        }
         let database = self.database
         return try await runner.run(on: SQLiteStoreDriver.readExecutor) { abandonment in
             // Still queued when the deadline passed: never started.
@@ -43,6 +69,40 @@ package final class SQLiteStoreDriver: StoreDriver {
             defer { if inTransaction { try? connection.execute("COMMIT") } }
             return try await body(SQLiteStoreConnection(connection: connection))
         }
+    }
+
+    /// Whether this read may run on its caller's thread: the caller is on Swift's shared threads
+    /// (a task without an executor of its own, such as the writer's or the readers') and a slot
+    /// is free, which it then holds.
+    private func takeInlineRead() -> Bool {
+        guard inlineReadLimit > 0, withUnsafeCurrentTask(body: { $0 != nil && $0?.unownedTaskExecutor == nil }) else { return false }
+        if inlineReads.wrappingAdd(1, ordering: .relaxed).newValue <= inlineReadLimit { return true }
+        inlineReads.subtract(1, ordering: .relaxed)
+        return false
+    }
+
+    private func readInline<T: Sendable>(inTransaction: Bool, _ body: @escaping @Sendable (any StoreConnection) async throws -> T) async throws -> T {
+        inlineReadCount.add(1, ordering: .relaxed)
+        let connection = try database.checkOutReader()
+        defer { database.checkIn(connection) }
+        let interruption = SQLiteInterruption(connection)
+        let deadline = TransactionDeadlines.shared.add(at: .now() + TimeAmount(requestDeadline)) { interruption.interrupt() }
+        let result: Result<T, any Error>
+        do {
+            result = .success(try await withTaskCancellationHandler {
+                if inTransaction { try connection.execute("BEGIN DEFERRED") }
+                defer { if inTransaction { try? connection.execute("COMMIT") } }
+                return try await body(SQLiteStoreConnection(connection: connection))
+            } onCancel: {
+                interruption.interrupt()
+            })
+        } catch {
+            result = .failure(error)
+        }
+        TransactionDeadlines.shared.remove(deadline)
+        // An interrupt past the last statement changes nothing: the read's answer stands.
+        if interruption.end(), case .failure = result { throw StoreTransactionRunner.timedOut("the store did not answer in time") }
+        return try result.get()
     }
 
     package func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> TransactionOutcome<T>)
