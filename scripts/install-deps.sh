@@ -5,8 +5,9 @@
 #   scripts/install-deps.sh --tests   the whole test suite
 set -euo pipefail
 # libsqlite3-dev: both stores; libcurl4-openssl-dev: the scorebook CLI's HTTP client;
-# zlib1g-dev: gzip on the wire (the daemon's compress-nio and the CLI both use zlib).
-packages=(libsqlite3-dev libcurl4-openssl-dev zlib1g-dev)
+# zlib1g-dev: gzip on the wire (the daemon's compress-nio and the CLI both use zlib);
+# libdeflate-dev: the daemon's gzip answers, each compressed whole.
+packages=(libsqlite3-dev libcurl4-openssl-dev zlib1g-dev libdeflate-dev)
 if [ "${1:-}" = "--tests" ]; then
     # postgresql: the PostgreSQL store tests start a throw-away cluster of their own (15 on Debian 12).
     # openssl: the server-to-server key tests make keys and sign requests with it.

@@ -1,4 +1,4 @@
-import CompressNIO
+import CLibdeflate
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -42,8 +42,8 @@ struct CompressionMiddleware: RouterMiddleware {
 enum AnswerCompression {
     /// Smaller answers are sent as they are: gzip's 20 bytes of framing would eat the gain.
     static let minimumBytes = 1024
-    /// zlib's fastest level: JSON of records still shrinks to a fifth or less, at a fraction of
-    /// the time the default level (6) takes (BENCHMARKS.md, `change-feed-gzip`).
+    /// libdeflate's fastest level: JSON of records still shrinks to a fifth or less, at a
+    /// fraction of the time higher levels take (BENCHMARKS.md, `change-feed-gzip`).
     static let level: Int32 = 1
 
     /// `response`, gzip-compressed as it is written when it qualifies.
@@ -63,49 +63,85 @@ enum AnswerCompression {
         let body = response.body
         counters.compressedAnswerStarted(identityBytes: length)
         response.body = ResponseBody { writer in
-            let compressor = CompressionAlgorithm.gzip(configuration: .init(compressionLevel: Self.level)).compressor
-            try compressor.startStream()
-            defer { try? compressor.finishStream() }
-            try await body.write(GzipResponseWriter(parent: writer, compressor: compressor, counters: counters))
+            // The answers compressed here are JSON written whole (their length is known): gathered
+            // as written, usually the one buffer they already are, then compressed in one call.
+            var gathered = GatheringResponseWriter()
+            try await body.write(gathered.writer)
+            let compressed = try GzipAnswer.compress(gathered.bytes, level: Self.level)
+            counters.compressedAnswerWrote(bytes: compressed.readableBytes)
+            try await writer.write(compressed)
+            try await writer.finish(gathered.trailingHeaders)
         }
         return response
     }
 }
 
-/// Compresses what an answer writes before handing it on, a window at a time.
-struct GzipResponseWriter: ResponseBodyWriter {
-    var parent: any ResponseBodyWriter
-    let compressor: any NIOCompressor
-    let counters: CompressionCounters
-    static let windowBytes = 64 * 1024
+/// An answer's body as it is written: kept as the buffer written when there is one, joined
+/// when there are more.
+struct GatheringResponseWriter {
+    private let box = Box()
+    var bytes: ByteBuffer { box.bytes ?? ByteBuffer() }
+    var trailingHeaders: HTTPFields? { box.trailingHeaders }
+    var writer: Writer { Writer(box: box) }
 
-    mutating func write(_ buffer: ByteBuffer) async throws {
-        var input = buffer
-        try await deflate(&input, flush: .no)
+    /// Unchecked: written by the one body writing into it, then read after that write ended.
+    final class Box: @unchecked Sendable {
+        var bytes: ByteBuffer?
+        var trailingHeaders: HTTPFields?
     }
 
-    consuming func finish(_ trailingHeaders: HTTPFields?) async throws {
-        var nothing = GzipBodyInflater.emptyInput()
-        try await deflate(&nothing, flush: .finish)
-        try await parent.finish(trailingHeaders)
-    }
+    struct Writer: ResponseBodyWriter {
+        let box: Box
 
-    private mutating func deflate(_ input: inout ByteBuffer, flush: CompressNIOFlush) async throws {
-        while true {
-            var output = ByteBufferAllocator().buffer(capacity: Self.windowBytes)
-            var outputFull = false
-            do {
-                try compressor.streamDeflate(from: &input, to: &output, flush: flush)
-            } catch let error as CompressNIOError where error == .bufferOverflow {
-                outputFull = true
+        mutating func write(_ buffer: ByteBuffer) async throws {
+            if box.bytes == nil {
+                box.bytes = buffer
+            } else {
+                var buffer = buffer
+                box.bytes!.writeBuffer(&buffer)
             }
-            if output.readableBytes > 0 {
-                counters.compressedAnswerWrote(bytes: output.readableBytes)
-                try await parent.write(output)
-            }
-            // Finishing ends when zlib has written its trailer; otherwise when the input is taken.
-            if flush == .finish ? !outputFull : input.readableBytes == 0 && !outputFull { return }
         }
+
+        consuming func finish(_ trailingHeaders: HTTPFields?) async throws {
+            box.trailingHeaders = trailingHeaders
+        }
+    }
+}
+
+/// Whole-buffer gzip with libdeflate. Compressors (their match finders' tables) are kept for
+/// reuse, a few at most, rather than allocated for each answer.
+enum GzipAnswer {
+    /// Unchecked: a compressor serves one answer at a time; the idle list hands it over under its lock.
+    private struct Compressor: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
+
+    private static let idle = Mutex<[Compressor]>([])
+    private static let maximumIdle = 8
+
+    static func compress(_ input: ByteBuffer, level: Int32) throws -> ByteBuffer {
+        guard let compressor = idle.withLock({ $0.popLast() }) ?? libdeflate_alloc_compressor(level).map(Compressor.init) else {
+            throw ServerError(.internalError, "libdeflate could not allocate a compressor")
+        }
+        defer {
+            let kept = idle.withLock { idle -> Bool in
+                guard idle.count < maximumIdle else { return false }
+                idle.append(compressor)
+                return true
+            }
+            if !kept { libdeflate_free_compressor(compressor.pointer) }
+        }
+        let bound = libdeflate_gzip_compress_bound(compressor.pointer, input.readableBytes)
+        var output = ByteBufferAllocator().buffer(capacity: bound)
+        let written = input.withUnsafeReadableBytes { source in
+            output.withUnsafeMutableWritableBytes { target in
+                libdeflate_gzip_compress(compressor.pointer, source.baseAddress, source.count, target.baseAddress, target.count)
+            }
+        }
+        // Only a bound too small gives 0; the bound is libdeflate's own.
+        guard written > 0 else { throw ServerError(.internalError, "libdeflate could not compress an answer") }
+        output.moveWriterIndex(forwardBy: written)
+        return output
     }
 }
 
