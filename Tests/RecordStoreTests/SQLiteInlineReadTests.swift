@@ -6,10 +6,10 @@ import SQLiteRecordStore
 import Synchronization
 import XCTest
 
-/// A SQLite read runs on its caller's thread while the caller is on Swift's shared threads and a
-/// slot is free; otherwise on the store's reader threads. Either way it is answered at its
-/// deadline: an inline read's statement is interrupted then, and the connection it used reads
-/// normally afterwards.
+/// A SQLite read by key (a request's credentials) runs on its caller's thread while the caller is
+/// on Swift's shared threads and a slot is free; otherwise, like every other read, on the store's
+/// reader threads. Either way it is answered at its deadline: an inline read's statement is
+/// interrupted then, and the connection it used reads normally afterwards.
 final class SQLiteInlineReadTests: XCTestCase {
     private var directory: URL!
 
@@ -41,7 +41,7 @@ final class SQLiteInlineReadTests: XCTestCase {
         let held = AsyncStream<Void>.makeStream()
         let started = AsyncStream<Void>.makeStream()
         let holder = Task.detached {
-            try await driver.read { _ in
+            try await driver.readByKey { _ in
                 started.continuation.yield()
                 for await _ in held.stream { break }
                 return 0
@@ -65,6 +65,17 @@ final class SQLiteInlineReadTests: XCTestCase {
         // The slot is free again.
         _ = try await Task.detached { try await readOne(driver) }.value
         XCTAssertEqual(driver.inlineReadsRun, 3)
+
+        // Other reads (pages, transactions) always run on the readers' threads.
+        let others = try await Task.detached {
+            let caller = currentThread()
+            let inTransaction = try await driver.read { _ in currentThread() }
+            let statement = try await driver.readStatement { _ in currentThread() }
+            return [caller, inTransaction, statement]
+        }.value
+        XCTAssertNotEqual(others[1], others[0], "a read transaction ran on the readers' threads")
+        XCTAssertNotEqual(others[2], others[0], "a one-statement read ran on the readers' threads")
+        XCTAssertEqual(driver.inlineReadsRun, 3)
     }
 
     func testWithNoSlotsEveryReadRunsOnTheReaders() async throws {
@@ -81,7 +92,7 @@ final class SQLiteInlineReadTests: XCTestCase {
         do {
             // Counts for tens of seconds unless stopped.
             _ = try await Task.detached {
-                try await driver.read { connection in
+                try await driver.readByKey { connection in
                     try await connection.rows("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 50000000) SELECT count(*) FROM c", [])
                 }
             }.value
@@ -114,7 +125,7 @@ private struct Answer: Sendable {
 
 private func readOne(_ driver: SQLiteStoreDriver) async throws -> Answer {
     let caller = currentThread()
-    var answer = try await driver.read { connection in
+    var answer = try await driver.readByKey { connection in
         let rows = try await connection.rows("SELECT 1", [])
         return Answer(value: rows[0].int(0), thread: currentThread())
     }

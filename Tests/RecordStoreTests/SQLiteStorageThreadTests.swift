@@ -5,8 +5,8 @@ import SQLiteDB
 import SQLiteRecordStore
 import XCTest
 
-/// SQLite's writes run on the store's own threads, never on Swift's cooperative pool (reads may
-/// run there, a bounded number at once: `SQLiteInlineReadTests`).
+/// SQLite's blocking calls run on the store's own threads, never on Swift's cooperative pool
+/// (except a bounded number of reads by key at once: `SQLiteInlineReadTests`).
 /// While another process holds the write lock, many writes wait: they queue to the group-commit
 /// writer's one thread instead of each taking a thread, reads still answer, async work still
 /// runs, and every write ends once the lock is free. Closing the store ends its writer's thread.

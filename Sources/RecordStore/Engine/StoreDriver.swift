@@ -132,6 +132,10 @@ package protocol StoreDriver: Sendable {
     /// sees one snapshot on its own): PostgreSQL saves the `BEGIN` and `COMMIT` round trips. A
     /// later statement of `body` sees a later snapshot.
     func readStatement<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> T) async throws -> T
+    /// `readStatement` for a statement that reads a row or a few by key (a request's credentials),
+    /// short enough that a driver may run it on the caller's thread: handing it to another thread
+    /// and back costs more than the read.
+    func readByKey<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> T) async throws -> T
     /// Runs `body` in a write transaction; returns once its writes are durable (or undone, as
     /// the outcome asks). A script that throws leaves nothing behind.
     func writeTransaction<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> TransactionOutcome<T>) async throws -> T
@@ -151,6 +155,10 @@ package protocol StoreDriver: Sendable {
 extension StoreDriver {
     package func readStatement<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> T) async throws -> T {
         try await read(body)
+    }
+
+    package func readByKey<T: Sendable>(_ body: @escaping @Sendable (any StoreConnection) async throws -> T) async throws -> T {
+        try await readStatement(body)
     }
 
     package func announceCommit(of databaseID: Int64, _ connection: any StoreConnection) async throws {}

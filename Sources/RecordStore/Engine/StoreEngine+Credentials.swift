@@ -14,7 +14,7 @@ extension StoreEngine {
         let now = clock()
         // One statement: on PostgreSQL without the BEGIN and COMMIT round trips of a transaction,
         // which every request's sign-in paid.
-        let found = try await driver.readStatement { connection in
+        let found = try await driver.readByKey { connection in
             try await connection.first(
                 """
                 SELECT u.id, u.name, u.record_name, t.expires_at FROM auth_tokens t JOIN users u ON u.id = t.user_id
@@ -48,7 +48,7 @@ extension StoreEngine {
     package func isValidAPIToken(_ apiToken: String) async throws -> Bool {
         guard CredentialRules.isWellFormedAPIToken(apiToken) else { return false }
         let hash = TokenHash.hex(apiToken.lowercased())
-        return try await driver.read { try await $0.first("SELECT 1 FROM api_tokens WHERE token_hash = ?", [.text(hash)]) != nil }
+        return try await driver.readByKey { try await $0.first("SELECT 1 FROM api_tokens WHERE token_hash = ?", [.text(hash)]) != nil }
     }
 
     /// Revokes `token` of the user `userName`, or every token of the user when `token` is nil
@@ -101,7 +101,7 @@ extension StoreEngine {
     package func serverKey(keyID: String) async throws -> ServerKey? {
         guard ServerKeyRules.wellFormedKeyID(keyID) else { return nil }
         let id = keyID.lowercased()
-        return try await driver.read { connection in
+        return try await driver.readByKey { connection in
             try await connection.first(
                 "SELECT u.id, u.name, u.record_name, k.public_key FROM server_keys k JOIN users u ON u.id = k.user_id WHERE k.key_id = ?",
                 [.text(id)]
@@ -115,7 +115,7 @@ extension StoreEngine {
         let now = clock()
         // One statement: on PostgreSQL without the BEGIN and COMMIT round trips of a transaction,
         // which every poll of a courier paid.
-        let found = try await driver.readStatement { connection in
+        let found = try await driver.readByKey { connection in
             try await connection.first(
                 """
                 SELECT p.database_id, p.apns_environment, p.start_cursor, COALESCE(p.last_used_at, p.created_at), p.delivered_cursor
