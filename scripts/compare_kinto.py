@@ -9,10 +9,19 @@ made of), decoding each answer with json.loads: scorebookd through `records/chan
 the machine alike; each server's median round is reported in records per second, then each
 ratio to the first server.
 
-    compare_kinto.py --scorebookd NAME=BINARY ... [--kinto URL] [--records N] [--rounds N]
+Beside the records per second, each server's CPU time a record served: the server process's
+user and system time (all its threads, /proc/PID/stat) read just before and just after each
+round, summed over the rounds and divided by the records fetched, in µs. Wall time on the development VM moves
+with whatever else runs; CPU time a record hardly does, and it is what BENCHMARKS.md reports.
+With Kinto's pid (--kinto-pid) also Kinto's CPU a record ÷ each scorebookd's: how many times
+cheaper scorebookd serves a record. The clock counts in ticks (10 ms at 100 Hz): over seven
+rounds of 10,000 records that is 0.14 µs a record.
 
-Started by scripts/compare-kinto.sh, which installs and starts Kinto; alone it also compares
-several scorebookd binaries (an older build against this one) without Kinto.
+    compare_kinto.py --scorebookd NAME=BINARY ... [--kinto URL [--kinto-pid PID]] [--records N] [--rounds N]
+
+Started by scripts/compare-kinto.sh, which installs and starts Kinto and passes its server
+process's pid; alone it also compares several scorebookd builds (an older build against this
+one) without Kinto, each with its CPU a record.
 """
 import argparse
 import base64
@@ -29,6 +38,7 @@ import urllib.parse
 
 CONTAINER = "iCloud.scorebook.compare"
 ZONE = "Feed"
+CLOCK_TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
 
 
 def record_fields(index):
@@ -81,6 +91,7 @@ class Scorebookd:
         self.log = open(os.path.join(self.directory, "daemon.log"), "w")
         self.process = subprocess.Popen([binary, "serve", *store, "--port", str(port), "--log-level", "warning", "--rate-limit", "100000"],
                                         stdout=self.log, stderr=subprocess.STDOUT)
+        self.pid = self.process.pid
         wait_for_port(port, self.process)
         created = subprocess.run([binary, "user", "create", "compare", *store],
                                  check=True, capture_output=True, text=True, timeout=60)
@@ -124,10 +135,14 @@ class Scorebookd:
 
 class Kinto:
     """A bucket and collection on a running Kinto holding `records`: the record dictionaries as
-    scorebookd answers them (the same data in the same JSON, so both answers weigh alike)."""
+    scorebookd answers them (the same data in the same JSON, so both answers weigh alike).
+    `pid`: Kinto's server process, for its CPU time; None leaves Kinto's CPU unmeasured."""
 
-    def __init__(self, url, records):
+    def __init__(self, url, records, pid=None):
         self.name = "kinto"
+        self.pid = pid
+        if pid is not None:
+            cpu_seconds(pid)  # fails early on a pid that is not a running process
         credentials = base64.b64encode(b"compare:secret").decode()
         self.server = Server(url, {"Authorization": f"Basic {credentials}"})
         self.server.call("PUT", "/v1/buckets/compare", {})
@@ -143,6 +158,16 @@ class Kinto:
 
     def stop(self):
         pass
+
+
+def cpu_seconds(pid):
+    """The process's user + system CPU time so far, every thread's: /proc/PID/stat fields 14
+    (utime) and 15 (stime), in clock ticks."""
+    with open(f"/proc/{pid}/stat") as stat:
+        # Split after the command name's closing parenthesis: the name may hold spaces. The
+        # first field after it is field 3, so field N is at index N - 3.
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS_PER_SECOND
 
 
 def wait_for_port(port, process):
@@ -161,6 +186,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scorebookd", action="append", default=[], metavar="NAME=BINARY")
     parser.add_argument("--kinto", metavar="URL", help="a running Kinto (memory backend)")
+    parser.add_argument("--kinto-pid", type=int, metavar="PID",
+                        help="the running Kinto's server process (the Python process serving, not a wrapper), for its CPU time a record")
     parser.add_argument("--records", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--port", type=int, default=18480, help="the first daemon's port; the next ones count up")
@@ -177,24 +204,49 @@ def main():
                 parser.error("Kinto is loaded with a scorebookd's records: name a --scorebookd too")
             records = []
             servers[0].fetch_all(keep=records)
-            servers.append(Kinto(arguments.kinto, records))
+            servers.append(Kinto(arguments.kinto, records, arguments.kinto_pid))
+        elif arguments.kinto_pid is not None:
+            parser.error("--kinto-pid without --kinto")
         if not servers:
             parser.error("nothing to compare: name a --scorebookd or --kinto")
         samples = {server.name: [] for server in servers}
+        # CPU seconds and records over every round, per server: a round's CPU is a few 10 ms
+        # ticks, so the figure is their sum over the sum of records, not one round's.
+        cpu_totals = {server.name: [0.0, 0] for server in servers if server.pid is not None}
         for _ in range(arguments.rounds):
             for server in servers:
+                # The server's CPU clock is read outside the timed stretch, the wall clock inside it.
+                cpu_before = cpu_seconds(server.pid) if server.pid is not None else None
                 start = time.perf_counter()
                 seen, size = server.fetch_all()
                 elapsed = time.perf_counter() - start
+                cpu_after = cpu_seconds(server.pid) if server.pid is not None else None
                 if seen != arguments.records:
                     raise RuntimeError(f"{server.name} returned {seen} of {arguments.records} records")
                 samples[server.name].append(seen / elapsed)
+                if cpu_before is not None:
+                    cpu_totals[server.name][0] += cpu_after - cpu_before
+                    cpu_totals[server.name][1] += seen
                 server.bytes_per_record = size / seen
         first = statistics.median(samples[servers[0].name])
+        cpu = {name: seconds / records * 1e6 for name, (seconds, records) in cpu_totals.items()}
         for server in servers:
             median = statistics.median(samples[server.name])
+            cpu_note = f"; CPU {cpu[server.name]:.2f} µs a record (all rounds)" if server.name in cpu else ""
             print(f"{server.name}: {median:,.0f} records/s (median of {arguments.rounds}, "
-                  f"{server.bytes_per_record:.0f} answer bytes a record), {median / first:.2f}x {servers[0].name}")
+                  f"{server.bytes_per_record:.0f} answer bytes a record), {median / first:.2f}x {servers[0].name}{cpu_note}")
+        kinto = next((server for server in servers if isinstance(server, Kinto)), None)
+        if kinto is not None and kinto.name in cpu:
+            for server in servers:
+                if server is kinto:
+                    continue
+                if cpu[server.name] > 0:
+                    print(f"{kinto.name}'s CPU a record ÷ {server.name}'s: {cpu[kinto.name] / cpu[server.name]:.2f} "
+                          f"({server.name} serves a record that many times cheaper)")
+                else:
+                    # Less than a clock tick over every round: no ratio to show.
+                    print(f"{kinto.name}'s CPU a record ÷ {server.name}'s: — ({server.name}'s rounds took "
+                          f"under one clock tick; raise --records)")
     finally:
         for server in servers:
             server.stop()
