@@ -21,10 +21,10 @@ package final class SQLiteStoreDriver: StoreDriver {
     package let writer: GroupCommitWriter
     private let runner: StoreTransactionRunner
     private let requestDeadline: Duration
-    /// How many reads may run on their callers' threads at once.
+    /// How many reads by key may run on their callers' threads at once.
     package let inlineReadLimit: Int
     private let inlineReads = Atomic<Int>(0)
-    /// Reads run on their callers' threads so far (tests).
+    /// Reads by key run on their callers' threads so far (tests).
     private let inlineReadCount = Atomic<Int>(0)
     package var inlineReadsRun: Int { inlineReadCount.load(ordering: .relaxed) }
 
