@@ -42,10 +42,6 @@ struct CompressionMiddleware: RouterMiddleware {
 enum AnswerCompression {
     /// Smaller answers are sent as they are: gzip's 20 bytes of framing would eat the gain.
     static let minimumBytes = 1024
-    /// libdeflate's fastest level: JSON of records still shrinks to a fifth or less, at a
-    /// fraction of the time higher levels take (BENCHMARKS.md, `change-feed-gzip`).
-    static let level: Int32 = 1
-
     /// `response`, gzip-compressed as it is written when it qualifies.
     static func compressed(_ response: Response, acceptsGzip: Bool, request: Request, counters: CompressionCounters) -> Response {
         guard request.method != .head, response.headers[.contentEncoding] == nil,
@@ -65,9 +61,9 @@ enum AnswerCompression {
         response.body = ResponseBody { writer in
             // The answers compressed here are JSON written whole (their length is known): gathered
             // as written, usually the one buffer they already are, then compressed in one call.
-            var gathered = GatheringResponseWriter()
-            try await body.write(gathered.writer)
-            let compressed = try GzipAnswer.compress(gathered.bytes, level: Self.level)
+            let gathered = GatheringResponseWriter()
+            try await body.write(gathered)
+            let compressed = try GzipAnswer.compress(gathered.bytes)
             counters.compressedAnswerWrote(bytes: compressed.readableBytes)
             try await writer.write(compressed)
             try await writer.finish(gathered.trailingHeaders)
@@ -77,34 +73,23 @@ enum AnswerCompression {
 }
 
 /// An answer's body as it is written: kept as the buffer written when there is one, joined
-/// when there are more.
-struct GatheringResponseWriter {
-    private let box = Box()
-    var bytes: ByteBuffer { box.bytes ?? ByteBuffer() }
-    var trailingHeaders: HTTPFields? { box.trailingHeaders }
-    var writer: Writer { Writer(box: box) }
+/// when there are more. Unchecked: written by the one body writing into it, then read after
+/// that write ended.
+final class GatheringResponseWriter: ResponseBodyWriter, @unchecked Sendable {
+    private(set) var bytes = ByteBuffer()
+    private(set) var trailingHeaders: HTTPFields?
 
-    /// Unchecked: written by the one body writing into it, then read after that write ended.
-    final class Box: @unchecked Sendable {
-        var bytes: ByteBuffer?
-        var trailingHeaders: HTTPFields?
+    func write(_ buffer: ByteBuffer) async throws {
+        if bytes.readableBytes == 0 {
+            bytes = buffer  // the first buffer kept as it is, not copied
+        } else {
+            var buffer = buffer
+            bytes.writeBuffer(&buffer)
+        }
     }
 
-    struct Writer: ResponseBodyWriter {
-        let box: Box
-
-        mutating func write(_ buffer: ByteBuffer) async throws {
-            if box.bytes == nil {
-                box.bytes = buffer
-            } else {
-                var buffer = buffer
-                box.bytes!.writeBuffer(&buffer)
-            }
-        }
-
-        consuming func finish(_ trailingHeaders: HTTPFields?) async throws {
-            box.trailingHeaders = trailingHeaders
-        }
+    func finish(_ trailingHeaders: HTTPFields?) async throws {
+        self.trailingHeaders = trailingHeaders
     }
 }
 
@@ -116,10 +101,14 @@ enum GzipAnswer {
         let pointer: OpaquePointer
     }
 
+    /// libdeflate's fastest level: JSON of records still shrinks to a fifth or less, at a
+    /// fraction of the time higher levels take (BENCHMARKS.md, `change-feed-gzip`).
+    static let level: Int32 = 1
+    /// Compressors of `level`, idle.
     private static let idle = Mutex<[Compressor]>([])
     private static let maximumIdle = 8
 
-    static func compress(_ input: ByteBuffer, level: Int32) throws -> ByteBuffer {
+    static func compress(_ input: ByteBuffer) throws -> ByteBuffer {
         guard let compressor = idle.withLock({ $0.popLast() }) ?? libdeflate_alloc_compressor(level).map(Compressor.init) else {
             throw ServerError(.internalError, "libdeflate could not allocate a compressor")
         }
